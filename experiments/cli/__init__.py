@@ -1,0 +1,54 @@
+"""The `kary` command line: thin commands over the experiments and analysis libraries.
+
+Each command group lives in its own module here and is registered below. A
+UserError raised anywhere under a command becomes one line on stderr and exit
+code 2 (see `_KaryGroup`); anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from experiments.errors import UserError
+
+__all__ = ["app", "main"]
+
+
+class _KaryGroup(TyperGroup):
+    """Turns a UserError into `kary: error: ...` and exit code 2."""
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UserError as err:
+            typer.echo(f"kary: error: {err}", err=True)
+            raise typer.Exit(2) from None
+
+
+app = typer.Typer(
+    cls=_KaryGroup,
+    name="kary",
+    help="Plan, run and analyse k-ary data-distribution benchmarks of Flux.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _register() -> None:
+    # Imported here so `experiments.cli` stays importable while a module is edited.
+    from experiments.cli import designs
+
+    app.add_typer(designs.app, name="designs")
+
+
+_register()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app(prog_name="kary")

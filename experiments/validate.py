@@ -1,0 +1,89 @@
+"""Checks that run before anything reaches a template, a shell or a cluster.
+
+Each returns the clean value or raises UserError with one line saying what was
+wrong and what would be right.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from experiments.errors import UserError
+
+__all__ = [
+    "MAX_NODES",
+    "dns1123_name",
+    "format_size",
+    "node_count",
+    "parse_size",
+    "parse_sizes",
+    "safe_path",
+]
+
+# Flux itself scales further, but a node count beyond this is a typo, not a plan.
+MAX_NODES = 100_000
+
+_UNITS = {"": None, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+_SIZE = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>[KMGT]?)(?:i?B)?$", re.IGNORECASE)
+_DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# Characters a shell or YAML would read as syntax; never allowed in a path we render.
+_UNSAFE_PATH = re.compile(r"[\x00-\x1f\x7f;&|`$<>\"'\\*?!{}()\[\]#~\s]")
+
+
+def parse_size(text: str) -> int:
+    """`512M` -> 536870912. Units are binary (K, M, G, T; `GiB`/`GB` read the same)."""
+    match = _SIZE.match(text.strip()) if isinstance(text, str) else None
+    if match is None:
+        raise UserError(f"invalid size {text!r}: expected a number with a unit, e.g. 512M or 4G")
+    unit = _UNITS[match.group("unit").upper()]
+    if unit is None:
+        raise UserError(f"invalid size {text!r}: give a unit (K, M, G or T), e.g. {text}G")
+    size = float(match.group("num")) * unit
+    if size < 1 or size != int(size):
+        raise UserError(f"invalid size {text!r}: must be a whole number of bytes >= 1")
+    return int(size)
+
+
+def parse_sizes(text: str) -> list[int]:
+    """`512M,2G` -> sizes in bytes, in the order given, duplicates refused."""
+    parts = [p for p in (s.strip() for s in text.split(",")) if p]
+    if not parts:
+        raise UserError(f"invalid sizes {text!r}: expected a list such as 512M,2G")
+    sizes = [parse_size(p) for p in parts]
+    if len(set(sizes)) != len(sizes):
+        raise UserError(f"invalid sizes {text!r}: a size is listed twice")
+    return sizes
+
+
+def format_size(size: int) -> str:
+    """Bytes -> the shortest exact label: 536870912 -> `512M`, 1073741824 -> `1G`."""
+    for unit, factor in (("T", 2**40), ("G", 2**30), ("M", 2**20), ("K", 2**10)):
+        if size % factor == 0:
+            return f"{size // factor}{unit}"
+    return f"{size}B"
+
+
+def node_count(value: int, flag: str = "--nodes") -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_NODES:
+        raise UserError(f"invalid {flag} {value!r}: must be a whole number from 1 to {MAX_NODES}")
+    return value
+
+
+def dns1123_name(text: str, what: str = "--name") -> str:
+    """A Kubernetes object name: lower-case letters, digits and '-', at most 63 characters."""
+    if not isinstance(text, str) or len(text) > 63 or not _DNS1123.match(text):
+        raise UserError(
+            f"invalid {what} {text!r}: use lower-case letters, digits and '-', "
+            "start and end with a letter or digit, at most 63 characters"
+        )
+    return text
+
+
+def safe_path(text: str, what: str = "path") -> Path:
+    """A path that can be rendered into a shell script or YAML without quoting tricks."""
+    if not isinstance(text, str) or not text or _UNSAFE_PATH.search(text):
+        raise UserError(
+            f"invalid {what} {text!r}: use letters, digits and . _ - / only, no spaces"
+        )
+    return Path(text)
