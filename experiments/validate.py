@@ -15,6 +15,8 @@ __all__ = [
     "MAX_NODES",
     "dns1123_name",
     "format_size",
+    "image_ref",
+    "label_value",
     "node_count",
     "parse_size",
     "parse_sizes",
@@ -26,6 +28,10 @@ MAX_NODES = 100_000
 
 _UNITS = {"": None, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _SIZE = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>[KMGT]?)(?:i?B)?$", re.IGNORECASE)
+_IMAGE = re.compile(
+    r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(@sha256:[a-f0-9]{64})?$"
+)
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # Characters a shell or YAML would read as syntax; never allowed in a path we render.
 _UNSAFE_PATH = re.compile(r"[\x00-\x1f\x7f;&|`$<>\"'\\*?!{}()\[\]#~\s]")
@@ -83,7 +89,19 @@ def dns1123_name(text: str, what: str = "--name") -> str:
 def safe_path(text: str, what: str = "path") -> Path:
     """A path that can be rendered into a shell script or YAML without quoting tricks."""
     if not isinstance(text, str) or not text or _UNSAFE_PATH.search(text):
-        raise UserError(
-            f"invalid {what} {text!r}: use letters, digits and . _ - / only, no spaces"
-        )
+        raise UserError(f"invalid {what} {text!r}: use letters, digits and . _ - / only, no spaces")
     return Path(text)
+
+
+def image_ref(text: str) -> str:
+    """A container image reference such as `ghcr.io/org/image:tag`."""
+    if not isinstance(text, str) or len(text) > 255 or not _IMAGE.match(text):
+        raise UserError(f"invalid --image {text!r}: expected e.g. ghcr.io/org/image:tag")
+    return text
+
+
+def label_value(text: str, what: str = "label") -> str:
+    """A Kubernetes label value: at most 63 letters, digits, '-', '_' or '.'."""
+    if not isinstance(text, str) or not _LABEL_VALUE.match(text):
+        raise UserError(f"invalid {what} {text!r}: at most 63 letters, digits, '-', '_' or '.'")
+    return text

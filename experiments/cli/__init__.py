@@ -41,9 +41,11 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported here so `experiments.cli` stays importable while a module is edited.
-    from experiments.cli import designs
+    from experiments.cli import designs, render, run
 
     app.add_typer(designs.app, name="designs")
+    render.register(app)
+    run.register(app)
 
 
 _register()

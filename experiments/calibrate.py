@@ -1,0 +1,118 @@
+"""Refit the time model from parsed history (`--history DIR` of topologies-events.csv).
+
+A plan predicts a sum, so the estimator is the mean, not the median (these
+timings are right-skewed: the median under-predicts a sweep's total).  Rows
+marked failed (kary's own CSVs) are left out; the seed's CSVs have no status
+and record failed steps as ~0.015 s, so times under a fifth of their event's
+median are dropped as failures before averaging.  What
+the history cannot tell (a MiniCluster's start-up, the image pull) keeps its
+default, and `source` says so.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from experiments.cost import TimeModel
+from experiments.errors import UserError
+from experiments.topology import build_tree
+
+__all__ = ["calibrate", "load_history"]
+
+GIB = 2**30
+EVENTS_CSV = "topologies-events.csv"
+
+
+def load_history(history: Path) -> pd.DataFrame:
+    """Timed, successful rows of every topologies-events.csv at or below `history`."""
+    history = Path(history)
+    files = [history] if history.is_file() else sorted(history.rglob(EVENTS_CSV))
+    if not files:
+        raise UserError(f"--history {history}: no {EVENTS_CSV} found")
+    frames = []
+    for path in files:
+        try:
+            frame = pd.read_csv(path)
+        except (OSError, ValueError) as err:
+            raise UserError(f"--history: cannot read {path}: {err}") from None
+        missing = {"event", "time_seconds", "nodes", "topology"} - set(frame.columns)
+        if missing:
+            raise UserError(f"--history: {path} lacks columns {', '.join(sorted(missing))}")
+        frames.append(frame)
+    rows = pd.concat(frames, ignore_index=True)
+    if "status" in rows.columns:
+        rows = rows[rows["status"].fillna("ok") == "ok"]
+    if "size_bytes" in rows.columns and rows["size_bytes"].notna().all():
+        rows = rows.assign(gb=rows["size_bytes"] / GIB)
+    else:
+        rows = rows.assign(gb=pd.to_numeric(rows["size_gb"], errors="coerce"))
+    rows = rows.assign(time_seconds=pd.to_numeric(rows["time_seconds"], errors="coerce"))
+    rows = rows.dropna(subset=["gb", "time_seconds"])
+    rows = rows[rows["gb"] > 0]
+    # Seed topology names use '-' ("kary-2"); ours use ':'.
+    return rows.assign(topology=rows["topology"].astype(str).str.replace("-", ":", n=1))
+
+
+def _per_gb(rows: pd.DataFrame, prefix: str) -> pd.Series:
+    chosen = rows[rows["event"].astype(str).str.startswith(prefix)]
+    return chosen["time_seconds"] / chosen["gb"]
+
+
+def _mean(series: pd.Series, default: float) -> float:
+    """Mean of the plausible values: under a fifth of the median is a failed step."""
+    if not len(series):
+        return default
+    kept = series[series >= 0.2 * series.median()]
+    return float(kept.mean())
+
+
+def _design_shape(nodes: int, topology: str) -> tuple[int, int] | None:
+    try:
+        tree = build_tree(topology, int(nodes))
+    except Exception:  # history may name designs this kary cannot build
+        return None
+    return tree.max_fanout, tree.depth
+
+
+def calibrate(model: TimeModel, history: Path) -> TimeModel:
+    """A copy of `model` with every parameter the history can tell refitted."""
+    rows = load_history(history)
+    update: dict[str, object] = {"calibrated_from": len(rows)}
+    update["create_s_per_gb"] = _mean(_per_gb(rows, "create-"), model.create_s_per_gb)
+    update["generate_s_per_gb"] = _mean(_per_gb(rows, "generate-blob"), model.generate_s_per_gb)
+    update["verify_s_per_gb"] = _mean(_per_gb(rows, "verify-"), model.verify_s_per_gb)
+    deletes = rows[rows["event"].astype(str).str.startswith("delete-archive")]["time_seconds"]
+    update["delete_s"] = _mean(deletes, model.delete_s)
+
+    cleans = rows[rows["event"].astype(str).str.startswith("clean-")]
+    if cleans["gb"].nunique() >= 2:
+        slope, intercept = np.polyfit(cleans["gb"], cleans["time_seconds"], 1)
+        update["clean_s_per_gb"] = max(float(slope), 0.0)
+        update["clean_s"] = max(float(intercept), 0.0)
+
+    dist = rows[rows["event"].astype(str).str.startswith("distribute-")]
+    if len(dist):
+        per_design = (
+            (dist["time_seconds"] / dist["gb"])
+            .groupby([dist["nodes"], dist["topology"]])
+            .agg(lambda values: _mean(values, float("nan")))
+        )
+        update["design_s_per_gb"] = {f"{n}/{t}": float(v) for (n, t), v in per_design.items()}
+        shapes = [(_design_shape(n, t), v) for (n, t), v in per_design.items()]
+        shapes = [(s, v) for s, v in shapes if s is not None]
+        update["extract_s_per_gb"] = (
+            float(np.mean([v for _, v in shapes])) if shapes else (model.extract_s_per_gb)
+        )
+        depths = {s[1] for s, _ in shapes}
+        if len(depths) >= 2:
+            # The extra seconds per GB that each level below the first adds.
+            slope = np.polyfit([s[1] - 1 for s, _ in shapes], [v for _, v in shapes], 1)[0]
+            update["hop_s_per_gb"] = max(float(slope), 0.0)
+    if any(isinstance(v, float) and not math.isfinite(v) for v in update.values()):
+        raise UserError(f"--history {history}: the timings do not fit a model (non-finite values)")
+    update["source"] = f"{model.source}, calibrated on {len(rows)} rows of {history}"
+    return model.model_copy(update=update)

@@ -1,0 +1,136 @@
+"""Read a cluster file: an eksctl ClusterConfig (EKS) or kary's small GKE spec.
+
+Only what planning needs: provider, name, where, instance type and node count.
+The lifecycle (create, delete, reap) lives in experiments/clusters/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from experiments.errors import UserError
+
+__all__ = ["ClusterSpec", "GkeSpec", "NodeGroup", "load_cluster_spec"]
+
+
+class NodeGroup(BaseModel):
+    name: str
+    instance_type: str
+    count: int
+
+
+class ClusterSpec(BaseModel):
+    """The planning view of a cluster: `instance_type` and `nodes` are the workers'."""
+
+    provider: Literal["eks", "gke"]
+    name: str
+    region: str
+    zone: str | None = None
+    instance_type: str
+    nodes: int
+    node_groups: list[NodeGroup]
+    path: Path
+    raw: dict[str, Any] = Field(default_factory=dict, repr=False)
+
+
+class GkeSpec(BaseModel):
+    """clusters/gke-*.yaml: turned into `gcloud container clusters create`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["GKECluster"] = "GKECluster"
+    name: str
+    project: str | None = None
+    zone: str
+    machine_type: str = Field(alias="machineType")
+    num_nodes: int = Field(alias="numNodes", ge=1)
+    placement: Literal["COMPACT", "NONE"] = "COMPACT"
+    threads_per_core: int | None = Field(default=1, alias="threadsPerCore")
+    gvnic: bool = True
+    network: str | None = None
+    cluster_version: str | None = Field(default=None, alias="clusterVersion")
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def region(self) -> str:
+        return self.zone.rsplit("-", 1)[0]
+
+
+def _first_error(err: ValidationError) -> str:
+    first = err.errors()[0]
+    return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+
+
+def _eks_spec(raw: dict[str, Any], path: Path) -> ClusterSpec:
+    meta = raw.get("metadata") or {}
+    groups = list(raw.get("managedNodeGroups") or []) + list(raw.get("nodeGroups") or [])
+    if not meta.get("name") or not meta.get("region") or not groups:
+        raise UserError(
+            f"{path}: an eksctl ClusterConfig needs metadata.name, metadata.region "
+            "and at least one node group"
+        )
+
+    # The worker group is the one with the most nodes; a system group may sit beside it.
+    def size_of(group: dict[str, Any]) -> int:
+        return int(group.get("desiredCapacity") or group.get("minSize") or 0)
+
+    workers = max(groups, key=size_of)
+    if not workers.get("instanceType") or size_of(workers) < 1:
+        raise UserError(f"{path}: node group {workers.get('name')!r} needs instanceType and a size")
+    zones = workers.get("availabilityZones") or raw.get("availabilityZones") or [None]
+    return ClusterSpec(
+        provider="eks",
+        name=meta["name"],
+        region=meta["region"],
+        zone=zones[0],
+        instance_type=workers["instanceType"],
+        nodes=size_of(workers),
+        node_groups=[
+            NodeGroup(name=g.get("name", "?"), instance_type=g["instanceType"], count=size_of(g))
+            for g in groups
+            if g.get("instanceType") and size_of(g) > 0
+        ],
+        path=path,
+        raw=raw,
+    )
+
+
+def load_cluster_spec(path: Path) -> ClusterSpec:
+    """Load and validate a cluster file; any problem is one UserError line."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"cluster file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise UserError(f"cluster file {path} is not valid YAML: {err}") from None
+    if not isinstance(raw, dict):
+        raise UserError(f"cluster file {path}: expected a YAML mapping")
+    if raw.get("kind") == "ClusterConfig":
+        return _eks_spec(raw, path)
+    if raw.get("kind") == "GKECluster":
+        try:
+            gke = GkeSpec.model_validate(raw)
+        except ValidationError as err:
+            raise UserError(f"cluster file {path}: {_first_error(err)}") from None
+        return ClusterSpec(
+            provider="gke",
+            name=gke.name,
+            region=gke.region,
+            zone=gke.zone,
+            instance_type=gke.machine_type,
+            nodes=gke.num_nodes,
+            node_groups=[
+                NodeGroup(name="default-pool", instance_type=gke.machine_type, count=gke.num_nodes)
+            ],
+            path=path,
+            raw=raw,
+        )
+    raise UserError(
+        f"cluster file {path}: kind must be ClusterConfig (eksctl) or GKECluster, "
+        f"got {raw.get('kind')!r}"
+    )

@@ -1,0 +1,237 @@
+"""Time model + price catalog -> what a plan will cost in seconds and dollars.
+
+estimate = hourly(nodes x instance price + control plane) x
+           (provision + image pull + sum over cells of predicted run time + teardown)
+
+A cell's time is what really takes time on a cluster: the MiniCluster coming up
+(pod scheduling, Flux start, log collection, delete), blob generation, and per
+size and strategy the archive create, each distribution wave, the optional
+verify, the archive delete and the clean-up.  Distribution per GB is the slower
+of a broker's own extract rate and what its link can feed its children
+(fan-out x size / bandwidth), plus a per-level pipeline cost.  Defaults come from
+the seed's EKS sweep; `calibrate` refits them from parsed history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from experiments.clusterspec import ClusterSpec
+from experiments.errors import UserError
+from experiments.plan import Cell, Plan
+from experiments.render import strategy_waves
+from experiments.topology import build_tree
+
+__all__ = [
+    "CellTime",
+    "Estimate",
+    "PriceCatalog",
+    "TimeModel",
+    "default_time_model",
+    "estimate_plan",
+    "load_price_catalog",
+    "predict_cell",
+]
+
+GIB = 2**30
+
+
+class TimeModel(BaseModel):
+    """Seconds for each thing a sweep spends time on. `source` says where they came from."""
+
+    source: str = "defaults"
+    create_s_per_gb: float
+    extract_s_per_gb: float
+    hop_s_per_gb: float = 0.0
+    link_gbps: float | None = None
+    verify_s_per_gb: float
+    delete_s: float
+    clean_s_per_gb: float
+    clean_s: float
+    generate_s_per_gb: float
+    run_overhead_s: float
+    image_pull_s: float
+    provision_s: float = 0.0
+    teardown_s: float = 0.0
+    calibrated_from: int = 0  # history rows used
+    # Measured seconds per GB for designs the history holds, keyed "nodes/topo".
+    design_s_per_gb: dict[str, float] = {}
+
+    def distribute_s_per_gb(self, fanout: int, depth: int) -> float:
+        feed = fanout * 8.0 / self.link_gbps if self.link_gbps else 0.0
+        return max(self.extract_s_per_gb, feed) + max(depth - 1, 0) * self.hop_s_per_gb
+
+
+def default_time_model(backend: str, link_gbps: float | None = None) -> TimeModel:
+    """Defaults by backend.
+
+    Cloud numbers are medians of the seed's EKS 6-node sweep on c5a.4xlarge
+    (create 9.5 s/GB, extract 2.4 s/GB, clean 0.2 s/GB, delete 0.03 s) and its
+    wall time: 9,716 s less 8,283 s of timed steps over 12 runs is 119 s a run,
+    split here as 100 s per MiniCluster plus 240 s to pull the image once.
+    Local numbers were measured with the emulator on a 2-core machine.
+    """
+    if backend == "local":
+        return TimeModel(
+            source="local defaults (emulator on 2 cores)",
+            create_s_per_gb=4.0,
+            extract_s_per_gb=6.0,
+            hop_s_per_gb=0.5,
+            verify_s_per_gb=4.0,
+            delete_s=0.05,
+            clean_s_per_gb=0.2,
+            clean_s=0.05,
+            generate_s_per_gb=4.0,
+            run_overhead_s=1.5,
+            image_pull_s=0.0,
+        )
+    return TimeModel(
+        source="cloud defaults (seed EKS 6-node sweep, c5a.4xlarge)",
+        create_s_per_gb=9.5,
+        extract_s_per_gb=2.45,
+        hop_s_per_gb=0.0,
+        link_gbps=link_gbps,
+        verify_s_per_gb=2.0,
+        delete_s=0.03,
+        clean_s_per_gb=0.21,
+        clean_s=0.05,
+        # openssl AES-CTR into the page cache; the 0.3 GB/s measured on a
+        # 2-core sandbox is disk-bound and too slow for a c5a/c2d node.
+        generate_s_per_gb=1.0,
+        run_overhead_s=100.0,
+        image_pull_s=240.0,
+    )
+
+
+@dataclass(frozen=True)
+class CellTime:
+    cell: Cell
+    seconds: float
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+def predict_cell(cell: Cell, model: TimeModel, verify: bool) -> CellTime:
+    tree = build_tree(cell.topo, cell.nodes)
+    parts = {
+        "overhead": model.run_overhead_s,
+        "generate": 0.0,
+        "create": 0.0,
+        "distribute": 0.0,
+        "verify": 0.0,
+        "delete": 0.0,
+        "clean": 0.0,
+    }
+    # Feeding its children is what bounds a broker; the busiest one sets the pace.
+    measured = model.design_s_per_gb.get(f"{cell.nodes}/{cell.topo}")
+    rate = (
+        measured if measured is not None else model.distribute_s_per_gb(tree.max_fanout, tree.depth)
+    )
+    for size in cell.sizes:
+        gb = size / GIB
+        parts["generate"] += gb * model.generate_s_per_gb
+        for strategy in cell.strategies:
+            waves = strategy_waves(tree, strategy)
+            parts["create"] += gb * model.create_s_per_gb
+            parts["distribute"] += gb * rate * len(waves)
+            if verify:
+                parts["verify"] += gb * model.verify_s_per_gb * len(waves)
+            parts["delete"] += model.delete_s
+            parts["clean"] += model.clean_s + gb * model.clean_s_per_gb
+    return CellTime(cell, sum(parts.values()), parts)
+
+
+class PriceCatalog(BaseModel):
+    path: Path
+    control_plane_usd_per_hour: dict[str, float]
+    network_gbps: dict[str, float]
+    regions: dict[str, dict[str, Any]]
+
+    def instance_price(self, region: str, instance_type: str) -> tuple[float, str]:
+        """($/h, as-of date) or a UserError naming how to add the price."""
+        entry = self.regions.get(region)
+        if entry is None or instance_type not in entry.get("usd_per_hour", {}):
+            raise UserError(
+                f"no price for {instance_type} in {region} in {self.path}; run "
+                f"`kary prices refresh --region {region} --instance-type {instance_type}`"
+            )
+        return float(entry["usd_per_hour"][instance_type]), str(entry.get("as_of", "unknown"))
+
+
+def load_price_catalog(path: Path | None = None) -> PriceCatalog:
+    if path is None:
+        from experiments.resources import resource_path
+
+        path = resource_path("clusters", "prices.yaml")
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise UserError(f"price catalog {path} is not readable YAML: {err}") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("regions"), dict):
+        raise UserError(f"price catalog {path}: expected a mapping with 'regions'")
+    return PriceCatalog(
+        path=Path(path),
+        control_plane_usd_per_hour=raw.get("control_plane_usd_per_hour", {}),
+        network_gbps=raw.get("network_gbps", {}),
+        regions=raw["regions"],
+    )
+
+
+@dataclass(frozen=True)
+class Estimate:
+    cells: list[CellTime]
+    seconds: float
+    parts: dict[str, float]
+    hourly_usd: float
+    cost_usd: float
+    instance_type: str | None
+    nodes_billed: int
+    price_as_of: str | None
+    model: TimeModel
+
+
+def estimate_plan(
+    plan: Plan,
+    model: TimeModel,
+    verify: bool,
+    cluster: ClusterSpec | None = None,
+    catalog: PriceCatalog | None = None,
+    provision: bool = False,
+    teardown: bool = False,
+) -> Estimate:
+    """Seconds and dollars for the cells still to run (done cells cost nothing)."""
+    cells = [predict_cell(c, model, verify) for c in plan.cells]
+    parts: dict[str, float] = {}
+    for cell_time in cells:
+        for key, value in cell_time.parts.items():
+            parts[key] = parts.get(key, 0.0) + value
+    if cells:
+        parts["image pull"] = model.image_pull_s
+    if provision:
+        parts["provision"] = model.provision_s
+    if teardown:
+        parts["teardown"] = model.teardown_s
+    seconds = sum(parts.values())
+    hourly, as_of, billed = 0.0, None, 0
+    if cluster is not None:
+        catalog = catalog or load_price_catalog()
+        for group in cluster.node_groups:
+            price, as_of = catalog.instance_price(cluster.region, group.instance_type)
+            hourly += price * group.count
+            billed += group.count
+        hourly += catalog.control_plane_usd_per_hour.get(cluster.provider, 0.10)
+    return Estimate(
+        cells=cells,
+        seconds=seconds,
+        parts=parts,
+        hourly_usd=hourly,
+        cost_usd=hourly * seconds / 3600.0,
+        instance_type=cluster.instance_type if cluster else None,
+        nodes_billed=billed,
+        price_as_of=as_of,
+        model=model,
+    )

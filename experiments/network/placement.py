@@ -1,0 +1,194 @@
+"""TBON placement over the physical network: which tree edges cross switches, and a better order.
+
+Ranks take instances in hostlist order: rank 0 is the first instance, rank 1 the
+second, and so on. Each TBON edge (parent rank, child rank) is counted by the
+deepest network layer its two instances share, counting from the top: both
+under one closest switch (layer 3 on EC2), the same layer-2 node only, the same
+layer-1 node only, or none. An edge with an instance of unknown topology is
+`unknown`.
+
+cross_l3 is the number of edges whose endpoints do NOT share their closest
+(layer-3, i.e. last) network node; an edge with an endpoint of unknown topology
+counts as crossing, since nothing says it does not.
+
+The proposed order groups instances by their network path (layer 1, then 2,
+then 3) and lays the groups onto the tree so that each switch gets a connected
+piece of it: several group orders and tree walks (rank order, depth-first pre-
+and post-order) are tried, and the best is kept. The input order is one of the
+candidates and wins ties, so the proposal is never worse than the input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from experiments.errors import UserError
+from experiments.network.model import Instance
+from experiments.topology import Tree, build_tree
+
+__all__ = ["EdgeCounts", "Placement", "count_edges", "propose_order"]
+
+
+@dataclass(frozen=True)
+class EdgeCounts:
+    """TBON edges by the deepest network layer their two instances share."""
+
+    edges: int
+    # "layer-D" ... "layer-1", "none", "unknown"; D = the deepest topology seen.
+    by_shared: dict[str, int]
+    cross_l3: int
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A rank order for the instances under one TBON, with edge counts before and after."""
+
+    tree: Tree
+    before: list[Instance]
+    order: list[Instance]
+    counts_before: EdgeCounts
+    counts_after: EdgeCounts
+    strategy: str
+
+
+def _shared(a: Instance, b: Instance) -> int | None:
+    """Layers shared from the top; None when either instance has no topology."""
+    if not a.network_nodes or not b.network_nodes:
+        return None
+    shared = 0
+    for x, y in zip(a.network_nodes, b.network_nodes, strict=False):
+        if x != y:
+            break
+        shared += 1
+    return shared
+
+
+def _depth(instances: Sequence[Instance]) -> int:
+    return max((len(i.network_nodes) for i in instances), default=0)
+
+
+def count_edges(tree: Tree, ranked: Sequence[Instance], depth: int | None = None) -> EdgeCounts:
+    """Count the TBON edges of `tree` when rank r runs on `ranked[r]`."""
+    if len(ranked) != tree.size:
+        raise ValueError(f"{len(ranked)} instances for a tree of {tree.size} ranks")
+    depth = _depth(ranked) if depth is None else depth
+    keys = [f"layer-{d}" for d in range(depth, 0, -1)] + ["none", "unknown"]
+    by_shared = dict.fromkeys(keys, 0)
+    cross = 0
+    for parent, child in tree.edges():
+        a, b = ranked[parent], ranked[child]
+        shared = _shared(a, b)
+        if shared is None:
+            by_shared["unknown"] += 1
+        else:
+            by_shared[f"layer-{shared}" if shared else "none"] += 1
+        if shared is None or a.closest != b.closest:
+            cross += 1
+    return EdgeCounts(edges=tree.size - 1, by_shared=by_shared, cross_l3=cross)
+
+
+def _score(counts: EdgeCounts, depth: int) -> tuple[int, ...]:
+    """Fewest edges crossing the closest switch first, then layer by layer upwards."""
+    crossing = [counts.cross_l3]
+    for layer in range(depth - 1, 0, -1):
+        shares = sum(counts.by_shared[f"layer-{d}"] for d in range(layer, depth + 1))
+        crossing.append(counts.edges - shares)
+    return tuple(crossing)
+
+
+def _grouped(instances: Sequence[Instance], level: int, size_order: int) -> list[Instance]:
+    """Instances grouped by network node at `level` and below; `size_order` 0 keeps first
+    appearance, 1 puts big groups first, -1 small groups first (ties keep appearance)."""
+    ended = [i for i in instances if len(i.network_nodes) <= level]
+    buckets: dict[str, list[Instance]] = {}
+    for inst in instances:
+        if len(inst.network_nodes) > level:
+            buckets.setdefault(inst.network_nodes[level], []).append(inst)
+    groups = list(buckets.values())
+    if size_order:
+        groups.sort(key=lambda g: -size_order * len(g))
+    out = list(ended)
+    for group in groups:
+        out.extend(_grouped(group, level + 1, size_order))
+    return out
+
+
+def _subtree_sizes(tree: Tree) -> list[int]:
+    sizes = [1] * tree.size
+    # Parents have smaller ranks than their children in every flux-core topology.
+    for rank in range(tree.size - 1, 0, -1):
+        sizes[tree.parents[rank]] += sizes[rank]
+    return sizes
+
+
+def _walk(tree: Tree, post: bool, big_first: bool) -> list[int]:
+    """Ranks in depth-first pre- or post-order (explicit stack: kary:1 is a deep chain)."""
+    sizes = _subtree_sizes(tree) if big_first else []
+
+    def kids(rank: int) -> list[int]:
+        children = list(tree.children[rank])
+        if big_first:
+            children.sort(key=lambda c: -sizes[c])
+        return children
+
+    order: list[int] = []
+    stack: list[tuple[int, bool]] = [(0, False)]
+    while stack:
+        rank, expanded = stack.pop()
+        if expanded:
+            order.append(rank)
+            continue
+        if not post:
+            order.append(rank)
+        else:
+            stack.append((rank, True))
+        stack.extend((c, False) for c in reversed(kids(rank)))
+    return order
+
+
+def _walks(tree: Tree) -> dict[str, Callable[[], list[int]]]:
+    return {
+        "rank order": lambda: list(range(tree.size)),
+        "depth-first preorder": lambda: _walk(tree, post=False, big_first=False),
+        "depth-first preorder, big subtrees first": lambda: _walk(tree, False, True),
+        "depth-first postorder": lambda: _walk(tree, post=True, big_first=False),
+        "depth-first postorder, big subtrees first": lambda: _walk(tree, True, True),
+    }
+
+
+def propose_order(instances: Sequence[Instance], topo: str) -> Placement:
+    """The best rank order found for `instances` under TBON `topo` (input order on a tie)."""
+    if not instances:
+        raise UserError("no instances to place")
+    before = list(instances)
+    tree = build_tree(topo, len(before))
+    depth = _depth(before)
+    counts_before = count_edges(tree, before, depth)
+    best = (_score(counts_before, depth), before, counts_before, "input order")
+    known = [i for i in before if i.network_nodes]
+    unknown = [i for i in before if not i.network_nodes]
+    sequences = {
+        "switch groups in input order": _grouped(known, 0, 0) + unknown,
+        "big switch groups first": _grouped(known, 0, 1) + unknown,
+        "small switch groups first": _grouped(known, 0, -1) + unknown,
+    }
+    for walk_name, walk in _walks(tree).items():
+        slots = walk()
+        for seq_name, sequence in sequences.items():
+            ranked: list[Instance] = [before[0]] * tree.size
+            for slot, inst in zip(slots, sequence, strict=True):
+                ranked[slot] = inst
+            counts = count_edges(tree, ranked, depth)
+            score = _score(counts, depth)
+            if score < best[0]:
+                best = (score, ranked, counts, f"{seq_name}, {walk_name}")
+    _, order, counts_after, strategy = best
+    return Placement(
+        tree=tree,
+        before=before,
+        order=order,
+        counts_before=counts_before,
+        counts_after=counts_after,
+        strategy=strategy,
+    )

@@ -1,0 +1,198 @@
+"""Experiment spec -> run cells, with deterministic ids and raw-tree paths.
+
+A cell is one (nodes, topology, iteration): one MiniCluster, one log.  Cells
+whose run.json already says `succeeded` are done: skipped and not costed.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from experiments.designs import Design, load_designs
+from experiments.errors import UserError
+from experiments.record import read_record
+from experiments.render import STRATEGIES, strategy_waves
+from experiments.topology import build_tree, parse_topology
+from experiments.validate import dns1123_name, node_count
+
+__all__ = [
+    "DEFAULT_SIZES",
+    "Cell",
+    "ExperimentSpec",
+    "Plan",
+    "plan_experiment",
+]
+
+GIB = 2**30
+MIB = 2**20
+# Small sizes keep a local run to seconds; the cloud default is the seed's 1-10 GB.
+DEFAULT_SIZES: dict[str, list[int]] = {
+    "local": [16 * MIB, 64 * MIB],
+    "kubernetes": [g * GIB for g in range(1, 11)],
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run: a MiniCluster of `nodes` brokers under `topo`, iteration `iteration`."""
+
+    nodes: int
+    topo: str
+    iteration: int
+    sizes: tuple[int, ...]
+    strategies: tuple[str, ...]
+
+    @property
+    def topo_dir(self) -> str:
+        return self.topo.replace(":", "-")
+
+    @property
+    def id(self) -> str:
+        """`30/kary-16/0`: the cell's path below the raw root, and its name everywhere."""
+        return f"{self.nodes}/{self.topo_dir}/{self.iteration}"
+
+    def raw_dir(self, data_dir: Path) -> Path:
+        return Path(data_dir) / str(self.nodes) / self.topo_dir / str(self.iteration)
+
+
+class ExperimentSpec(BaseModel):
+    """What to run, from flags or a YAML file. Validated before anything else happens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    designs_file: Path | None = None
+    exact_nodes: int | None = None
+    max_nodes: int | None = None
+    topos: list[str] = Field(default_factory=list)
+    iters: int = Field(default=1, ge=1, le=1000)
+    sizes: list[int] | None = None
+    min_size_gb: int | None = Field(default=None, ge=1)
+    max_size_gb: int | None = Field(default=None, ge=1)
+    strategies: list[str] = Field(default_factory=lambda: ["all"])
+    data_dir: Path = Path("data/raw")
+    name: str = "flux-sample"
+    backend: str = "local"
+    order: Literal["given", "random"] = "given"
+    seed: int | None = None
+
+    @field_validator("strategies")
+    @classmethod
+    def _known_strategies(cls, value: list[str]) -> list[str]:
+        for strategy in value:
+            if strategy not in STRATEGIES:
+                raise UserError(
+                    f"unknown strategy {strategy!r}: choose from {', '.join(STRATEGIES)}"
+                )
+        if not value or len(set(value)) != len(value):
+            raise UserError("--strategy: give each strategy once")
+        return value
+
+    def resolved_sizes(self) -> list[int]:
+        if self.sizes:
+            return list(self.sizes)
+        if self.min_size_gb is not None or self.max_size_gb is not None:
+            low = self.min_size_gb or 1
+            high = self.max_size_gb or low
+            if low > high:
+                raise UserError(f"--min-size {low} is larger than --max-size {high}")
+            return [g * GIB for g in range(low, high + 1)]
+        return list(DEFAULT_SIZES.get(self.backend, DEFAULT_SIZES["kubernetes"]))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """`cells` will run; `done` succeeded before; `failed` failed before and stay skipped
+    unless asked (--rerun-failed).  Interrupted or never-finished cells run again."""
+
+    spec: ExperimentSpec
+    cells: list[Cell]
+    done: list[Cell]
+    failed: list[Cell]
+    sizes: list[int]
+
+    @property
+    def max_nodes(self) -> int:
+        return max((c.nodes for c in self.cells + self.done), default=0)
+
+
+def _designs(spec: ExperimentSpec) -> list[Design]:
+    if spec.exact_nodes is not None and spec.max_nodes is not None:
+        raise UserError("give --exact-nodes or --max-nodes, not both")
+    if spec.topos:
+        if spec.exact_nodes is None:
+            raise UserError("an explicit --topo needs --exact-nodes N")
+        nodes = node_count(spec.exact_nodes, "--exact-nodes")
+        topos = [str(parse_topology(t)) for t in spec.topos]
+        if len(set(topos)) != len(topos):
+            raise UserError("--topo: a topology is listed twice")
+        return [Design(nodes, t) for t in topos]
+    if spec.exact_nodes is None and spec.max_nodes is None:
+        raise UserError("say which designs to run: --exact-nodes N or --max-nodes N (or --topo T)")
+    if spec.designs_file is None:
+        from experiments.resources import resource_path
+
+        designs_file = resource_path("designs", "kary-designs.json")
+    else:
+        designs_file = spec.designs_file
+    designs = load_designs(designs_file)
+    if spec.exact_nodes is not None:
+        node_count(spec.exact_nodes, "--exact-nodes")
+        chosen = [d for d in designs if d.nodes == spec.exact_nodes]
+    else:
+        node_count(spec.max_nodes or 0, "--max-nodes")
+        chosen = [d for d in designs if d.nodes <= (spec.max_nodes or 0)]
+    if not chosen:
+        which = spec.exact_nodes if spec.exact_nodes is not None else f"<= {spec.max_nodes}"
+        raise UserError(
+            f"no designs for {which} nodes in {designs_file}; use --topo or another --data"
+        )
+    return chosen
+
+
+def _check_runnable(design: Design, strategies: list[str]) -> None:
+    if design.nodes < 2:
+        raise UserError(f"a distribution needs at least 2 nodes, got {design.nodes}")
+    tree = build_tree(design.topo, design.nodes)
+    for strategy in strategies:
+        strategy_waves(tree, strategy)
+
+
+def plan_experiment(spec: ExperimentSpec, rerun_failed: bool = False, force: bool = False) -> Plan:
+    """Every cell of the spec, in run order, split by what its run.json says.
+
+    `force` runs every cell again (the runner keeps the old results aside).
+    """
+    dns1123_name(spec.name)
+    designs = _designs(spec)
+    for design in designs:
+        _check_runnable(design, spec.strategies)
+    sizes = spec.resolved_sizes()
+    rng = random.Random(spec.seed)
+    cells: list[Cell] = []
+    for iteration in range(spec.iters):
+        batch = [
+            Cell(d.nodes, d.topo, iteration, tuple(sizes), tuple(spec.strategies)) for d in designs
+        ]
+        # A fresh topology order per iteration keeps drift (warm caches, noisy
+        # neighbours) from always favouring the same design.
+        if spec.order == "random":
+            rng.shuffle(batch)
+        cells.extend(batch)
+    todo: list[Cell] = []
+    done: list[Cell] = []
+    failed: list[Cell] = []
+    for cell in cells:
+        record = None if force else read_record(cell.raw_dir(spec.data_dir))
+        state = record.state if record is not None else "pending"
+        if state == "succeeded":
+            done.append(cell)
+        elif state in ("failed", "timeout") and not rerun_failed:
+            failed.append(cell)
+        else:
+            todo.append(cell)
+    return Plan(spec=spec, cells=todo, done=done, failed=failed, sizes=sizes)

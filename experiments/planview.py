@@ -1,0 +1,112 @@
+"""What a plan looks like on screen and as JSON: cells, time, dollars."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from experiments.cost import Estimate
+from experiments.plan import Plan
+from experiments.validate import format_size
+
+__all__ = ["format_duration", "plan_json", "plan_text"]
+
+_SHOWN_CELLS = 20
+
+
+def format_duration(seconds: float) -> str:
+    """7.5 s, 12 min 5 s, 2 h 42 min."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _sizes(sizes: list[int] | tuple[int, ...]) -> str:
+    return ",".join(format_size(s) for s in sizes)
+
+
+def plan_text(plan: Plan, estimate: Estimate, backend: str, cluster_name: str | None) -> str:
+    spec = plan.spec
+    lines = [
+        f"kary plan: {_count(len(plan.cells), 'cell')} to run, {len(plan.done)} already done (skipped)"
+        + (
+            f", {len(plan.failed)} failed before (skipped; --rerun-failed runs them)"
+            if plan.failed
+            else ""
+        ),
+        f"backend {backend}"
+        + (f" on {cluster_name}" if cluster_name else "")
+        + f" · sizes {_sizes(plan.sizes)} · strategies {','.join(spec.strategies)}"
+        + f" · iterations {spec.iters} · order {spec.order}"
+        + (f" (seed {spec.seed})" if spec.order == "random" else ""),
+    ]
+    if estimate.cells:
+        width = max(len(c.cell.id) for c in estimate.cells[:_SHOWN_CELLS])
+        lines.append(f"  {'cell':<{width}}  {'nodes':>5}  {'topology':<10} {'predicted':>12}")
+        for cell_time in estimate.cells[:_SHOWN_CELLS]:
+            cell = cell_time.cell
+            lines.append(
+                f"  {cell.id:<{width}}  {cell.nodes:>5}  {cell.topo:<10} "
+                f"{format_duration(cell_time.seconds):>12}"
+            )
+        if len(estimate.cells) > _SHOWN_CELLS:
+            lines.append(f"  ... and {len(estimate.cells) - _SHOWN_CELLS} more cells")
+    parts = ", ".join(
+        f"{name} {format_duration(value)}" for name, value in estimate.parts.items() if value > 0
+    )
+    lines.append(f"time: {format_duration(estimate.seconds)} ({parts or 'nothing to run'})")
+    lines.append(f"time model: {estimate.model.source}")
+    if estimate.instance_type is None:
+        lines.append(
+            "cost: $0.00 (nothing billed: runs on this machine)"
+            if backend == "local"
+            else "cost: unknown (no --cluster FILE to price; the cluster's own bill applies)"
+        )
+    else:
+        lines.append(
+            f"cost: {estimate.nodes_billed} nodes ({estimate.instance_type} workers) + control plane"
+            f" = ${estimate.hourly_usd:.2f}/h (prices as of {estimate.price_as_of})"
+            f" -> ${estimate.cost_usd:.2f}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plan_json(
+    plan: Plan, estimate: Estimate, backend: str, cluster_name: str | None
+) -> dict[str, Any]:
+    return {
+        "backend": backend,
+        "cluster": cluster_name,
+        "cells": [
+            {
+                "id": c.cell.id,
+                "nodes": c.cell.nodes,
+                "topo": c.cell.topo,
+                "iteration": c.cell.iteration,
+                "sizes": list(c.cell.sizes),
+                "strategies": list(c.cell.strategies),
+                "raw_dir": str(c.cell.raw_dir(plan.spec.data_dir)),
+                "predicted_seconds": round(c.seconds, 3),
+            }
+            for c in estimate.cells
+        ],
+        "done": [c.id for c in plan.done],
+        "failed_skipped": [c.id for c in plan.failed],
+        "estimated_seconds": round(estimate.seconds, 3),
+        "breakdown_seconds": {k: round(v, 3) for k, v in estimate.parts.items()},
+        "hourly_usd": round(estimate.hourly_usd, 4),
+        "estimated_cost_usd": round(estimate.cost_usd, 2),
+        "instance_type": estimate.instance_type,
+        "nodes_billed": estimate.nodes_billed,
+        "price_as_of": estimate.price_as_of,
+        "order": plan.spec.order,
+        "seed": plan.spec.seed,
+        "time_model": estimate.model.model_dump(),
+    }

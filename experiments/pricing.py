@@ -1,0 +1,55 @@
+"""Assemble the time model and price a plan: backend defaults, cluster, history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from experiments.calibrate import calibrate
+from experiments.clusterspec import ClusterSpec
+from experiments.cost import (
+    Estimate,
+    TimeModel,
+    default_time_model,
+    estimate_plan,
+    load_price_catalog,
+)
+from experiments.plan import Plan
+
+__all__ = ["PROVISION_SECONDS", "estimate_for", "time_model_for"]
+
+# (create, delete) seconds: eksctl builds CloudFormation stacks for the control
+# plane and the node group (15-25 min seen); GKE creates a zonal cluster faster.
+PROVISION_SECONDS = {"eks": (1200.0, 600.0), "gke": (420.0, 300.0)}
+
+
+def time_model_for(
+    backend: str,
+    cluster: ClusterSpec | None,
+    history: Path | None,
+    catalog_path: Path | None = None,
+) -> TimeModel:
+    link = None
+    if cluster is not None:
+        link = load_price_catalog(catalog_path).network_gbps.get(cluster.instance_type)
+    model = default_time_model(backend, link_gbps=link)
+    if cluster is not None:
+        create, delete = PROVISION_SECONDS[cluster.provider]
+        model = model.model_copy(update={"provision_s": create, "teardown_s": delete})
+    if history is not None:
+        model = calibrate(model, history)
+    return model
+
+
+def estimate_for(
+    plan: Plan,
+    backend: str,
+    verify: bool,
+    cluster: ClusterSpec | None = None,
+    history: Path | None = None,
+    up: bool = False,
+    down: bool = False,
+    catalog_path: Path | None = None,
+) -> Estimate:
+    model = time_model_for(backend, cluster, history, catalog_path)
+    catalog = load_price_catalog(catalog_path) if cluster is not None else None
+    return estimate_plan(plan, model, verify, cluster, catalog, provision=up, teardown=down)
