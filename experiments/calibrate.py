@@ -101,16 +101,22 @@ def calibrate(model: TimeModel, history: Path) -> TimeModel:
             .groupby([dist["nodes"], dist["topology"]])
             .agg(lambda values: _mean(values, float("nan")))
         )
-        update["design_s_per_gb"] = {f"{n}/{t}": float(v) for (n, t), v in per_design.items()}
-        shapes = [(_design_shape(n, t), v) for (n, t), v in per_design.items()]
-        shapes = [(s, v) for s, v in shapes if s is not None]
-        update["extract_s_per_gb"] = (
-            float(np.mean([v for _, v in shapes])) if shapes else (model.extract_s_per_gb)
-        )
-        depths = {s[1] for s, _ in shapes}
-        if len(depths) >= 2:
+        measured: dict[tuple[int, str], float] = {
+            (int(key[0]), str(key[1])): float(value)  # type: ignore[index]
+            for key, value in per_design.items()
+        }
+        update["design_s_per_gb"] = {f"{n}/{t}": v for (n, t), v in measured.items()}
+        depth_and_rate = [
+            (shape[1], rate)
+            for (n, t), rate in measured.items()
+            if (shape := _design_shape(n, t)) is not None
+        ]
+        if depth_and_rate:
+            update["extract_s_per_gb"] = float(np.mean([r for _, r in depth_and_rate]))
+        if len({d for d, _ in depth_and_rate}) >= 2:
             # The extra seconds per GB that each level below the first adds.
-            slope = np.polyfit([s[1] - 1 for s, _ in shapes], [v for _, v in shapes], 1)[0]
+            depths, rates = zip(*depth_and_rate, strict=True)
+            slope = np.polyfit([d - 1 for d in depths], rates, 1)[0]
             update["hop_s_per_gb"] = max(float(slope), 0.0)
     if any(isinstance(v, float) and not math.isfinite(v) for v in update.values()):
         raise UserError(f"--history {history}: the timings do not fit a model (non-finite values)")

@@ -35,7 +35,8 @@ def _sizes(sizes: list[int] | tuple[int, ...]) -> str:
 def plan_text(plan: Plan, estimate: Estimate, backend: str, cluster_name: str | None) -> str:
     spec = plan.spec
     lines = [
-        f"kary plan: {_count(len(plan.cells), 'cell')} to run, {len(plan.done)} already done (skipped)"
+        f"kary plan: {_count(len(plan.cells), 'cell')} to run, "
+        f"{len(plan.done)} already done (skipped)"
         + (
             f", {len(plan.failed)} failed before (skipped; --rerun-failed runs them)"
             if plan.failed
@@ -71,7 +72,8 @@ def plan_text(plan: Plan, estimate: Estimate, backend: str, cluster_name: str | 
         )
     else:
         lines.append(
-            f"cost: {estimate.nodes_billed} nodes ({estimate.instance_type} workers) + control plane"
+            f"cost: {estimate.nodes_billed} nodes ({estimate.instance_type} workers)"
+            " + control plane"
             f" = ${estimate.hourly_usd:.2f}/h (prices as of {estimate.price_as_of})"
             f" -> ${estimate.cost_usd:.2f}"
         )

@@ -77,7 +77,8 @@ def read_record(cell_dir: Path) -> RunRecord | None:
         raise UserError(f"{path} is not a readable run record: {err}") from None
     if isinstance(raw, dict) and raw.get("format", RECORD_FORMAT) > RECORD_FORMAT:
         raise UserError(
-            f"{path} has format {raw['format']}, newer than this kary ({RECORD_FORMAT}): upgrade kary"
+            f"{path} has format {raw['format']}, newer than this kary's {RECORD_FORMAT}: "
+            "upgrade kary"
         )
     try:
         return RunRecord.model_validate(raw)

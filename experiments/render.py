@@ -120,8 +120,8 @@ def strategy_waves(tree: Tree, strategy: str) -> list[tuple[str, str]]:
 
 
 def _strategy_context(tree: Tree, strategy: str) -> dict[str, Any]:
-    create, delete, clean = _EVENTS[strategy] if strategy in _EVENTS else ("", "", "")
-    waves = strategy_waves(tree, strategy)
+    waves = strategy_waves(tree, strategy)  # refuses an unknown strategy
+    create, delete, clean = _EVENTS[strategy]
     return {
         "strategy": strategy,
         "archive": f"kary-{strategy}",

@@ -20,7 +20,7 @@ __all__ = ["app", "main"]
 class _KaryGroup(TyperGroup):
     """Turns a UserError into `kary: error: ...` and exit code 2."""
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except UserError as err:
