@@ -1,0 +1,42 @@
+# kary: one command for each job a person or CI does.
+#   make demo    set up, then run the main job on this machine and parse it
+#   make check   lint (ruff), types (mypy) and every test (pytest); CI runs this
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup demo check lint types test bench clean
+
+$(BIN)/kary: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+setup: $(BIN)/kary
+
+demo: setup
+	$(BIN)/kary run --exact-nodes 30 --topo kary:16 --iters 1
+	$(BIN)/kary parse --data data/raw --out data/parsed
+	@echo "plots and report: data/parsed/ (open data/parsed/report.html)"
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+types: setup
+	$(BIN)/mypy
+
+# pytest exits 5 when it collected nothing: that is a broken suite, not a pass.
+test: setup
+	$(BIN)/pytest -q; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+check: lint types test
+
+bench: setup
+	$(BIN)/python benchmarks/local_bench.py
+	$(BIN)/python benchmarks/parse_bench.py
+
+clean:
+	rm -rf $(VENV) data .pytest_cache .mypy_cache .ruff_cache

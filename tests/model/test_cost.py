@@ -1,0 +1,101 @@
+"""Cost: the time model, calibration on the seed's EKS history, and pricing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from experiments.calibrate import calibrate
+from experiments.clusterspec import load_cluster_spec
+from experiments.cost import default_time_model, load_price_catalog, predict_cell
+from experiments.errors import UserError
+from experiments.plan import Cell, ExperimentSpec, plan_experiment
+from experiments.pricing import estimate_for
+from experiments.resources import resource_path
+
+GIB = 2**30
+SEED_EKS_WALL_SECONDS = 9716  # the seed's README: the whole EKS 6-node sweep
+
+
+def _eks6_plan(tmp_path: Path, designs: Path):  # type: ignore[no-untyped-def]
+    spec = ExperimentSpec(
+        designs_file=designs,
+        exact_nodes=6,
+        min_size_gb=1,
+        max_size_gb=10,
+        iters=3,
+        backend="kubernetes",
+        data_dir=tmp_path,
+    )
+    return plan_experiment(spec)
+
+
+def test_eks6_sweep_calibrated_on_its_own_history_lands_near_its_wall_time(
+    tmp_path: Path, flux_distribute: Path
+) -> None:
+    plan = _eks6_plan(tmp_path, flux_distribute / "kary-designs.json")
+    cluster = load_cluster_spec(resource_path("clusters", "eks-6.yaml"))
+    estimate = estimate_for(
+        plan,
+        "kubernetes",
+        verify=False,
+        cluster=cluster,
+        history=flux_distribute / "parsed-eks-exact-6",
+    )
+    assert len(plan.cells) == 12
+    # kary makes its blobs in the run (the seed baked them into its image), so
+    # the comparable figure leaves generation out.
+    comparable = estimate.seconds - estimate.parts["generate"]
+    assert abs(comparable - SEED_EKS_WALL_SECONDS) / SEED_EKS_WALL_SECONDS < 0.05
+    assert estimate.parts["generate"] == pytest.approx(55 * 12 * 1.0)
+    assert estimate.hourly_usd == pytest.approx(6 * 0.616 + 0.10)
+    assert estimate.cost_usd == pytest.approx(estimate.hourly_usd * estimate.seconds / 3600)
+
+
+def test_calibration_drops_the_seeds_failed_steps_recorded_as_timings(
+    tmp_path: Path, flux_distribute: Path
+) -> None:
+    model = calibrate(default_time_model("kubernetes"), flux_distribute / "parsed-eks-exact-6")
+    assert model.calibrated_from == 480
+    assert 9.0 < model.create_s_per_gb < 11.0
+    assert set(model.design_s_per_gb) == {"6/binomial", "6/kary:1", "6/kary:2", "6/kary:3"}
+    assert all(2.0 < v < 3.0 for v in model.design_s_per_gb.values())
+
+
+def test_distribution_is_bounded_by_what_a_broker_can_feed() -> None:
+    model = default_time_model("kubernetes", link_gbps=10.0)
+    narrow = predict_cell(Cell(64, "kary:2", 0, (GIB,), ("all",)), model, verify=False)
+    flat = predict_cell(Cell(64, "kary:0", 0, (GIB,), ("all",)), model, verify=False)
+    # 63 children at 10 Gbit/s: 63 x 0.8 s per GB, far beyond one broker's extract rate.
+    assert flat.parts["distribute"] == pytest.approx(63 * 0.8)
+    assert narrow.parts["distribute"] == pytest.approx(model.extract_s_per_gb)
+
+
+def test_plan_prices_every_node_group(tmp_path: Path) -> None:
+    cluster = load_cluster_spec(resource_path("clusters", "eks-p5-efa.yaml"))
+    plan = plan_experiment(
+        ExperimentSpec(
+            exact_nodes=4, topos=["kary:2"], backend="kubernetes", data_dir=tmp_path, sizes=[GIB]
+        )
+    )
+    estimate = estimate_for(plan, "kubernetes", verify=False, cluster=cluster, up=True, down=True)
+    catalog = load_price_catalog()
+    p5, _ = catalog.instance_price("us-east-2", "p5.48xlarge")
+    m5, _ = catalog.instance_price("us-east-2", "m5.xlarge")
+    assert estimate.hourly_usd == pytest.approx(4 * p5 + m5 + 0.10)
+    assert estimate.parts["provision"] == 1200 and estimate.parts["teardown"] == 600
+
+
+def test_unknown_price_says_how_to_add_it(tmp_path: Path) -> None:
+    catalog = load_price_catalog()
+    with pytest.raises(UserError, match="kary prices refresh --region eu-north-1"):
+        catalog.instance_price("eu-north-1", "c5a.4xlarge")
+
+
+def test_history_without_events_is_a_user_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="no topologies-events.csv"):
+        calibrate(default_time_model("local"), tmp_path)
+    (tmp_path / "topologies-events.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(UserError, match="lacks columns"):
+        calibrate(default_time_model("local"), tmp_path)

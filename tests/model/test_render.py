@@ -1,0 +1,145 @@
+"""Rendering: every entrypoint is valid bash, every MiniCluster valid against the CRD."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from experiments.errors import UserError
+from experiments.render import RenderOptions, render_cell, strategy_waves, template_hash
+from experiments.resources import resource_dir
+from experiments.topology import build_tree
+
+MIB = 2**20
+CASES = [
+    (2, "kary:1", ["all"]),
+    (6, "kary:2", ["all", "leaves", "middle"]),
+    (30, "kary:16", ["all"]),
+    (16, "binomial", ["leaves", "middle"]),
+    (40, "mincrit:3", ["all", "middle"]),
+    (9, "kary:0", ["all", "leaves"]),
+]
+
+
+@pytest.mark.parametrize(("nodes", "topo", "strategies"), CASES)
+@pytest.mark.parametrize("verify", [True, False])
+def test_every_rendered_entrypoint_passes_bash_n(
+    tmp_path: Path, nodes: int, topo: str, strategies: list[str], verify: bool
+) -> None:
+    options = RenderOptions(verify=verify, purge_target_size=16 * MIB if verify else None)
+    rendered = render_cell(nodes, topo, [16 * MIB, 2**30], strategies, "c", options)
+    script = tmp_path / "entrypoint.sh"
+    script.write_text(rendered.entrypoint_sh)
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    assert ("kary_verify" in rendered.entrypoint_sh.split('echo "MODULE STATS')[1]) is verify
+
+
+def _crd_schema(crd: Path) -> dict:
+    document = yaml.safe_load(crd.read_text())
+    version = next(v for v in document["spec"]["versions"] if v["name"] == "v1alpha2")
+    return version["schema"]["openAPIV3Schema"]
+
+
+@pytest.mark.parametrize(("nodes", "topo", "strategies"), CASES)
+def test_rendered_minicluster_validates_against_the_operator_crd(
+    minicluster_crd: Path, nodes: int, topo: str, strategies: list[str]
+) -> None:
+    options = RenderOptions(labels={"kary/sweep": "s1", "kary/cell": "6.kary-2.0"})
+    rendered = render_cell(nodes, topo, [MIB], strategies, "c", options)
+    document = yaml.safe_load(rendered.minicluster_yaml)
+    jsonschema.validate(document, _crd_schema(minicluster_crd))
+    assert document["apiVersion"] == "flux-framework.org/v1alpha2"
+    assert document["spec"]["size"] == nodes
+    assert document["spec"]["flux"]["topology"] == topo
+    assert document["spec"]["logging"]["quiet"] is True
+    assert document["metadata"]["labels"]["kary/cell"] == "6.kary-2.0"
+
+
+def test_a_typo_in_a_field_fails_the_crd_check(minicluster_crd: Path) -> None:
+    document = yaml.safe_load(render_cell(4, "kary:2", [MIB], ["all"], "c").minicluster_yaml)
+    document["spec"]["size"] = "four"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, _crd_schema(minicluster_crd))
+
+
+def test_the_minicluster_carries_the_exact_entrypoint() -> None:
+    rendered = render_cell(6, "kary:2", [MIB, 3 * MIB], ["all", "middle"], "6/kary-2/0")
+    container = yaml.safe_load(rendered.minicluster_yaml)["spec"]["containers"][0]
+    pre = container["commands"]["pre"]
+    heredoc = pre.split("<<'KARY_ENTRYPOINT_EOF'\n", 1)[1].rsplit("KARY_ENTRYPOINT_EOF", 1)[0]
+    assert heredoc == rendered.entrypoint_sh
+    assert container["command"] == "/bin/bash /tmp/kary-entrypoint/entrypoint.sh"
+    assert container["launcher"] is True
+
+
+def test_entrypoint_times_each_step_in_design_order() -> None:
+    script = render_cell(6, "kary:2", [16 * MIB], ["all"], "c").entrypoint_sh
+    steps = re.findall(r"^kary_step (\S+) (\S+) (\d+)", script, flags=re.M)
+    assert steps == [
+        ("create-archive", "16M", "16777216"),
+        ("distribute-all-nodes", "16M", "16777216"),
+        ("verify-distribute-all-nodes", "16M", "16777216"),
+        ("delete-archive-all-nodes", "16M", "16777216"),
+        ("clean-all-nodes", "16M", "16777216"),
+    ]
+    # The blob is made before the first timed step, from an incompressible source.
+    assert script.index('kary_make_blob "$BLOB"') < script.index("kary_step create-archive")
+    assert "/dev/zero 2>/dev/null | head" in script and "aes-128-ctr" in script
+    assert "--waitcreate" in script
+
+
+def test_strategies_target_the_seeds_levels() -> None:
+    tree = build_tree("kary:2", 6)
+    assert strategy_waves(tree, "all") == [("distribute-all-nodes", "all")]
+    assert strategy_waves(tree, "leaves") == [("distribute-leaf-nodes", "3-5")]
+    assert strategy_waves(tree, "middle") == [
+        ("distribute-middle-nodes-0", "1-2"),
+        ("distribute-middle-nodes-1", "3-5"),
+    ]
+    with pytest.raises(UserError, match="at least 2 levels"):
+        strategy_waves(build_tree("kary:0", 6), "middle")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (RenderOptions(name="Bad_Name"), "invalid --name"),
+        (RenderOptions(image="x; rm -rf /"), "invalid --image"),
+        (RenderOptions(scratch="/tmp/$(id)"), "invalid scratch path"),
+        (RenderOptions(labels={"kary/cell": "a/b"}), "invalid label"),
+    ],
+)
+def test_unsafe_values_never_reach_a_template(options: RenderOptions, message: str) -> None:
+    with pytest.raises(UserError, match=re.escape(message)):
+        render_cell(4, "kary:2", [MIB], ["all"], "c", options)
+
+
+def test_strict_undefined_fails_loudly(tmp_path: Path) -> None:
+    for name in ("minicluster.yaml.j2", "entrypoint.sh.j2"):
+        (tmp_path / name).write_text((resource_dir("templates") / name).read_text())
+    (tmp_path / "entrypoint.sh.j2").write_text("echo {{ no_such_variable }}\n")
+    with pytest.raises(UserError, match="undefined variable"):
+        render_cell(4, "kary:2", [MIB], ["all"], "c", template_dir=tmp_path)
+
+
+def test_template_hash_changes_with_the_template(tmp_path: Path) -> None:
+    for name in ("minicluster.yaml.j2", "entrypoint.sh.j2"):
+        (tmp_path / name).write_text((resource_dir("templates") / name).read_text())
+    before = template_hash(tmp_path)
+    assert before == template_hash(resource_dir("templates"))
+    (tmp_path / "entrypoint.sh.j2").write_text("# changed\n")
+    assert template_hash(tmp_path) != before
+
+
+def test_kary_lines_in_the_template_are_json_once_expanded() -> None:
+    script = render_cell(4, "kary:2", [MIB], ["all"], "4/kary-2/0").entrypoint_sh
+    line = next(x for x in script.splitlines() if '\\"meta\\": \\"cell\\"' in x)
+    payload = line.split('echo "KARY ', 1)[1].rsplit('"', 1)[0]
+    expanded = re.sub(r"\$\([^)]*\)", "x", payload.replace('\\"', '"'))
+    assert json.loads(expanded)["cell"] == "4/kary-2/0"
