@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+from typer._click.exceptions import UsageError  # typer vendors click; no public alias
 from typer.core import TyperGroup
 
 from experiments.errors import UserError
@@ -18,13 +19,17 @@ __all__ = ["app", "main"]
 
 
 class _KaryGroup(TyperGroup):
-    """Turns a UserError into `kary: error: ...` and exit code 2."""
+    """Turns a UserError or a bad flag into one line, `kary: error: ...`, and exit code 2."""
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except UserError as err:
             typer.echo(f"kary: error: {err}", err=True)
+            raise typer.Exit(2) from None
+        except UsageError as err:
+            where = err.ctx.command_path if err.ctx is not None else "kary"
+            typer.echo(f"kary: error: {err.format_message()} (see '{where} --help')", err=True)
             raise typer.Exit(2) from None
 
 

@@ -176,3 +176,19 @@ def test_render_writes_both_files(tmp_path: Path) -> None:
     script = (tmp_path / "entrypoint.sh").read_text()
     assert "kary_step distribute-middle-nodes-1 2G 2147483648" in script
     assert (tmp_path / "entrypoint.sh").stat().st_mode & 0o111
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["designs", "show", "--nodes", "abc"],
+            "kary: error: Invalid value for '--nodes': Input should be a valid integer, unable to "
+            "parse string as an integer (see 'kary designs show --help')\n",
+        ),
+        (["plan", "--bogus"], "kary: error: No such option: --bogus (see 'kary plan --help')\n"),
+    ],
+)
+def test_flag_mistakes_are_one_line_too(args: list[str], line: str) -> None:
+    result = runner.invoke(app, args)
+    assert (result.exit_code, result.stderr) == (2, line)
