@@ -30,6 +30,9 @@ __all__ = [
 # The Flux Operator starts brokers with tbon.fanout=256: an unset topology.
 OPERATOR_DEFAULT_TOPOLOGY = "kary:256"
 
+# Refuse to render overlay text larger than this (characters of indentation).
+_MAX_OVERLAY_CHARS = 200_000_000
+
 # The mincrit rule keeps every router's fan-out at or below this.
 _MINCRIT_MAX_FANOUT = 1024
 
@@ -174,6 +177,15 @@ def render_overlay(
 
     def host(rank: int) -> str:
         return hostname if hostname is not None else f"{name}-{rank}"
+
+    # Each line is indented 3 characters per level, so a deep chain's text grows
+    # with the square of its size (kary:1 over 100,000 ranks would be ~15 GB).
+    indent_chars = 3 * sum(tree.level)
+    if indent_chars > _MAX_OVERLAY_CHARS:
+        raise UserError(
+            f"the overlay of {tree.topology} on {tree.size} ranks would be "
+            f"{indent_chars / 1e9:.1f} GB of text; it is too deep to print"
+        )
 
     lines = [f"0 {host(0)}: {status}"]
     # Explicit stack instead of recursion: kary:1 over many ranks is a deep chain.

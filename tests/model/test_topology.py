@@ -146,3 +146,9 @@ def test_topologies_sort_numerically() -> None:
         "kary:10",
         "kary:16",
     ]
+
+
+def test_an_unprintably_deep_overlay_is_refused_not_attempted() -> None:
+    tree = build_tree("kary:1", 100_000)  # building is fine
+    with pytest.raises(UserError, match="too deep to print"):
+        render_overlay(tree)
