@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from experiments.errors import UserError
+from experiments.files import read_document
 
 __all__ = ["ClusterSpec", "GkeSpec", "NodeGroup", "load_cluster_spec"]
 
@@ -102,12 +102,7 @@ def _eks_spec(raw: dict[str, Any], path: Path) -> ClusterSpec:
 def load_cluster_spec(path: Path) -> ClusterSpec:
     """Load and validate a cluster file; any problem is one UserError line."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"cluster file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise UserError(f"cluster file {path} is not valid YAML: {err}") from None
+    raw = read_document(path, "cluster file", "yaml")
     if not isinstance(raw, dict):
         raise UserError(f"cluster file {path}: expected a YAML mapping")
     if raw.get("kind") == "ClusterConfig":

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel
 
 from experiments.clusterspec import ClusterSpec
 from experiments.errors import UserError
+from experiments.files import read_document
 from experiments.plan import Cell, Plan
 from experiments.render import strategy_waves
 from experiments.topology import build_tree
@@ -167,10 +167,7 @@ def load_price_catalog(path: Path | None = None) -> PriceCatalog:
         from experiments.resources import resource_path
 
         path = resource_path("clusters", "prices.yaml")
-    try:
-        raw = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as err:
-        raise UserError(f"price catalog {path} is not readable YAML: {err}") from None
+    raw = read_document(Path(path), "price catalog", "yaml")
     if not isinstance(raw, dict) or not isinstance(raw.get("regions"), dict):
         raise UserError(f"price catalog {path}: expected a mapping with 'regions'")
     return PriceCatalog(

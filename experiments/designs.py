@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.errors import UserError
-from experiments.files import write_atomic
+from experiments.files import read_document, write_atomic
 from experiments.topology import build_tree, parse_topology, topology_sort_key
 from experiments.validate import node_count
 
@@ -69,12 +69,7 @@ def write_designs(designs: list[Design], out: Path) -> None:
 
 def load_designs(path: Path) -> list[Design]:
     """Read a design file; every entry is validated, so a typo fails here, not on a cluster."""
-    try:
-        raw = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise UserError(f"design file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UserError(f"design file {path} is not valid JSON: {err}") from None
+    raw = read_document(path, "design file", "json")
     if not isinstance(raw, list):
         raise UserError(f"design file {path}: expected a JSON list of designs")
     designs = []

@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any, Literal
+
+import yaml
 
 from experiments.errors import UserError
 
-__all__ = ["write_atomic"]
+__all__ = ["read_document", "write_atomic"]
+
+
+def read_document(path: Path, what: str, fmt: Literal["json", "yaml"]) -> Any:
+    """Load a JSON or YAML file; a missing, unreadable or malformed one is one UserError line."""
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise UserError(f"{what} {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"{what} {path} is not readable: {err}") from None
+    try:
+        return json.loads(text) if fmt == "json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as err:
+        raise UserError(f"{what} {path} is not valid {fmt.upper()}: {err}") from None
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:

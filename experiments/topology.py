@@ -21,6 +21,7 @@ __all__ = [
     "Tree",
     "build_tree",
     "compress_idset",
+    "consecutive_runs",
     "parse_topology",
     "render_overlay",
     "topo_dirname",
@@ -202,15 +203,18 @@ def render_overlay(
     return "\n".join(lines) + "\n"
 
 
+def consecutive_runs(numbers: Iterable[int]) -> list[tuple[int, int]]:
+    """Sorted distinct numbers as (first, last) runs: [1, 2, 3, 5] -> [(1, 3), (5, 5)]."""
+    ordered: Sequence[int] = sorted(set(numbers))
+    runs: list[tuple[int, int]] = []
+    for number in ordered:
+        if runs and number == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], number)
+        else:
+            runs.append((number, number))
+    return runs
+
+
 def compress_idset(ranks: Iterable[int]) -> str:
     """Flux idset text for ranks: `1-3,5` (ascending, ranges of 2+ joined with '-')."""
-    ordered: Sequence[int] = sorted(set(ranks))
-    parts: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(parts)
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in consecutive_runs(ranks))
