@@ -57,7 +57,7 @@ def _from_columns(text: str, source: str) -> dict[str, str]:
         columns = [c for c in re.split(r"[\s,]+", line) if c]
         if len(columns) != 2:
             raise UserError(
-                f"{source}:{number}: expected two columns, INSTANCE-ID NODE-NAME, got {raw.strip()!r}"
+                f"{source}:{number}: expected INSTANCE-ID NODE-NAME, got {raw.strip()!r}"
             )
         names[columns[0]] = columns[1]
     return names
