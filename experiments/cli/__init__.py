@@ -46,13 +46,14 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported here so `experiments.cli` stays importable while a module is edited.
-    from experiments.cli import designs, network, prices, render, run
+    from experiments.cli import analysis, designs, network, prices, render, run
 
     app.add_typer(designs.app, name="designs")
     app.add_typer(prices.app, name="prices")
     app.add_typer(network.app, name="network")
     render.register(app)
     run.register(app)
+    analysis.register(app)
 
 
 _register()

@@ -1,0 +1,202 @@
+"""`compare_parsed`: did B get slower or faster than A, beyond a factor, and do we believe it?
+
+Per (event, topology, nodes, size): the ratio of medians B/A of the ok timings,
+with the distribution-free Mann-Whitney / Hodges-Lehmann interval for the ratio
+(analysis.stats.ratio_of_medians). Marks, as asv does:
+
+    +  slower beyond the factor, and the interval excludes 1 (or too few runs to tell)
+    -  faster beyond the factor, same rule
+    ~  beyond the factor, but the interval includes 1: not distinguishable from noise
+    !  steps that failed in B but never in A (a new failure is a regression)
+       (blank) within the factor
+
+Regressions are the `+` and `!` rows. Groups found on one side only are
+counted, not compared. Failed steps never enter a median.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.events import event_sort_key, topology_order_key
+from analysis.output import Parsed
+from analysis.stats import ratio_of_medians
+
+__all__ = ["COMPARE_COLUMNS", "Comparison", "compare_parsed", "format_comparison"]
+
+COMPARE_KEYS = ["event", "topo", "nodes", "size_bytes"]
+COMPARE_COLUMNS = [
+    "mark",
+    "event",
+    "topo",
+    "nodes",
+    "size_label",
+    "size_bytes",
+    "n_before",
+    "n_after",
+    "failed_before",
+    "failed_after",
+    "median_before",
+    "median_after",
+    "ratio",
+    "ratio_low",
+    "ratio_high",
+    "coverage",
+]
+_MARK_ORDER = {"!": 0, "+": 1, "-": 2, "~": 3, "": 4}
+
+
+@dataclass
+class Comparison:
+    """The compared groups, and those found on one side only."""
+
+    table: pd.DataFrame
+    factor: float
+    only_before: int
+    only_after: int
+
+    @property
+    def regressions(self) -> pd.DataFrame:
+        return self.table[self.table["mark"].isin(["+", "!"])]
+
+    @property
+    def exit_code(self) -> int:
+        """1 when something got slower beyond the factor (or newly fails), else 0."""
+        return 1 if len(self.regressions) else 0
+
+
+def compare_parsed(before: Parsed, after: Parsed, factor: float = 1.10) -> Comparison:
+    """Compare two parsed trees group by group (see the module docstring for the marks)."""
+    if not factor > 1:
+        raise ValueError("factor must be > 1")
+    a, b = _groups(before.events), _groups(after.events)
+    keys = sorted(set(a) & set(b), key=_order)
+    rows = [_compare(key, a[key], b[key], factor) for key in keys]
+    table = pd.DataFrame.from_records(rows, columns=COMPARE_COLUMNS)
+    if not table.empty:
+        rank = table["mark"].map(_MARK_ORDER)
+        table = table.iloc[np.argsort(rank.to_numpy(), kind="stable")].reset_index(drop=True)
+    return Comparison(table, factor, len(set(a) - set(b)), len(set(b) - set(a)))
+
+
+def _groups(events: pd.DataFrame) -> dict[tuple[object, ...], pd.DataFrame]:
+    if events.empty:
+        return {}
+    frame = events.copy()
+    frame["nodes"] = frame["nodes"].astype(int)
+    frame["size_bytes"] = frame["size_bytes"].astype("int64")
+    return {
+        tuple(key): group
+        for key, group in frame.groupby(COMPARE_KEYS, sort=False)
+        if isinstance(key, tuple)
+    }
+
+
+def _order(key: tuple[object, ...]) -> tuple[object, ...]:
+    event, topo, nodes, size = key
+    return (event_sort_key(str(event)), topology_order_key(str(topo)), nodes, size)
+
+
+def _times(group: pd.DataFrame) -> tuple[np.ndarray, int]:
+    ok = (group["status"] == "ok") & group["time_seconds"].notna()
+    return group.loc[ok, "time_seconds"].to_numpy(dtype=float), int((~ok).sum())
+
+
+def _compare(
+    key: tuple[object, ...], before: pd.DataFrame, after: pd.DataFrame, factor: float
+) -> tuple[object, ...]:
+    event, topo, nodes, size = key
+    a, failed_a = _times(before)
+    b, failed_b = _times(after)
+    result = ratio_of_medians(a, b)
+    ratio = low = high = coverage = None
+    mark = ""
+    if result is not None:
+        ratio, low, high, coverage = result.ratio, result.low, result.high, result.coverage
+        if ratio > factor or ratio < 1 / factor:
+            no_interval = low is None or high is None
+            beyond = no_interval or (low is not None and low > 1) or (high is not None and high < 1)
+            mark = ("+" if ratio > 1 else "-") if beyond else "~"
+    if failed_b and not failed_a:
+        mark = "!"
+    label = str(after["size_label"].iloc[0]) if "size_label" in after else ""
+    return (
+        mark,
+        event,
+        topo,
+        nodes,
+        label,
+        size,
+        len(a),
+        len(b),
+        failed_a,
+        failed_b,
+        float(np.median(a)) if len(a) else None,
+        float(np.median(b)) if len(b) else None,
+        ratio,
+        low,
+        high,
+        coverage,
+    )
+
+
+def format_comparison(comparison: Comparison, only_changed: bool = False) -> str:
+    """The comparison as an aligned text table, asv style, plus a one-line verdict."""
+    table = comparison.table
+    if only_changed:
+        table = table[table["mark"] != ""]
+    header = ("", "before", "after", "ratio", "interval", "event", "topology", "nodes", "size")
+    lines = [header]
+    for row in table.itertuples(index=False):
+        lines.append(
+            (
+                str(row.mark),
+                _seconds(row.median_before, row.failed_before),
+                _seconds(row.median_after, row.failed_after),
+                "n/a" if _missing(row.ratio) else f"{row.ratio:.2f}",
+                _interval(row.ratio_low, row.ratio_high, row.coverage),
+                str(row.event),
+                str(row.topo),
+                str(row.nodes),
+                str(row.size_label),
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    right = {1, 2, 3, 7}
+    text = [
+        "  ".join(
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+            for i, cell in enumerate(line)
+        ).rstrip()
+        for line in lines
+    ]
+    marks = comparison.table["mark"]
+    verdict = (
+        f"{int((marks == '+').sum())} slower, {int((marks == '-').sum())} faster, "
+        f"{int((marks == '!').sum())} newly failing, {int((marks == '~').sum())} not significant, "
+        f"{int((marks == '').sum())} within x{comparison.factor:g} "
+        f"({len(comparison.table)} compared"
+    )
+    if comparison.only_before or comparison.only_after:
+        verdict += f"; {comparison.only_before} only before, {comparison.only_after} only after"
+    return "\n".join([*text, verdict + ")"]) + "\n"
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value))
+
+
+def _seconds(median: object, failed: object) -> str:
+    if _missing(median):
+        return "failed"
+    text = f"{float(median):.3f}s"  # type: ignore[arg-type]
+    return f"{text} ({failed} failed)" if failed else text
+
+
+def _interval(low: object, high: object, coverage: object) -> str:
+    if _missing(low) or _missing(high) or _missing(coverage):
+        return "(too few runs)"
+    return f"[{float(low):.2f}, {float(high):.2f}] {float(coverage):.0%}"  # type: ignore[arg-type]

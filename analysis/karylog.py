@@ -1,0 +1,154 @@
+"""Parse kary's own log lines: one `KARY {json}` line per step, plus meta lines.
+
+kary's template keeps the legacy `EVENT` lines too. A step announced by an
+EVENT line that never got its KARY line was cut short (timeout, a killed pod):
+it is a failed step, not a missing one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from analysis.events import size_from_label, split_event_label, strategy_of
+from analysis.legacy import first_error
+from analysis.logtext import LogText
+from analysis.model import FAILED, OK, ProblemKind, Step, few
+
+__all__ = ["KaryLog", "has_kary_lines", "parse_kary"]
+
+_LINE = re.compile(r"^(?:KARY[ \t]+(?P<json>\{.*\})|EVENT[ \t]+(?P<event>\S+))[ \t]*$", re.M)
+_HAS_KARY_STEP = re.compile(r'^KARY[ \t]+\{[ \t]*"event"', re.M)
+
+
+@dataclass
+class KaryLog:
+    """Steps, meta lines and problems of one kary-format log."""
+
+    steps: list[Step] = field(default_factory=list)
+    cell: dict[str, Any] = field(default_factory=dict)
+    done: dict[str, Any] | None = None
+    notes: list[tuple[ProblemKind, str]] = field(default_factory=list)
+
+
+def has_kary_lines(text: str) -> bool:
+    """True when the log has machine-readable step lines (then legacy lines are ignored)."""
+    return _HAS_KARY_STEP.search(text) is not None
+
+
+def parse_kary(log: LogText) -> KaryLog:
+    """Steps from KARY lines, in log order; EVENTs without a result become failed steps."""
+    out = KaryLog()
+    text = log.text
+    seen: set[tuple[str, str]] = set()
+    duplicates: list[str] = []
+    unknown: list[str] = []
+    bad_lines = 0
+    # The EVENT line that opened the step now running, and where its output starts.
+    pending: tuple[str, int] | None = None
+    for match in _LINE.finditer(text):
+        announced = match.group("event")
+        if announced is not None:
+            if pending is not None:
+                _add_unfinished(out.steps, seen, pending[0], "no KARY result line for this step")
+            pending = (announced, match.end())
+            continue
+        record = _load(match.group("json"))
+        if record is None:
+            bad_lines += 1
+            continue
+        if "meta" in record:
+            if record["meta"] == "cell":
+                out.cell = record
+            elif record["meta"] == "done":
+                out.done = record
+            continue
+        step = _step(record)
+        if step is None:
+            bad_lines += 1
+            continue
+        block = ""
+        if pending is not None and pending[0] == f"{step.event}-{step.size_label}":
+            block = text[pending[1] : match.start()]
+            pending = None
+        key = (step.event, step.size_label)
+        if key in seen:
+            duplicates.append(f"{step.event}-{step.size_label}")
+            continue
+        seen.add(key)
+        if strategy_of(step.event) is None:
+            unknown.append(step.event)
+            continue
+        if step.status == FAILED and block:
+            detail = first_error(block)
+            if detail:
+                step = step._replace(reason=f"{step.reason}: {detail}")
+        out.steps.append(step)
+    if pending is not None:
+        _add_unfinished(out.steps, seen, pending[0], "log ends inside this step (truncated)")
+    if bad_lines:
+        out.notes.append(("partial", f"{bad_lines} malformed KARY line(s) ignored"))
+    if duplicates:
+        out.notes.append(("partial", f"duplicate events ignored (first kept): {few(duplicates)}"))
+    if unknown:
+        out.notes.append(("partial", f"unknown events ignored: {few(sorted(set(unknown)))}"))
+    if out.done is None:
+        out.notes.append(("partial", "no KARY done line: the run was cut short (truncated log)"))
+    else:
+        failed = sum(1 for s in out.steps if s.status == FAILED)
+        claimed = out.done.get("failed_steps")
+        if isinstance(claimed, int) and claimed != failed:
+            out.notes.append(
+                ("warning", f"done line counts {claimed} failed step(s), the log shows {failed}")
+            )
+    return out
+
+
+def _load(text: str) -> dict[str, Any] | None:
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _step(record: dict[str, Any]) -> Step | None:
+    event, label = record.get("event"), record.get("size")
+    size, seconds, rc = record.get("size_bytes"), record.get("seconds"), record.get("rc")
+    if not isinstance(event, str) or not event:
+        return None
+    if not isinstance(label, str) or not label:
+        label = "" if not isinstance(size, int) else _label_for(size)
+    if not isinstance(size, int) or isinstance(size, bool):
+        size = size_from_label(label)
+        if size is None:
+            return None
+    if not isinstance(rc, int) or isinstance(rc, bool):
+        return Step(event, label, size, None, FAILED, "no exit status in the KARY line")
+    if rc != 0:
+        error = record.get("error")
+        reason = f"exit status {rc}" + (f": {error}" if isinstance(error, str) and error else "")
+        return Step(event, label, size, None, FAILED, reason)
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
+        return Step(event, label, size, None, FAILED, "no time in the KARY line")
+    if not math.isfinite(seconds) or seconds < 0:
+        return Step(event, label, size, None, FAILED, f"impossible time {seconds!r}")
+    return Step(event, label, size, float(seconds), OK, "")
+
+
+def _add_unfinished(steps: list[Step], seen: set[tuple[str, str]], name: str, reason: str) -> None:
+    split = split_event_label(name)
+    if split is None or strategy_of(split[0]) is None or split in seen:
+        return
+    seen.add(split)
+    steps.append(Step(split[0], split[1], size_from_label(split[1]) or 0, None, FAILED, reason))
+
+
+def _label_for(size: int) -> str:
+    for unit, factor in (("T", 2**40), ("G", 2**30), ("M", 2**20), ("K", 2**10)):
+        if size % factor == 0:
+            return f"{size // factor}{unit}"
+    return f"{size}B"

@@ -1,0 +1,56 @@
+"""The small records the log parsers produce and the problems they report."""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+__all__ = ["FAILED", "OK", "PingStep", "Problem", "ProblemKind", "Step", "few"]
+
+OK = "ok"
+FAILED = "failed"
+
+# skipped: the file gave no rows.  partial: it gave rows but something in it
+# was dropped or cut short.  warning: every row kept, but something looks off.
+# ignored: a file in the tree that is not kary's (notes, editor backups).
+ProblemKind = Literal["skipped", "partial", "warning", "ignored"]
+
+
+class Step(NamedTuple):
+    """One timed benchmark step of one log; a failed step has seconds=None."""
+
+    event: str
+    size_label: str
+    size_bytes: int
+    seconds: float | None
+    status: str
+    reason: str
+
+
+class PingStep(NamedTuple):
+    """One `flux ping` of the ping variant; a failed ping has ms=None."""
+
+    service: str
+    rank: int
+    size_label: str
+    pad_bytes: int
+    ms: float | None
+    hops: int | None
+    status: str
+    reason: str
+
+
+class Problem(NamedTuple):
+    """Something wrong with one input file, said in one line."""
+
+    path: str
+    kind: ProblemKind
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.path}: {self.reason}"
+
+
+def few(names: list[str], limit: int = 3) -> str:
+    """`a, b, c and 4 more`: a short list for a one-line message."""
+    shown = ", ".join(names[:limit])
+    return shown if len(names) <= limit else f"{shown} and {len(names) - limit} more"

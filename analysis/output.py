@@ -1,0 +1,175 @@
+"""Write a parsed directory and load one back (kary's own, or the seed's older ones).
+
+A parsed directory holds topologies-events.csv, ping-events.csv, runs.csv,
+summary.csv, topologies.json, parse.json (format stamp, counts, problems) and
+plots/. `load_parsed` is the one way to read it back (compare and report use
+it); it refuses a newer format with a clear message and reads the seed's own
+parsed CSVs, which have no status column (every row counts as ok).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analysis.events import strategy_of, topo_from_dirname
+from analysis.tables import EVENT_COLUMNS, PING_COLUMNS, RUN_COLUMNS, summary_table
+from experiments.errors import UserError
+from experiments.files import write_atomic
+
+__all__ = [
+    "EVENTS_CSV",
+    "PARSED_FORMAT",
+    "PING_CSV",
+    "Parsed",
+    "load_parsed",
+    "write_parsed",
+]
+
+PARSED_FORMAT = 1
+EVENTS_CSV = "topologies-events.csv"
+PING_CSV = "ping-events.csv"
+RUNS_CSV = "runs.csv"
+SUMMARY_CSV = "summary.csv"
+OVERLAYS_JSON = "topologies.json"
+META_JSON = "parse.json"
+
+_TEXT_COLUMNS = {
+    "uid", "topology", "event", "status", "reason", "backend", "cluster", "source", "topo",
+    "strategy", "size_label", "run_state", "topology-uid", "service", "log_format", "state",
+    "instance_type", "image", "flux_version", "error",
+}  # fmt: skip
+
+
+@dataclass
+class Parsed:
+    """A parsed directory in memory: the tables as DataFrames, overlays, and parse.json."""
+
+    events: pd.DataFrame
+    ping: pd.DataFrame
+    runs: pd.DataFrame
+    summary: pd.DataFrame
+    overlays: dict[str, list[str]] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def write_parsed(out_dir: Path, parsed: Parsed) -> list[Path]:
+    """Write every table of `parsed` into out_dir (atomically, file by file)."""
+    files = {
+        EVENTS_CSV: parsed.events.to_csv(index=False),
+        PING_CSV: parsed.ping.to_csv(index=False),
+        RUNS_CSV: parsed.runs.to_csv(index=False),
+        SUMMARY_CSV: parsed.summary.to_csv(index=False),
+        OVERLAYS_JSON: json.dumps(parsed.overlays, indent=4, ensure_ascii=False) + "\n",
+        META_JSON: json.dumps(parsed.meta, indent=2) + "\n",
+    }
+    written = []
+    for name, text in files.items():
+        write_atomic(out_dir / name, text)
+        written.append(out_dir / name)
+    return written
+
+
+def load_parsed(parsed_dir: Path) -> Parsed:
+    """Read a parsed directory back into DataFrames; UserError if it is not one."""
+    parsed_dir = Path(parsed_dir)
+    events_path = parsed_dir / EVENTS_CSV
+    if not events_path.is_file():
+        raise UserError(f"{parsed_dir} is not a parsed directory: no {EVENTS_CSV} (run kary parse)")
+    meta_path = parsed_dir / META_JSON
+    if not meta_path.is_file():
+        return _load_seed(parsed_dir)
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError) as err:
+        raise UserError(f"{meta_path} is unreadable: {err}") from None
+    fmt = meta.get("format") if isinstance(meta, dict) else None
+    if not isinstance(fmt, int) or fmt > PARSED_FORMAT:
+        raise UserError(
+            f"{parsed_dir} has parsed format {fmt!r}; this kary reads format "
+            f"{PARSED_FORMAT}: upgrade kary or parse the raw tree again"
+        )
+    return Parsed(
+        events=_read_csv(events_path, EVENT_COLUMNS),
+        ping=_read_csv(parsed_dir / PING_CSV, PING_COLUMNS),
+        runs=_read_csv(parsed_dir / RUNS_CSV, RUN_COLUMNS),
+        summary=_read_csv(parsed_dir / SUMMARY_CSV, None),
+        overlays=_read_overlays(parsed_dir / OVERLAYS_JSON),
+        meta=meta,
+    )
+
+
+def _read_csv(path: Path, columns: list[str] | None) -> pd.DataFrame:
+    if not path.is_file():
+        return pd.DataFrame(columns=columns or [])
+    try:
+        frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    except (OSError, ValueError) as err:
+        raise UserError(f"{path} is unreadable: {err}") from None
+    for column in frame.columns:
+        if column in _TEXT_COLUMNS:
+            frame[column] = frame[column].fillna("").astype(str)
+    return frame
+
+
+def _read_overlays(path: Path) -> dict[str, list[str]]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _load_seed(parsed_dir: Path) -> Parsed:
+    """The seed's parsed CSV: its seven columns and an index; no failures recorded."""
+    frame = _read_csv(parsed_dir / EVENTS_CSV, None)
+    frame = frame.drop(columns=[c for c in frame.columns if c.startswith("Unnamed")])
+    if "service" in frame.columns and "event" not in frame.columns:
+        return _load_seed_ping(parsed_dir, frame)
+    missing = {"topology", "nodes", "event", "size_gb", "time_seconds"} - set(frame.columns)
+    if missing:
+        raise UserError(
+            f"{parsed_dir / EVENTS_CSV} lacks columns {', '.join(sorted(missing))}: "
+            "not a parsed events table"
+        )
+    frame["topo"] = [topo_from_dirname(t) or t for t in frame["topology"]]
+    frame["size_bytes"] = (frame["size_gb"].astype(float) * 2**30).round().astype("int64")
+    frame["size_label"] = frame["size_gb"].astype(str)
+    frame["status"] = "ok"
+    for column in ("reason", "backend", "cluster", "source", "run_state"):
+        frame[column] = ""
+    frame["strategy"] = [strategy_of(e) or "" for e in frame["event"]]
+    for column in EVENT_COLUMNS:
+        if column not in frame.columns:
+            frame[column] = pd.NA
+    events = frame[EVENT_COLUMNS]
+    return Parsed(
+        events=events,
+        ping=pd.DataFrame(columns=PING_COLUMNS),
+        runs=pd.DataFrame(columns=RUN_COLUMNS),
+        summary=summary_table(events),
+        overlays=_read_overlays(parsed_dir / OVERLAYS_JSON),
+        meta={"format": 0, "note": "the seed's parsed CSV: failures were not recorded"},
+    )
+
+
+def _load_seed_ping(parsed_dir: Path, frame: pd.DataFrame) -> Parsed:
+    """The seed's ping table: same columns as kary's first twelve; no failures recorded."""
+    frame["topo"] = [topo_from_dirname(t) or t for t in frame["topology"]]
+    frame["status"] = "ok"
+    for column in PING_COLUMNS:
+        if column not in frame.columns:
+            frame[column] = ""
+    events = pd.DataFrame(columns=EVENT_COLUMNS)
+    return Parsed(
+        events=events,
+        ping=frame[PING_COLUMNS],
+        runs=pd.DataFrame(columns=RUN_COLUMNS),
+        summary=summary_table(events),
+        overlays=_read_overlays(parsed_dir / OVERLAYS_JSON),
+        meta={"format": 0, "note": "the seed's parsed ping CSV: failures were not recorded"},
+    )

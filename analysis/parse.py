@@ -1,0 +1,116 @@
+"""`parse_tree`: a raw tree in, a parsed directory out, problems listed, the raw tree untouched.
+
+Damaged input never stops a parse: each file that was skipped or only partly
+read is reported as a `Problem` with its reason, and every good row is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analysis.cells import CellResult, parse_cell
+from analysis.events import topology_order_key
+from analysis.model import Problem
+from analysis.output import PARSED_FORMAT, Parsed, write_parsed
+from analysis.stats import CI_LEVEL
+from analysis.tables import build_tables, summary_table
+from analysis.walk import find_cells
+from experiments import __version__
+from experiments.errors import UserError
+
+__all__ = ["ParseResult", "parse_tree", "read_tree"]
+
+_CI_METHOD = (
+    "distribution-free order-statistic interval of the median (binomial); "
+    f"{CI_LEVEL:.0%} when n >= 6, else [min, max] with its exact coverage in ci_coverage; "
+    "empty when n < 3"
+)
+
+
+@dataclass
+class ParseResult:
+    """What `parse_tree` read and wrote, and what was wrong with the input."""
+
+    parsed: Parsed
+    problems: list[Problem]
+    cells: int
+    logs: int
+    written: list[Path] = field(default_factory=list)
+
+    @property
+    def skipped(self) -> list[Problem]:
+        return [p for p in self.problems if p.kind == "skipped"]
+
+    @property
+    def partial(self) -> list[Problem]:
+        return [p for p in self.problems if p.kind == "partial"]
+
+    def exit_code(self, strict: bool = False) -> int:
+        """0, or 1 under strict when any file was skipped or only partly parsed."""
+        return 1 if strict and (self.skipped or self.partial) else 0
+
+
+def read_tree(data_dir: Path) -> tuple[Parsed, list[Problem], int, int]:
+    """Parse a raw tree in memory: (tables, problems, cells found, logs found). Writes nothing."""
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise UserError(f"--data {data_dir}: no such directory")
+    cells, strays = find_cells(data_dir)
+    if not cells:
+        raise UserError(
+            f"--data {data_dir}: no cells found (no topology-experiment.out or run.json below it)"
+        )
+    results = sorted((parse_cell(cell) for cell in cells), key=_cell_order)
+    events, ping, runs, overlays = build_tables(results)
+    problems = [p for r in results for p in r.problems]
+    problems += [Problem(stray, "ignored", "not a kary file") for stray in strays]
+    logs = sum(1 for c in cells if c.has_log)
+    meta = {
+        "format": PARSED_FORMAT,
+        "kary_version": __version__,
+        "data": str(data_dir),
+        "cells": len(cells),
+        "logs": logs,
+        "steps": len(events),
+        "steps_failed": int((events["status"] == "failed").sum()),
+        "pings": len(ping),
+        "pings_failed": int((ping["status"] == "failed").sum()),
+        "ci_method": _CI_METHOD,
+        "problems": [p._asdict() for p in problems],
+    }
+    parsed = Parsed(events, ping, runs, summary_table(events), overlays, meta)
+    return parsed, problems, len(cells), logs
+
+
+def parse_tree(data_dir: Path, out_dir: Path, plots: bool = True) -> ParseResult:
+    """Parse the raw tree at data_dir into out_dir (tables, overlays, parse.json, plots/)."""
+    data_dir, out_dir = Path(data_dir), Path(out_dir)
+    _check_dirs(data_dir, out_dir)
+    parsed, problems, cells, logs = read_tree(data_dir)
+    written = write_parsed(out_dir, parsed)
+    if plots:
+        from analysis.plots import write_plots  # matplotlib is slow to import
+
+        written += write_plots(parsed, out_dir / "plots")
+    return ParseResult(parsed, problems, cells, logs, written)
+
+
+def _check_dirs(data_dir: Path, out_dir: Path) -> None:
+    data, out = data_dir.resolve(), out_dir.resolve()
+    if out == data or data in out.parents:
+        raise UserError(f"--out {out_dir} is inside --data {data_dir}: the raw tree is read-only")
+    plots = out / "plots"
+    if data == plots or plots in data.parents:
+        raise UserError(f"--data {data_dir} is inside {plots}, which parse rewrites")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out_dir} exists and is not a directory")
+
+
+def _cell_order(result: CellResult) -> tuple[object, ...]:
+    return (
+        result.nodes if result.nodes is not None else 1 << 62,
+        topology_order_key(result.topo or ""),
+        result.iteration if result.iteration is not None else 1 << 62,
+        result.cell.rel,
+    )

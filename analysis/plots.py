@@ -1,0 +1,253 @@
+"""PNG plots of a parsed tree: readable, topologies in natural order, failures shown.
+
+- time-vs-size-<event>.png: per event, median seconds against size, one line
+  per topology, one panel per node count; bars are the median's interval
+  (see analysis.stats); red crosses count failed steps, never timed.
+- seconds-per-gb-<event>.png: per distribute event, median seconds per GiB
+  (over sizes and iterations) against topology, one line per node count.
+- ping-latency-vs-hops.png: flux ping latency against route length.
+- failures.png: failed steps per event and topology, when there are any.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, never a display
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.artist import Artist
+from matplotlib.figure import Figure
+
+from analysis.events import SETUP_EVENTS, event_sort_key, topology_order_key
+from analysis.output import Parsed
+from analysis.stats import summarize
+from experiments.files import write_atomic
+
+__all__ = ["PLOT_PREFIXES", "write_plots"]
+
+PLOT_PREFIXES = ("time-vs-size-", "seconds-per-gb-", "ping-latency-vs-hops", "failures")
+_FAILED_COLOR = "#d62728"
+_DPI = 110
+
+
+def write_plots(parsed: Parsed, plot_dir: Path) -> list[Path]:
+    """Draw every plot for `parsed` into plot_dir, replacing plots of an earlier parse."""
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    for old in plot_dir.glob("*.png"):
+        if old.name.startswith(PLOT_PREFIXES):
+            old.unlink()
+    sns.set_theme(style="whitegrid", context="notebook")
+    figures: dict[str, Figure] = {}
+    events = parsed.events
+    steps = events[~events["event"].isin(SETUP_EVENTS)] if not events.empty else events
+    summary = parsed.summary
+    for event in sorted(set(steps["event"]), key=event_sort_key):
+        figures[f"time-vs-size-{_slug(event)}.png"] = _time_vs_size(summary, event)
+        if event.startswith("distribute-"):
+            figures[f"seconds-per-gb-{_slug(event)}.png"] = _seconds_per_gb(steps, event)
+    if not parsed.ping.empty:
+        figures["ping-latency-vs-hops.png"] = _ping_latency(parsed.ping)
+    if not steps.empty and (steps["status"] == "failed").any():
+        figures["failures.png"] = _failures(steps)
+    written = []
+    for name, figure in figures.items():
+        path = plot_dir / name
+        _save(figure, path)
+        written.append(path)
+    return written
+
+
+def _save(figure: Figure, path: Path) -> None:
+    from io import BytesIO
+
+    buffer = BytesIO()
+    figure.savefig(buffer, format="png", dpi=_DPI)
+    plt.close(figure)
+    write_atomic(path, buffer.getvalue())
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def _topologies(values: pd.Series) -> list[str]:
+    return sorted(set(values.astype(str)), key=topology_order_key)
+
+
+def _panels(count: int) -> tuple[Figure, list[plt.Axes]]:
+    cols = min(count, 3)
+    rows = -(-count // cols)
+    figure, axes = plt.subplots(
+        rows, cols, figsize=(5.2 * cols + 1.6, 3.9 * rows + 0.6), squeeze=False,
+        layout="constrained",
+    )  # fmt: skip
+    flat = list(axes.ravel())
+    for extra in flat[count:]:
+        extra.set_visible(False)
+    return figure, flat[:count]
+
+
+def _time_vs_size(summary: pd.DataFrame, event: str) -> Figure:
+    rows = summary[summary["event"] == event]
+    node_counts = sorted(set(rows["nodes"]))
+    topologies = _topologies(rows["topo"])
+    palette = dict(zip(topologies, _colors(len(topologies)), strict=True))
+    figure, axes = _panels(len(node_counts))
+    sizes = rows.drop_duplicates("size_bytes").sort_values("size_bytes")
+    for ax, nodes in zip(axes, node_counts, strict=True):
+        panel = rows[rows["nodes"] == nodes]
+        for topo in topologies:
+            line = panel[panel["topo"] == topo].sort_values("size_bytes")
+            if line.empty:
+                continue
+            x = line["size_bytes"].to_numpy(dtype=float) / 2**30
+            timed = line["n"].to_numpy() > 0
+            _errorbar(ax, x[timed], line[timed], palette[topo], topo)
+            _mark_failures(ax, x, line, palette[topo])
+        ax.set_title(f"{nodes} nodes")
+        ax.set_xlabel("blob size (GiB)")
+        ax.set_ylabel("seconds (median)")
+        _size_axis(ax, sizes)
+    _legend(figure, axes, "topology", topologies)
+    figure.suptitle(
+        f"{event}: time against size\n"
+        "point: median over iterations; bars: its interval (see summary.csv ci_coverage); "
+        "x: failed steps",
+        fontsize=10,
+    )
+    return figure
+
+
+def _colors(count: int) -> list[object]:
+    # Distinct hues while they last; a sequential map once there are too many.
+    return list(sns.color_palette("colorblind" if count <= 10 else "viridis", count))
+
+
+def _errorbar(ax: plt.Axes, x: np.ndarray, line: pd.DataFrame, color: object, label: str) -> None:
+    median = line["median"].to_numpy(dtype=float)
+    low = line["ci_low"].to_numpy(dtype=float)
+    high = line["ci_high"].to_numpy(dtype=float)
+    has_ci = ~np.isnan(low)
+    yerr = np.vstack([np.where(has_ci, median - low, 0.0), np.where(has_ci, high - median, 0.0)])
+    ax.errorbar(x, median, yerr=yerr, color=color, label=label, marker="o", ms=4, capsize=3, lw=1.4)
+
+
+def _mark_failures(ax: plt.Axes, x: np.ndarray, line: pd.DataFrame, color: object) -> None:
+    failed = line["failed"].to_numpy()
+    if not failed.any():
+        return
+    median = line["median"].to_numpy(dtype=float)
+    for xi, count, yi in zip(x, failed, median, strict=True):
+        if count == 0:
+            continue
+        # No timing exists for a failed step: mark it at the median when there
+        # is one, else on the axis floor, and say how many failed.
+        y = yi if not np.isnan(yi) else 0.0
+        ax.scatter([xi], [y], marker="x", s=60, color=_FAILED_COLOR, zorder=5)
+        ax.annotate(f"{count} failed", (xi, y), textcoords="offset points", xytext=(4, 4),
+                    fontsize=7, color=_FAILED_COLOR)  # fmt: skip
+
+
+def _size_axis(ax: plt.Axes, sizes: pd.DataFrame) -> None:
+    x = sizes["size_bytes"].to_numpy(dtype=float) / 2**30
+    if len(x) and x.max() / max(x.min(), 1e-12) >= 8:
+        ax.set_xscale("log", base=2)
+    if 0 < len(x) <= 12:
+        ax.set_xticks(x)
+        ax.set_xticklabels(sizes["size_label"].astype(str), rotation=0, fontsize=8)
+        ax.minorticks_off()
+
+
+def _legend(figure: Figure, axes: list[plt.Axes], title: str, order: list[str]) -> None:
+    found: dict[str, Artist] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            found.setdefault(label, handle)
+    labels = [label for label in order if label in found]
+    handles = [found[label] for label in labels]
+    if handles:
+        figure.legend(handles, labels, title=title, loc="outside right center")
+
+
+def _seconds_per_gb(steps: pd.DataFrame, event: str) -> Figure:
+    rows = steps[steps["event"] == event].copy()
+    rows["seconds_per_gb"] = rows["time_seconds"] / rows["size_gb"].astype(float)
+    stats = summarize(rows, ["nodes", "topo"], value="seconds_per_gb")
+    topologies = _topologies(stats["topo"])
+    position = {topo: i for i, topo in enumerate(topologies)}
+    node_counts = sorted(set(stats["nodes"]))
+    palette = sns.color_palette("rocket", len(node_counts))
+    # Dodge node counts a little so their bars do not hide each other.
+    dodge = np.linspace(-0.12, 0.12, len(node_counts)) if len(node_counts) > 1 else [0.0]
+    figure, ax = plt.subplots(
+        figsize=(max(5.0, 0.8 * len(topologies) + 3), 4.2), layout="constrained"
+    )
+    for color, nodes, shift in zip(palette, node_counts, dodge, strict=True):
+        line = stats[stats["nodes"] == nodes].copy()
+        line["pos"] = line["topo"].map(position)
+        line = line.sort_values("pos")
+        x = line["pos"].to_numpy(dtype=float) + shift
+        timed = line["n"].to_numpy() > 0
+        _errorbar(ax, x[timed], line[timed], color, f"{nodes} nodes")
+        _mark_failures(ax, x, line, color)
+    ax.set_xticks(range(len(topologies)))
+    ax.set_xticklabels(topologies, rotation=30 if len(topologies) > 6 else 0)
+    ax.set_xlabel("topology (fan-out)")
+    ax.set_ylabel("seconds per GiB (median)")
+    ax.set_title(f"{event}: seconds per GiB against fan-out\nmedian over sizes and iterations",
+                 fontsize=10)  # fmt: skip
+    ax.legend(title="nodes", loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return figure
+
+
+def _ping_latency(ping: pd.DataFrame) -> Figure:
+    ok = ping[ping["status"] == "ok"].copy()
+    services = sorted(set(ping["service"].astype(str)))
+    figure, axes = _panels(max(len(services), 1))
+    sizes = sorted(set(ok["message_size_mb"]))
+    palette = dict(zip(sizes, sns.color_palette("mako", len(sizes)), strict=True))
+    for ax, service in zip(axes, services, strict=False):
+        part = ok[ok["service"] == service]
+        for size in sizes:
+            points = part[part["message_size_mb"] == size]
+            if points.empty:
+                continue
+            medians = points.groupby("hops")["time_ms"].median()
+            ax.scatter(points["hops"], points["time_ms"], s=12, alpha=0.45, color=palette[size])
+            ax.plot(medians.index, medians.to_numpy(), marker="o", ms=4, color=palette[size],
+                    label=f"{size:g} MiB")  # fmt: skip
+        failed = int((ping[ping["service"] == service]["status"] == "failed").sum())
+        title = f"flux ping {service}" + (f" ({failed} failed)" if failed else "")
+        ax.set_title(title, color=_FAILED_COLOR if failed else "black")
+        ax.set_xlabel("hops (route length)")
+        ax.set_ylabel("latency (ms)")
+        if len(ok) and ok["time_ms"].max() / max(ok["time_ms"].min(), 1e-6) > 100:
+            ax.set_yscale("log")
+    _legend(figure, axes, "pad", [f"{size:g} MiB" for size in sizes])
+    figure.suptitle("ping latency against hops; line: median", fontsize=10)
+    return figure
+
+
+def _failures(steps: pd.DataFrame) -> Figure:
+    failed = steps[steps["status"] == "failed"]
+    counts = failed.groupby(["event", "topo"]).size().rename("failed").reset_index()
+    events = sorted(set(counts["event"]), key=event_sort_key)
+    topologies = _topologies(counts["topo"])
+    figure, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(events) + 3), 4.6), layout="constrained")
+    sns.barplot(
+        data=counts, x="event", y="failed", hue="topo", order=events, hue_order=topologies,
+        palette="viridis", ax=ax,
+    )  # fmt: skip
+    ax.set_xticks(range(len(events)))
+    ax.set_xticklabels(events, rotation=30, ha="right")
+    ax.set_ylabel("failed steps")
+    ax.set_title("failed steps (no timing recorded)", fontsize=10)
+    ax.legend(title="topology", loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return figure

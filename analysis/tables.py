@@ -1,0 +1,270 @@
+"""The parsed tables: their columns, how cell results become DataFrames, and the summary.
+
+Rows are gathered as plain tuples and turned into one DataFrame per table at
+the end: building a DataFrame row by row (the seed's `df.loc[i, :] = row`)
+copies the frame on every insert and is orders of magnitude slower.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from analysis.cells import CellResult
+from analysis.events import event_sort_key, strategy_of, topology_dirname, topology_order_key
+from analysis.stats import summarize
+
+__all__ = [
+    "EVENT_COLUMNS",
+    "PING_COLUMNS",
+    "RUN_COLUMNS",
+    "SUMMARY_KEYS",
+    "build_tables",
+    "order_summary",
+    "summary_table",
+]
+
+# The seed's columns first, in the seed's order, then kary's.
+EVENT_COLUMNS = [
+    "uid",
+    "topology",
+    "iteration",
+    "nodes",
+    "event",
+    "size_gb",
+    "time_seconds",
+    "size_bytes",
+    "status",
+    "reason",
+    "backend",
+    "cluster",
+    "source",
+    "topo",
+    "strategy",
+    "size_label",
+    "run_state",
+]
+# The seed's ping columns (service is the ping target: broker or kvs;
+# message_size_bytes is the pad), then kary's.
+PING_COLUMNS = [
+    "uid",
+    "topology",
+    "topology-uid",
+    "iteration",
+    "nodes",
+    "rank",
+    "service",
+    "message_size_bytes",
+    "message_size_mb",
+    "time_ms",
+    "time_seconds",
+    "hops",
+    "status",
+    "reason",
+    "backend",
+    "cluster",
+    "source",
+    "topo",
+]
+RUN_COLUMNS = [
+    "uid",
+    "topology",
+    "iteration",
+    "nodes",
+    "topo",
+    "source",
+    "log_format",
+    "complete",
+    "state",
+    "backend",
+    "cluster",
+    "instance_type",
+    "image",
+    "flux_version",
+    "error",
+    "steps_ok",
+    "steps_failed",
+    "pings_ok",
+    "pings_failed",
+]
+SUMMARY_KEYS = [
+    "backend",
+    "cluster",
+    "nodes",
+    "topology",
+    "topo",
+    "event",
+    "strategy",
+    "size_label",
+    "size_bytes",
+    "size_gb",
+]
+
+_GIB = 2**30
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def build_tables(
+    results: Iterable[CellResult],
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, list[str]]]:
+    """(events, ping, runs, overlays) from parsed cells, in the order given."""
+    events: list[tuple[object, ...]] = []
+    pings: list[tuple[object, ...]] = []
+    runs: list[tuple[object, ...]] = []
+    overlays: dict[str, list[str]] = {}
+    for res in results:
+        if not res.identified:
+            continue
+        assert res.topo is not None and res.nodes is not None
+        topology = topology_dirname(res.topo)
+        uid = f"{topology}-{res.nodes}"
+        record = res.record
+        backend, cluster = _text(record.get("backend")), _text(record.get("cluster"))
+        state = _text(record.get("state"))
+        source = (
+            f"{res.cell.rel}/topology-experiment.out" if res.cell.rel else "topology-experiment.out"
+        )
+        for step in res.steps:
+            events.append(
+                (
+                    uid,
+                    topology,
+                    res.iteration,
+                    res.nodes,
+                    step.event,
+                    _size_gb(step.size_label, step.size_bytes),
+                    step.seconds,
+                    step.size_bytes,
+                    step.status,
+                    step.reason,
+                    backend,
+                    cluster,
+                    source,
+                    res.topo,
+                    strategy_of(step.event),
+                    step.size_label,
+                    state,
+                )
+            )
+        for ping in res.pings:
+            pings.append(
+                (
+                    f"flux-ping-{ping.service}-size-{ping.size_label}-rank-{ping.rank}",
+                    topology,
+                    uid,
+                    res.iteration,
+                    res.nodes,
+                    ping.rank,
+                    ping.service,
+                    ping.pad_bytes,
+                    _int_or_float(ping.pad_bytes / 2**20),
+                    ping.ms,
+                    None if ping.ms is None else ping.ms / 1000,
+                    ping.hops,
+                    ping.status,
+                    ping.reason,
+                    backend,
+                    cluster,
+                    source,
+                    res.topo,
+                )
+            )
+        if res.overlay and uid not in overlays:
+            overlays[uid] = res.overlay
+        steps_failed = sum(1 for s in res.steps if s.status != "ok")
+        pings_failed = sum(1 for p in res.pings if p.status != "ok")
+        runs.append(
+            (
+                uid,
+                topology,
+                res.iteration,
+                res.nodes,
+                res.topo,
+                res.cell.rel,
+                res.log_format,
+                res.complete,
+                state,
+                backend,
+                cluster,
+                _text(record.get("instance_type")),
+                _text(record.get("image")),
+                _text(record.get("flux_version")),
+                _text(record.get("error")),
+                len(res.steps) - steps_failed,
+                steps_failed,
+                len(res.pings) - pings_failed,
+                pings_failed,
+            )
+        )
+    return (
+        _frame(events, EVENT_COLUMNS, {"time_seconds": float, "size_gb": float}),
+        _frame(pings, PING_COLUMNS, {"time_ms": float, "time_seconds": float, "hops": "Int64"}),
+        _frame(runs, RUN_COLUMNS, {}),
+        overlays,
+    )
+
+
+def _size_gb(label: str, size: int) -> int | float:
+    # The seed's labels are whole GB numbers; keep them integral so `1` stays `1`.
+    value = size / _GIB
+    return int(value) if value == int(value) else value
+
+
+def _int_or_float(value: float) -> int | float:
+    return int(value) if value == int(value) else value
+
+
+def _frame(
+    rows: list[tuple[object, ...]], columns: list[str], dtypes: dict[str, object]
+) -> pd.DataFrame:
+    frame = pd.DataFrame.from_records(rows, columns=columns)
+    for column, dtype in dtypes.items():
+        frame[column] = frame[column].astype(dtype)  # type: ignore[call-overload]
+    return frame
+
+
+def summary_table(events: pd.DataFrame) -> pd.DataFrame:
+    """summary.csv: per (backend, cluster, nodes, topology, event, size) statistics.
+
+    seconds_per_gb is the median divided by the size in GiB.
+    """
+    frame = events.copy()
+    for column in ("backend", "cluster"):
+        frame[column] = frame[column].fillna("")
+    summary = summarize(frame, SUMMARY_KEYS)
+    summary["seconds_per_gb"] = summary["median"] / summary["size_gb"].astype(float)
+    return order_summary(summary)
+
+
+def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
+    """Sort as a reader expects: nodes, topology (kary:1 .. kary:16, binomial), event, size."""
+    if summary.empty:
+        return summary.reset_index(drop=True)
+    keys = pd.DataFrame(
+        {
+            "backend": summary["backend"].astype(str),
+            "cluster": summary["cluster"].astype(str),
+            "nodes": summary["nodes"],
+            "topo": [topology_order_key(t) for t in summary["topo"].astype(str)],
+            "event": [event_sort_key(e) for e in summary["event"].astype(str)],
+            "size": summary["size_bytes"],
+        }
+    )
+    order = np.lexsort(
+        [
+            keys[c].to_numpy() if c in ("nodes", "size") else _codes(keys[c])
+            for c in reversed(keys.columns)
+        ]
+    )
+    return summary.iloc[order].reset_index(drop=True)
+
+
+def _codes(column: pd.Series) -> np.ndarray:
+    """Dense ranks of a column of sortable values (tuples included)."""
+    ranks = {value: i for i, value in enumerate(sorted(set(column)))}
+    return np.array([ranks[v] for v in column])

@@ -1,0 +1,80 @@
+"""Find the cells of a raw tree by walking it, whatever its depth from the root.
+
+A cell is a directory holding any of the files a run leaves (the log,
+`run.json`, `minicluster.yaml`, `entrypoint.sh`); its
+identity comes from the `<nodes>/<topo>/<iteration>` directory names above it
+when they read as such (the seed's and kary's layout), and is completed or
+corrected from the files themselves later (see `analysis.cells`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis.events import topo_from_dirname
+
+__all__ = ["CELL_FILES", "LOG_NAME", "RECORD_NAME", "CellDir", "find_cells"]
+
+LOG_NAME = "topology-experiment.out"
+RECORD_NAME = "run.json"
+# Files a runner leaves in a cell; anything else there is a stray file.
+CELL_FILES = frozenset({LOG_NAME, RECORD_NAME, "minicluster.yaml", "entrypoint.sh"})
+
+
+@dataclass(frozen=True)
+class CellDir:
+    """A cell directory and what its path says about it (None where it says nothing)."""
+
+    path: Path
+    rel: str  # path relative to the data directory, with '/' separators
+    nodes: int | None
+    topo: str | None
+    iteration: int | None
+    has_log: bool
+    has_record: bool
+
+
+def find_cells(data_dir: Path) -> tuple[list[CellDir], list[str]]:
+    """Every cell directory under data_dir, and the stray files found on the way.
+
+    Hidden files and directories (`.git`, temp files of atomic writes) are not
+    data and are passed over silently. Symlinked directories are not followed,
+    so a link loop cannot hang the walk.
+    """
+    cells: list[CellDir] = []
+    strays: list[str] = []
+    root = str(data_dir)
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        names = {f for f in filenames if not f.startswith(".")}
+        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        rel_dir = "" if rel_dir == "." else rel_dir
+        is_cell = not names.isdisjoint(CELL_FILES)
+        for name in sorted(names):
+            if not is_cell or name not in CELL_FILES:
+                strays.append(f"{rel_dir}/{name}" if rel_dir else name)
+        if is_cell:
+            cells.append(_cell(Path(dirpath), rel_dir, names))
+    return cells, strays
+
+
+def _cell(path: Path, rel: str, names: set[str]) -> CellDir:
+    parts = rel.split("/") if rel else []
+    iteration = _int(parts[-1]) if len(parts) >= 1 else None
+    topo = topo_from_dirname(parts[-2]) if len(parts) >= 2 else None
+    nodes = _int(parts[-3]) if len(parts) >= 3 else None
+    return CellDir(
+        path=path,
+        rel=rel,
+        nodes=nodes,
+        topo=topo,
+        iteration=iteration,
+        has_log=LOG_NAME in names,
+        has_record=RECORD_NAME in names,
+    )
+
+
+def _int(text: str) -> int | None:
+    return int(text) if text.isdigit() and text.isascii() else None

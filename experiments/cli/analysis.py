@@ -1,0 +1,82 @@
+"""`kary parse` and `kary compare`: thin commands over the `analysis` package."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from analysis import compare_parsed, format_comparison, load_parsed, parse_tree
+from analysis.parse import ParseResult
+from experiments.errors import UserError
+from experiments.files import write_atomic
+
+__all__ = ["register"]
+
+
+def _parse_line(result: ParseResult, out: Path) -> str:
+    meta = result.parsed.meta
+    line = (
+        f"parsed {result.logs} logs in {result.cells} cells: {meta['steps']} steps "
+        f"({meta['steps_failed']} failed)"
+    )
+    if meta["pings"]:
+        line += f", {meta['pings']} pings ({meta['pings_failed']} failed)"
+    skipped, partial = len(result.skipped), len(result.partial)
+    if skipped or partial:
+        line += f"; {skipped} files skipped, {partial} partly parsed (see stderr)"
+    return f"{line}; wrote {out}"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("parse")
+    def parse_command(
+        data: Path = typer.Option(Path("data/raw"), "--data", help="Raw tree to read."),
+        out: Path = typer.Option(Path("data/parsed"), "--out", help="Parsed directory to write."),
+        no_plots: bool = typer.Option(False, "--no-plots", help="Write the tables only."),
+        strict: bool = typer.Option(
+            False, "--strict", help="Exit 1 when any file was skipped or only partly parsed."
+        ),
+    ) -> None:
+        """Parse a raw tree into tables, a summary and plots; damaged files are listed on stderr.
+
+        Example:
+
+        \b
+            kary parse --data data/raw --out data/parsed
+        """
+        result = parse_tree(data, out, plots=not no_plots)
+        for problem in result.problems:
+            typer.echo(f"kary parse: {problem}", err=True)
+        typer.echo(_parse_line(result, out))
+        raise typer.Exit(result.exit_code(strict))
+
+    @app.command("compare")
+    def compare_command(
+        before: Path = typer.Argument(..., help="Parsed directory A (the baseline)."),
+        after: Path = typer.Argument(..., help="Parsed directory B."),
+        factor: float = typer.Option(
+            1.10, "--factor", help="Mark ratios of medians beyond this factor (either way)."
+        ),
+        only_changed: bool = typer.Option(
+            False, "--only-changed", help="Show only the marked rows."
+        ),
+        csv: Path | None = typer.Option(None, "--csv", help="Also write the table as CSV."),
+    ) -> None:
+        """Compare two parsed trees: ratio of medians per step; exit 1 if B got slower.
+
+        Marks: + slower beyond the factor, - faster, ~ beyond it but within noise,
+        ! fails in B and never in A. Regressions (+ and !) make the exit code 1.
+
+        Example:
+
+        \b
+            kary compare data/parsed-before data/parsed --factor 1.10
+        """
+        if not factor > 1:
+            raise UserError(f"invalid --factor {factor}: must be greater than 1, e.g. 1.10")
+        comparison = compare_parsed(load_parsed(before), load_parsed(after), factor)
+        if csv is not None:
+            write_atomic(csv, comparison.table.to_csv(index=False))
+        typer.echo(format_comparison(comparison, only_changed=only_changed), nl=False)
+        raise typer.Exit(comparison.exit_code)
