@@ -94,7 +94,7 @@ def k8s_label_value(value: str) -> str:
 
 
 def _tier_labels(named: NamedInstances) -> list[tuple[str, dict[str, str]]]:
-    """(node name, labels) for each instance with topology; tier-0 is the closest switch."""
+    """(node name, labels) by node name, for each instance with topology; tier-0 is closest."""
     out = []
     for inst in named.instances:
         if not inst.network_nodes:
@@ -104,7 +104,7 @@ def _tier_labels(named: NamedInstances) -> list[tuple[str, dict[str, str]]]:
             for tier, node in enumerate(reversed(inst.network_nodes))
         }
         out.append((named.name(inst), labels))
-    return out
+    return sorted(out, key=lambda pair: pair[0])
 
 
 def k8s_labels(named: NamedInstances) -> str:
