@@ -1,0 +1,128 @@
+"""The Backend contract: where a rendered cell runs.
+
+The runner is handed one Backend and calls, in order::
+
+    with backend:                     # up() ... down(), down() also on error / Ctrl-C
+        result = backend.run(cell, rendered, timeout)   # once per cell
+
+A backend knows how to start the rendered benchmark (`rendered.entrypoint_sh`
+on rank 0 of a Flux instance of `cell.nodes` brokers under `cell.topo`, or
+`rendered.minicluster_yaml` on a cluster), wait for it, and hand back rank 0's
+log.  It never judges the benchmark (the runner reads the log for that) and
+never writes into the raw tree (the runner does, atomically).
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from experiments.clusterspec import ClusterSpec
+    from experiments.plan import Cell
+    from experiments.render import Rendered, RenderOptions
+
+__all__ = ["Backend", "BackendError", "BackendSettings", "RunResult"]
+
+
+class BackendError(Exception):
+    """The backend itself broke (cannot start, lost its cluster): not a benchmark result.
+
+    Raised from `up()` it stops the run; raised from `run()` the runner records
+    the cell as failed with this message and goes on to the next cell.
+    """
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one cell produced.
+
+    - `log`: rank 0's full output (the entrypoint's stdout and stderr), as
+      collected; the runner redacts secrets before writing it.  Whatever was
+      collected so far, also on failure or timeout.
+    - `rc`: the entrypoint's exit status; None when it never finished (timeout,
+      lost pod, broker crash the backend noticed first).
+    - `timed_out`: the cell hit `timeout` and was stopped.
+    - `error`: why the backend could not run the cell to completion, in one
+      line (None when the entrypoint ran and exited on its own, whatever rc).
+    - `provenance`: facts for run.json, keyed like RunRecord fields where one
+      fits (`cluster`, `instance_type`, `image`, `flux_version`), free-form
+      otherwise (e.g. `link_bandwidth`).
+    """
+
+    log: str
+    rc: int | None
+    timed_out: bool = False
+    error: str | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    """Everything a backend may be configured with; each backend reads what it needs.
+
+    `render` is what the cells are rendered with (MiniCluster name, namespace,
+    image).  `cluster` is the --cluster file, if any.  `link_bandwidth` /
+    `link_latency` are text as given on the command line ("1Gbit", "200us")
+    and only the local backend uses them.  `workdir` is where a backend may
+    keep scratch files (None: a fresh temporary folder).
+    """
+
+    render: RenderOptions | None = None
+    cluster: ClusterSpec | None = None
+    link_bandwidth: str | None = None
+    link_latency: str | None = None
+    workdir: Path | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class Backend(abc.ABC):
+    """Runs rendered cells somewhere.  Subclass it; implement `run`, and `up`/`down` if needed.
+
+    Contract:
+
+    - `up()` prepares whatever outlives one cell (a client, a CRD check) and
+      raises UserError for a mistake the user can fix (no kubeconfig, no
+      operator: say how to fix it) or BackendError otherwise.  `down()` undoes
+      it; it must be safe to call twice and after a failed `up()`.
+    - `run(cell, rendered, timeout)` runs one cell and blocks until it ends or
+      `timeout` seconds pass (None: no limit).  A benchmark that fails is a
+      normal return (rc != 0), not an exception.  On timeout it stops the cell
+      and returns `timed_out=True`.  Before returning OR raising (including
+      KeyboardInterrupt, which the runner also raises for SIGTERM) it removes
+      everything it started for the cell: no process, pod or MiniCluster
+      survives `run()`.
+    - Construction does no I/O; `from_settings` builds one from BackendSettings.
+    """
+
+    name: str = "base"
+
+    @classmethod
+    def from_settings(cls, settings: BackendSettings) -> Backend:
+        """Build the backend from the CLI's settings (override to read them)."""
+        return cls()
+
+    def up(self) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Prepare for a series of cells."""
+
+    @abc.abstractmethod
+    def run(self, cell: Cell, rendered: Rendered, timeout: float | None) -> RunResult:
+        """Run one rendered cell; see the class docstring for the contract."""
+
+    def down(self) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Release what `up()` took; idempotent."""
+
+    def __enter__(self) -> Backend:
+        self.up()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.down()
