@@ -20,7 +20,7 @@ from analysis.model import FAILED, OK, ProblemKind, Step, few
 
 __all__ = ["KaryLog", "has_kary_lines", "parse_kary"]
 
-_LINE = re.compile(r"^(?:KARY[ \t]+(?P<json>\{.*\})|EVENT[ \t]+(?P<event>\S+))[ \t]*$", re.M)
+_LINE = re.compile(r"^(?:KARY[ \t]+(?P<json>\S.*?)|EVENT[ \t]+(?P<event>\S+))[ \t]*$", re.M)
 _HAS_KARY_STEP = re.compile(r'^KARY[ \t]+\{[ \t]*"event"', re.M)
 
 

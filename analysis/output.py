@@ -107,12 +107,13 @@ def _read_csv(path: Path, columns: list[str] | None) -> pd.DataFrame:
     if not path.is_file():
         return pd.DataFrame(columns=columns or [])
     try:
-        frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
+        header = pd.read_csv(path, nrows=0).columns
+        text = {column: str for column in header if column in _TEXT_COLUMNS}
+        frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype=text)
     except (OSError, ValueError) as err:
         raise UserError(f"{path} is unreadable: {err}") from None
-    for column in frame.columns:
-        if column in _TEXT_COLUMNS:
-            frame[column] = frame[column].fillna("").astype(str)
+    for column in text:
+        frame[column] = frame[column].fillna("")
     return frame
 
 

@@ -21,6 +21,7 @@ from experiments.errors import UserError
 
 __all__ = ["ParseResult", "parse_tree", "read_tree"]
 
+_KIND_ORDER = {"skipped": 0, "partial": 1, "warning": 2, "ignored": 3}
 _CI_METHOD = (
     "distribution-free order-statistic interval of the median (binomial); "
     f"{CI_LEVEL:.0%} when n >= 6, else [min, max] with its exact coverage in ci_coverage; "
@@ -65,6 +66,7 @@ def read_tree(data_dir: Path) -> tuple[Parsed, list[Problem], int, int]:
     events, ping, runs, overlays = build_tables(results)
     problems = [p for r in results for p in r.problems]
     problems += [Problem(stray, "ignored", "not a kary file") for stray in strays]
+    problems.sort(key=lambda p: (_KIND_ORDER[p.kind], p.path))
     logs = sum(1 for c in cells if c.has_log)
     meta = {
         "format": PARSED_FORMAT,

@@ -201,8 +201,13 @@ def build_tables(
                 pings_failed,
             )
         )
+    events_frame = _frame(events, EVENT_COLUMNS, {"time_seconds": float, "size_gb": float})
+    gb = events_frame["size_gb"]
+    if len(gb) and (gb == gb.round()).all():
+        # The seed wrote whole GB sizes as integers (`1`, not `1.0`): keep that.
+        events_frame["size_gb"] = gb.astype("int64")
     return (
-        _frame(events, EVENT_COLUMNS, {"time_seconds": float, "size_gb": float}),
+        events_frame,
         _frame(pings, PING_COLUMNS, {"time_ms": float, "time_seconds": float, "hops": "Int64"}),
         _frame(runs, RUN_COLUMNS, {}),
         overlays,

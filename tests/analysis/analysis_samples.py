@@ -1,0 +1,163 @@
+"""Builders for synthetic logs and raw trees: kary's own format and the seed's legacy one.
+
+Imported by the analysis tests (pytest puts this folder on sys.path).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from experiments.topology import build_tree, render_overlay
+
+STEPS = {
+    "all": [
+        "create-archive",
+        "distribute-all-nodes",
+        "verify-distribute-all-nodes",
+        "delete-archive-all-nodes",
+        "clean-all-nodes",
+    ],
+    "leaves": [
+        "create-leaf-nodes",
+        "distribute-leaf-nodes",
+        "delete-archive-leaf-nodes",
+        "clean-leaf-nodes",
+    ],
+}
+SIZES = {"16M": 16 * 2**20, "64M": 64 * 2**20, "1G": 2**30}
+
+
+def header(nodes: int, topo: str) -> str:
+    overlay = render_overlay(build_tree(topo, nodes))
+    return (
+        'MODULE STATS CONTENT\n\x1b[1;39m{\n  \x1b[0m\x1b[34;1m"count"\x1b[0m: 0\n}\x1b[0m\n'
+        f"NODES\n{nodes}\nTOPOLOGY diagram\n{overlay}TOPOLOGY description\n{topo}\n"
+    )
+
+
+def kary_log(
+    nodes: int = 4,
+    topo: str = "kary:2",
+    iteration: int = 0,
+    sizes: Sequence[str] = ("16M", "64M"),
+    strategies: Sequence[str] = ("all",),
+    seconds: float = 1.0,
+    rc: dict[str, int] | None = None,
+    stop_before: str | None = None,
+    done: bool = True,
+) -> str:
+    """A log as templates/entrypoint.sh.j2 writes it; `rc` maps 'event-size' to an exit status.
+
+    stop_before='event-size' cuts the log right after that step's EVENT line (a killed run).
+    """
+    rc = rc or {}
+    cell = f"{nodes}/{topo.replace(':', '-')}/{iteration}"
+    lines = [
+        header(nodes, topo),
+        "KARY "
+        + json.dumps(
+            {"meta": "cell", "cell": cell, "nodes": nodes, "topo": topo,
+             "flux_version": "0.66.0", "size_attr": str(nodes)}
+        ) + "\n",
+    ]  # fmt: skip
+    failed = 0
+    for label in sizes:
+        size = SIZES[label]
+        lines.append(_kary("generate-blob", label, size, 0.25, 0))
+        for strategy in strategies:
+            for i, event in enumerate(STEPS[strategy]):
+                name = f"{event}-{label}"
+                lines.append(f"EVENT {name}\n")
+                if stop_before == name:
+                    return "".join(lines)
+                status = rc.get(name, 0)
+                took = round(seconds * (1 + i) * size / 2**24, 6)
+                if status:
+                    failed += 1
+                    lines.append(f"[1-{nodes - 1}]: Exit {status}\n")
+                lines.append(f"\nreal\t0m{took:.3f}s\nuser\t0m0.001s\nsys\t0m0.002s\n")
+                lines.append(_kary(event, label, size, took, status))
+    if done:
+        lines.append(f'KARY {{"meta": "done", "failed_steps": {failed}}}\n')
+        lines.append('SCRIPT entrypoint\n#!/bin/bash\necho "KARY {\\"meta\\": \\"done\\"}"\n')
+    return "".join(lines)
+
+
+def _kary(event: str, label: str, size: int, seconds: float, rc: int) -> str:
+    record = {"event": event, "size": label, "size_bytes": size, "seconds": seconds, "rc": rc}
+    return "KARY " + json.dumps(record) + "\n"
+
+
+def legacy_log(
+    nodes: int = 4,
+    topo: str = "kary:2",
+    sizes: Sequence[int] = (1, 2),
+    events: Sequence[str] = ("create-archive", "distribute-all-nodes", "clean-all-nodes"),
+    blocks: dict[str, str] | None = None,
+    ended: bool = True,
+) -> str:
+    """A seed-format log; `blocks` replaces the output of 'event-size' steps verbatim."""
+    blocks = blocks or {}
+    parts = [header(nodes, topo)]
+    for size in sizes:
+        for i, event in enumerate(events):
+            name = f"{event}-{size}"
+            default = f"\nreal\t0m{(i + 1) * size}.{size:03d}s\nuser\t0m0.001s\nsys\t0m0.000s\n"
+            parts.append(f"EVENT {name}\n{blocks.get(name, default)}")
+    if ended:
+        parts.append('SCRIPT entrypoint\n\n#!/bin/bash\n    echo "EVENT create-archive-${size}"\n')
+        parts.append("broker.err[0]: rc3.0: flux-content: No such file or directory\n")
+    return "".join(parts)
+
+
+def run_record(nodes: int, topo: str, iteration: int, **extra: Any) -> str:
+    record = {
+        "format": 1,
+        "cell": f"{nodes}/{topo.replace(':', '-')}/{iteration}",
+        "nodes": nodes,
+        "topo": topo,
+        "iteration": iteration,
+        "state": "succeeded",
+        "started": "2026-01-01T00:00:00+00:00",
+        "finished": "2026-01-01T00:01:00+00:00",
+        "backend": "local",
+        "cluster": None,
+        "instance_type": None,
+        "image": None,
+        "flux_version": "0.66.0",
+        "template_hash": "abc123",
+        "sizes": [16 * 2**20, 64 * 2**20],
+        "strategies": ["all"],
+        "error": None,
+        "future_key": {"kept": True},
+    }
+    record.update(extra)
+    return json.dumps(record, indent=2) + "\n"
+
+
+def write_cell(root: Path, rel: str, log: str | bytes | None, record: str | None = None) -> Path:
+    cell = root / rel
+    cell.mkdir(parents=True, exist_ok=True)
+    if log is not None:
+        data = log.encode() if isinstance(log, str) else log
+        (cell / "topology-experiment.out").write_bytes(data)
+    if record is not None:
+        (cell / "run.json").write_text(record)
+    return cell
+
+
+def tree_digest(root: Path) -> dict[str, tuple[str, int, int]]:
+    """Every path under root with its content hash, mode and mtime: proof nothing changed."""
+    out: dict[str, tuple[str, int, int]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            stat = path.lstat()
+            digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
+            out[str(path.relative_to(root))] = (digest, stat.st_mode, stat.st_mtime_ns)
+    return out
