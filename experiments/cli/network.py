@@ -54,6 +54,8 @@ def _unplaced_notice(instances: list[Instance], names: dict[str, str] | None = N
 
 def _named(path: Path, node_names: Path | None) -> NamedInstances:
     instances = load_instances(path)
+    if not instances:
+        raise UserError(f"{path} lists no instances")
     named = name_instances(instances, load_node_names(node_names) if node_names else None)
     if node_names is not None:
         if not named.instances:

@@ -18,7 +18,7 @@ from typing import Any
 
 from experiments.errors import UserError
 
-__all__ = ["API_BATCH", "dumps_topology", "ec2_client", "fetch_topology"]
+__all__ = ["API_BATCH", "aws_errors", "dumps_topology", "ec2_client", "fetch_topology"]
 
 # The per-call limit of MaxResults, InstanceIds and GroupNames.
 API_BATCH = 100

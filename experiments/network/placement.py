@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from experiments.errors import UserError
-from experiments.network.model import Instance
+from experiments.network.model import Instance, shared_layers
 from experiments.topology import Tree, build_tree
 
 __all__ = ["EdgeCounts", "Placement", "count_edges", "propose_order"]
@@ -56,12 +56,7 @@ def _shared(a: Instance, b: Instance) -> int | None:
     """Layers shared from the top; None when either instance has no topology."""
     if not a.network_nodes or not b.network_nodes:
         return None
-    shared = 0
-    for x, y in zip(a.network_nodes, b.network_nodes, strict=False):
-        if x != y:
-            break
-        shared += 1
-    return shared
+    return shared_layers(a.network_nodes, b.network_nodes)
 
 
 def _depth(instances: Sequence[Instance]) -> int:

@@ -170,12 +170,16 @@ def test_fetch_without_credentials_is_one_line(
         (["map", "{missing}", "--topo", "kary:2"], "cannot read {missing}"),
         (["export", "{ex}", "--format", "slurm"], "unknown export format 'slurm'"),
         (["graph", "{missing}", "--out", "{tmp}"], "cannot read {missing}"),
+        (["graph", "{empty}", "--out", "{tmp}"], "{empty} lists no instances"),
     ],
 )
 def test_user_errors_are_one_line(
     example: Path, tmp_path: Path, args: list[str], message: str
 ) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"Instances": []}')
     where = {"ex": str(example), "missing": str(tmp_path / "nope.json"), "tmp": str(tmp_path)}
+    where["empty"] = str(empty)
     argv = ["network", *(a.format(**where) for a in args)]
     result = runner.invoke(
         app, [*argv, *(["--out", str(tmp_path / "o")] if args[0] == "map" else [])]
