@@ -29,6 +29,12 @@ def read_document(path: Path, what: str, fmt: Literal["json", "yaml"]) -> Any:
         raise UserError(f"{what} {path} is not valid {fmt.upper()}: {err}") from None
 
 
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write via a temporary file in the same folder, fsync it, then rename over `path`."""
     path = Path(path)
@@ -38,6 +44,8 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     except OSError as err:
         raise UserError(f"cannot write {path}: {err.strerror}") from None
     try:
+        # mkstemp makes the file 0600; results should be as readable as any new file.
+        os.chmod(tmp, 0o666 & ~_current_umask())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode() if isinstance(data, str) else data)
             handle.flush()
