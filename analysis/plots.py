@@ -24,6 +24,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.artist import Artist
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from analysis.events import SETUP_EVENTS, event_sort_key, topology_order_key
 from analysis.output import Parsed
@@ -112,7 +113,7 @@ def _time_vs_size(summary: pd.DataFrame, event: str) -> Figure:
             _errorbar(ax, x[timed], line[timed], palette[topo], topo)
             _mark_failures(ax, x, line, palette[topo])
         ax.set_title(f"{nodes} nodes")
-        ax.set_xlabel("blob size (GiB)")
+        ax.set_xlabel("blob size")
         ax.set_ylabel("seconds (median)")
         _size_axis(ax, sizes)
     _legend(figure, axes, "topology", topologies)
@@ -248,6 +249,7 @@ def _failures(steps: pd.DataFrame) -> Figure:
     ax.set_xticks(range(len(events)))
     ax.set_xticklabels(events, rotation=30, ha="right")
     ax.set_ylabel("failed steps")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title("failed steps (no timing recorded)", fontsize=10)
     ax.legend(title="topology", loc="center left", bbox_to_anchor=(1.0, 0.5))
     return figure

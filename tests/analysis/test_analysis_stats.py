@@ -1,0 +1,80 @@
+"""Statistics for few iterations: exact coverages, empty where undefined, failures counted."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import median_ci_ranks, ratio_of_medians, summarize, topology_order_key
+from analysis.stats import _mann_whitney_counts
+
+
+@pytest.mark.parametrize(
+    ("n", "expected"),
+    [
+        (1, None),
+        (2, None),
+        (3, (0, 2, 0.75)),
+        (5, (0, 4, 0.9375)),
+        (6, (0, 5, 0.96875)),
+        (10, (1, 8, 0.978515625)),  # the textbook sign-test interval [x(2), x(9)]
+    ],
+)
+def test_median_ci_ranks_have_exact_coverage(
+    n: int, expected: tuple[int, int, float] | None
+) -> None:
+    assert median_ci_ranks(n) == expected
+
+
+def test_mann_whitney_counts_are_the_exact_null_distribution() -> None:
+    assert _mann_whitney_counts(3, 3) == [1, 1, 2, 3, 3, 3, 3, 2, 1, 1]
+    assert sum(_mann_whitney_counts(7, 9)) == math.comb(16, 7)
+
+
+def test_summary_uses_ok_rows_only_and_leaves_undefined_cells_empty() -> None:
+    frame = pd.DataFrame(
+        {
+            "g": ["a"] * 4 + ["b"] * 2 + ["c"],
+            "time_seconds": [3.0, 1.0, 2.0, 0.015, 5.0, None, None],
+            "status": ["ok", "ok", "ok", "failed", "ok", "failed", "failed"],
+        }
+    )
+    # A failed step's time (here the seed-style 0.015 s) is never averaged in.
+    frame.loc[frame["status"] == "failed", "time_seconds"] = np.nan
+    out = summarize(frame, ["g"]).set_index("g")
+    assert out.loc["a", ["n", "failed", "median", "q1", "q3", "min", "max"]].tolist() == [
+        3, 1, 2.0, 1.5, 2.5, 1.0, 3.0,
+    ]  # fmt: skip
+    assert out.loc["a", ["ci_low", "ci_high", "ci_coverage"]].tolist() == [1.0, 3.0, 0.75]
+    assert out.loc["a", "cv"] == pytest.approx(0.5)
+    assert out.loc["b", ["n", "failed", "median"]].tolist() == [1, 1, 5.0]
+    assert out.loc["b", ["ci_low", "ci_high", "ci_coverage", "cv"]].isna().all()
+    assert out.loc["c", ["n", "failed"]].tolist() == [0, 1]
+    assert out.loc["c", ["median", "min", "max"]].isna().all()
+
+
+def test_ratio_interval_respects_few_iterations() -> None:
+    three = ratio_of_medians(np.array([1.0, 1.1, 1.05]), np.array([1.5, 1.6, 1.55]))
+    assert three is not None
+    assert (round(three.ratio, 4), three.coverage) == (1.4762, 0.9)
+    assert three.low == pytest.approx(1.5 / 1.1) and three.high == pytest.approx(1.6 / 1.0)
+    one = ratio_of_medians(np.array([1.0]), np.array([2.0]))
+    assert one is not None and (one.ratio, one.low, one.high, one.coverage) == (
+        2.0,
+        None,
+        None,
+        None,
+    )
+    assert ratio_of_medians(np.array([]), np.array([1.0])) is None
+    many = ratio_of_medians(np.linspace(1, 2, 60), np.linspace(1, 2, 60) * 1.2)
+    assert many is not None and many.coverage == 0.95 and many.low < 1.2 < many.high
+
+
+def test_topologies_sort_as_a_reader_expects() -> None:
+    names = ["binomial", "kary:16", "kary:2", "kary-10", "kary:1", "mincrit", "kary:0", "weird"]
+    assert sorted(names, key=topology_order_key) == [
+        "kary:1", "kary:2", "kary-10", "kary:16", "kary:0", "binomial", "mincrit", "weird",
+    ]  # fmt: skip
