@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 
 from experiments.errors import UserError
+from experiments.topology import consecutive_runs
 
 __all__ = ["compress_hostlist", "expand_hostlist"]
 
@@ -20,16 +21,10 @@ _RANGE = re.compile(r"^(?P<lo>[0-9]+)(?:-(?P<hi>[0-9]+))?$")
 
 
 def _ranges(numbers: list[int], width: int) -> str:
-    parts: list[str] = []
-    i = 0
-    while i < len(numbers):
-        j = i
-        while j + 1 < len(numbers) and numbers[j + 1] == numbers[j] + 1:
-            j += 1
-        lo, hi = f"{numbers[i]:0{width}d}", f"{numbers[j]:0{width}d}"
-        parts.append(lo if i == j else f"{lo}-{hi}")
-        i = j + 1
-    return ",".join(parts)
+    return ",".join(
+        f"{lo:0{width}d}" if lo == hi else f"{lo:0{width}d}-{hi:0{width}d}"
+        for lo, hi in consecutive_runs(numbers)
+    )
 
 
 def compress_hostlist(names: Iterable[str]) -> str:
