@@ -1,0 +1,257 @@
+"""GKE through gcloud: a zonal cluster from kary's GKECluster spec.
+
+The dead-man switch is a Cloud Scheduler HTTP job, created before the cluster,
+that calls the GKE API's `nodePools/default-pool:setSize` with `nodeCount: 0`
+at the lease's expiry, authenticated as a service account (OAuth).  GKE has
+no cluster TTL and its node pools' instance groups are managed by GKE, so a
+scheduled call to GKE's own API is the closest match to EKS's scheduled
+scale-to-zero: it runs in Google's cloud, needs nothing from here, and leaves
+the cluster for `reap` / `down` to delete.  The service account is
+$KARY_GKE_SERVICE_ACCOUNT, else the project's Compute Engine default account
+(PROJECT_NUMBER-compute@developer.gserviceaccount.com), which needs
+permission to resize node pools (e.g. roles/container.clusterAdmin).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from experiments.clusters.base import (
+    DEAD_MAN_NAME,
+    ClusterState,
+    DeadManStatus,
+    Provider,
+    Step,
+    command_step,
+    operator_steps,
+)
+from experiments.clusters.lease import Lease
+from experiments.clusters.shell import Command, CommandFailed, Shell
+from experiments.clusterspec import ClusterSpec, GkeSpec
+
+__all__ = ["GkeProvider"]
+
+CREATE_TIMEOUT_S = 2400.0
+DELETE_TIMEOUT_S = 1800.0
+QUERY_TIMEOUT_S = 120.0
+NODE_POOL = "default-pool"
+_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+_NOT_FOUND = ("NOT_FOUND", "was not found", "Not found")
+
+
+def _not_found(err: CommandFailed) -> bool:
+    return any(marker in err.tail for marker in _NOT_FOUND)
+
+
+def _cron_at(when: datetime) -> str:
+    """A cron line that fires once a year, at the first whole minute not before `when`."""
+    when = when.astimezone(timezone.utc)
+    if when.second or when.microsecond:
+        when = when.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    return f"{when.minute} {when.hour} {when.day} {when.month} *"
+
+
+def _parse_rfc3339(text: str) -> datetime | None:
+    """`2026-06-27T19:31:00.123456789Z` (nanoseconds allowed) -> a UTC datetime."""
+    match = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)", text)
+    if match is None:
+        return None
+    return datetime.fromisoformat(match.group(1)).replace(tzinfo=timezone.utc)
+
+
+class GkeProvider(Provider):
+    name = "gke"
+
+    def __init__(self, spec: ClusterSpec, shell: Shell, state_dir: Path | None = None) -> None:
+        super().__init__(spec, shell, state_dir)
+        self.gke = GkeSpec.model_validate(spec.raw)
+        self._project: str | None = self.gke.project
+
+    @property
+    def location(self) -> str:
+        return self.gke.zone
+
+    @property
+    def job_name(self) -> str:
+        return f"{DEAD_MAN_NAME}-{self.spec.name}"
+
+    def _project_flags(self) -> tuple[str, ...]:
+        return ("--project", self.gke.project) if self.gke.project else ()
+
+    def _gcloud(
+        self, *args: str, timeout: float = QUERY_TIMEOUT_S, what: str = "gcloud"
+    ) -> Command:
+        return Command(("gcloud", *args, *self._project_flags()), timeout, what)
+
+    def project(self, resolve: bool = True) -> str:
+        """The spec's project, else gcloud's configured one (a local read)."""
+        if self._project is None and resolve and shutil.which("gcloud"):
+            out = self.shell.run(
+                Command(("gcloud", "config", "get-value", "project"), 60, "project"), capture=True
+            ).strip()
+            self._project = out or None
+        return self._project or "PROJECT"
+
+    def create_command(self, lease: Lease) -> Command:
+        gke = self.gke
+        argv = [
+            "gcloud", "container", "clusters", "create", gke.name,
+            "--zone", gke.zone,
+            "--num-nodes", str(gke.num_nodes),
+            "--machine-type", gke.machine_type,
+        ]  # fmt: skip
+        if gke.placement == "COMPACT":
+            argv.append("--placement-type=COMPACT")
+        if gke.threads_per_core is not None:
+            argv.append(f"--threads-per-core={gke.threads_per_core}")
+        if gke.gvnic:
+            argv.append("--enable-gvnic")
+        if gke.network:
+            argv += ["--network", gke.network]
+        if gke.cluster_version:
+            argv += ["--cluster-version", gke.cluster_version]
+        labels = {**gke.labels, **lease.labels()}
+        argv += ["--labels", ",".join(f"{k}={v}" for k, v in labels.items())]
+        return self._gcloud(*argv[1:], "--quiet", timeout=CREATE_TIMEOUT_S, what="create")
+
+    def _service_account(self, resolve: bool) -> str:
+        account = os.environ.get("KARY_GKE_SERVICE_ACCOUNT")
+        if account:
+            return account
+        if not resolve:
+            return "PROJECT_NUMBER-compute@developer.gserviceaccount.com"
+        number = self.shell.run(
+            Command(
+                ("gcloud", "projects", "describe", self.project(), "--format=value(projectNumber)"),
+                QUERY_TIMEOUT_S,
+                "project number",
+            ),
+            capture=True,
+        ).strip()
+        return f"{number}-compute@developer.gserviceaccount.com"
+
+    def switch_command(self, lease: Lease, resolve: bool = True) -> Command:
+        uri = (
+            f"https://container.googleapis.com/v1/projects/{self.project(resolve)}/locations/"
+            f"{self.gke.zone}/clusters/{self.spec.name}/nodePools/{NODE_POOL}:setSize"
+        )
+        return self._gcloud(
+            "scheduler", "jobs", "create", "http", self.job_name,
+            "--location", self.gke.region,
+            "--schedule", _cron_at(lease.expires),
+            "--time-zone", "Etc/UTC",
+            "--uri", uri,
+            "--http-method", "POST",
+            "--message-body", '{"nodeCount": 0}',
+            "--oauth-service-account-email", self._service_account(resolve),
+            "--oauth-token-scope", _SCOPE,
+            "--description", f"kary dead-man switch: {self.spec.name} expires "
+            f"{lease.expires.isoformat()}",
+            what="dead-man switch",
+        )  # fmt: skip
+
+    def create_steps(self, lease: Lease, dead_man: bool, operator: bool) -> list[Step]:
+        steps: list[Step] = []
+        if dead_man:
+            # Armed before the cluster exists: no window in which nodes bill unguarded.
+            shown = self.switch_command(lease, resolve=False)
+
+            def arm() -> None:
+                self.shell.run(self.switch_command(lease, resolve=True))
+
+            steps.append(Step(f"{shown}   # dead-man switch", arm, creates=True))
+        steps.append(command_step(self.shell, self.create_command(lease), creates=True))
+        steps.append(
+            command_step(
+                self.shell,
+                self._gcloud(
+                    "container", "clusters", "get-credentials", self.spec.name,
+                    "--zone", self.gke.zone, what="credentials",
+                ),
+            )
+        )  # fmt: skip
+        if operator:
+            steps += operator_steps(self.shell)
+        return steps
+
+    def dead_man_shown(self, lease: Lease) -> str:
+        return str(self.switch_command(lease, resolve=False))
+
+    def delete_command(self, name: str | None = None) -> Command:
+        return self._gcloud(
+            "container", "clusters", "delete", name or self.spec.name,
+            "--zone", self.gke.zone, "--quiet",
+            timeout=DELETE_TIMEOUT_S, what="delete",
+        )  # fmt: skip
+
+    def job_delete_command(self, name: str | None = None) -> Command:
+        job = f"{DEAD_MAN_NAME}-{name or self.spec.name}"
+        return self._gcloud(
+            "scheduler", "jobs", "delete", job, "--location", self.gke.region, "--quiet",
+            what="delete the dead-man switch",
+        )  # fmt: skip
+
+    def after_delete(self, name: str | None = None) -> None:
+        try:
+            self.shell.run(self.job_delete_command(name))
+        except CommandFailed as err:
+            if not _not_found(err):
+                raise
+
+    def _state(self, raw: dict[str, object]) -> ClusterState:
+        labels = raw.get("resourceLabels") or {}
+        return ClusterState(
+            name=str(raw["name"]),
+            location=str(raw.get("location") or raw.get("zone") or self.gke.zone),
+            status=str(raw.get("status", "UNKNOWN")),
+            version=str(raw["currentMasterVersion"]) if raw.get("currentMasterVersion") else None,
+            labels=dict(labels) if isinstance(labels, dict) else {},
+        )
+
+    def _describe(self, name: str) -> ClusterState | None:
+        command = self._gcloud(
+            "container", "clusters", "describe", name, "--zone", self.gke.zone, "--format", "json"
+        )
+        try:
+            return self._state(json.loads(self.shell.run(command, capture=True)))
+        except CommandFailed as err:
+            if _not_found(err):
+                return None
+            raise
+
+    def describe(self) -> ClusterState | None:
+        return self._describe(self.spec.name)
+
+    def list_clusters(self) -> list[ClusterState]:
+        command = self._gcloud(
+            "container", "clusters", "list", "--zone", self.gke.zone, "--format", "json"
+        )
+        return [self._state(raw) for raw in json.loads(self.shell.run(command, capture=True))]
+
+    def leftovers(self, name: str | None = None) -> list[str]:
+        state = self._describe(name or self.spec.name)
+        return [] if state is None else [f"GKE cluster {state.name} ({state.status})"]
+
+    def dead_man_status(self) -> DeadManStatus | None:
+        command = self._gcloud(
+            "scheduler", "jobs", "describe", self.job_name,
+            "--location", self.gke.region, "--format", "json",
+        )  # fmt: skip
+        try:
+            job = json.loads(self.shell.run(command, capture=True))
+        except CommandFailed as err:
+            if _not_found(err):
+                return None
+            return DeadManStatus(None, f"could not read the dead-man switch: {err}")
+        when = job.get("scheduleTime")
+        fires_at = _parse_rfc3339(when) if isinstance(when, str) else None
+        return DeadManStatus(
+            fires_at,
+            f"Cloud Scheduler job {self.job_name} ({job.get('state', '?')}) resizes "
+            f"{NODE_POOL} to 0",
+        )

@@ -1,0 +1,117 @@
+"""Fake cloud CLIs on a PATH that holds nothing else, and a moto AWS for the dead-man switch."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+FAKES = Path(__file__).resolve().parent.parent / "fakes"
+CLUSTERS = Path(__file__).resolve().parents[2] / "clusters"
+PROGRAMS = ("eksctl", "aws", "gcloud", "kubectl")
+
+
+@dataclass
+class FakeCloud:
+    """The fakes' shared state and call log, plus a switch to fail on demand."""
+
+    bin_dir: Path
+    state_path: Path
+    log_path: Path
+    monkeypatch: pytest.MonkeyPatch
+
+    def state(self) -> dict[str, Any]:
+        text = self.state_path.read_text() if self.state_path.exists() else ""
+        state = json.loads(text) if text.strip() else {}
+        for key in ("eks", "stacks", "gke", "jobs", "counters"):
+            state.setdefault(key, {})
+        return state
+
+    def write_state(self, state: dict[str, Any]) -> None:
+        self.state_path.write_text(json.dumps(state))
+
+    def calls(self, prog: str | None = None) -> list[list[str]]:
+        if not self.log_path.exists():
+            return []
+        rows = [json.loads(line) for line in self.log_path.read_text().splitlines()]
+        return [[r["prog"], *r["argv"]] for r in rows if prog is None or r["prog"] == prog]
+
+    def fail(self, variable: str, mode: str) -> None:
+        self.monkeypatch.setenv(f"KARY_FAKE_{variable}", mode)
+
+    def remove(self, program: str) -> None:
+        (self.bin_dir / program).unlink()
+
+    def running(self) -> list[str]:
+        """Everything that would still bill: clusters, stacks, scheduler jobs."""
+        state = self.state()
+        return (
+            [f"eks:{n}" for n in state["eks"]]
+            + [f"stack:{n}" for n in state["stacks"]]
+            + [f"gke:{n}" for n in state["gke"]]
+            + [f"job:{n}" for n in state["jobs"]]
+        )
+
+
+@pytest.fixture
+def fake_cloud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeCloud:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for program in PROGRAMS:
+        shutil.copy(FAKES / program, bin_dir / program)
+    # Only the fakes: a real eksctl/gcloud/aws/kubectl on this machine is never reachable.
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("KARY_FAKE_PYTHON", sys.executable)
+    monkeypatch.setenv("KARY_FAKE_SCRIPT", str(FAKES / "fake_cloud.py"))
+    monkeypatch.setenv("KARY_FAKE_STATE", str(tmp_path / "cloud.json"))
+    monkeypatch.setenv("KARY_FAKE_LOG", str(tmp_path / "calls.jsonl"))
+    monkeypatch.setenv("KARY_OWNER", "tester")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    for name in list(os.environ):
+        if name.startswith("KARY_FAKE_") and name not in (
+            "KARY_FAKE_PYTHON",
+            "KARY_FAKE_SCRIPT",
+            "KARY_FAKE_STATE",
+            "KARY_FAKE_LOG",
+        ):
+            monkeypatch.delenv(name)
+    return FakeCloud(bin_dir, tmp_path / "cloud.json", tmp_path / "calls.jsonl", monkeypatch)
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """moto in place of AWS (throwaway credentials); yields `prime_node_groups`."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-2")
+    with mock_aws():
+        yield prime_node_groups
+
+
+def prime_node_groups(name: str, groups: list[str], region: str = "us-east-2") -> list[str]:
+    """What eksctl would have made on the AWS side: the cluster and its managed node groups."""
+    eks = boto3.client("eks", region_name=region)
+    eks.create_cluster(
+        name=name,
+        roleArn="arn:aws:iam::123456789012:role/eks",
+        resourcesVpcConfig={"subnetIds": ["subnet-1"]},
+    )
+    asgs = []
+    for group in groups:
+        made = eks.create_nodegroup(
+            clusterName=name,
+            nodegroupName=group,
+            nodeRole="arn:aws:iam::123456789012:role/node",
+            subnets=["subnet-1"],
+        )
+        asgs += [g["name"] for g in made["nodegroup"]["resources"]["autoScalingGroups"]]
+    return asgs

@@ -1,0 +1,305 @@
+"""`kary cluster` on EKS against fake eksctl/aws/kubectl and a moto AWS: every path ends clean."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from experiments.cli import app
+from experiments.clusters import Lease, Shell, cluster_status, provider_for, reap_clusters
+from experiments.clusters.lease import format_stamp
+from experiments.clusterspec import load_cluster_spec
+
+runner = CliRunner()
+EKS_30 = Path(__file__).resolve().parents[2] / "clusters" / "eks-30.yaml"
+NAME = "kary-topology-30"
+MANIFEST = (
+    "https://raw.githubusercontent.com/flux-framework/flux-operator/main/"
+    "examples/dist/flux-operator.yaml"
+)
+DELETE = ["eksctl", "delete", "cluster", "--name", NAME, "--region", "us-east-2", "--wait"]
+
+
+def _up(*extra: str) -> Any:
+    return runner.invoke(app, ["cluster", "up", str(EKS_30), *extra])
+
+
+def test_up_creates_a_labelled_cluster_with_the_operator_and_a_dead_man_switch(
+    fake_cloud: Any, aws: Any
+) -> None:
+    asgs = aws(NAME, ["workers"])
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    result = _up("--max-hours", "2")
+    assert result.exit_code == 0, result.output
+    config = Path(os.environ["XDG_STATE_HOME"]) / "kary" / "eksctl" / f"{NAME}.yaml"
+    assert [c[:4] for c in fake_cloud.calls()] == [
+        ["aws", "eks", "describe-cluster", "--name"],
+        ["eksctl", "create", "cluster", "-f"],
+        ["aws", "eks", "update-kubeconfig", "--name"],
+        ["kubectl", "apply", "-f", MANIFEST],
+        ["kubectl", "-n", "operator-system", "rollout"],
+    ]
+    assert fake_cloud.calls("eksctl") == [["eksctl", "create", "cluster", "-f", str(config)]]
+    assert fake_cloud.calls("aws")[1] == [
+        "aws", "eks", "update-kubeconfig", "--name", NAME, "--region", "us-east-2",
+    ]  # fmt: skip
+    # The rendered config is the user's plus the lease, on the cluster and on every group.
+    rendered = yaml.safe_load(config.read_text())
+    tags = rendered["metadata"]["tags"]
+    assert tags["managed-by"] == "kary" and tags["owner"] == "tester"
+    lease = Lease.from_labels(tags)
+    assert lease is not None and lease.expires - lease.created == timedelta(hours=2)
+    assert lease.created >= before
+    assert rendered["managedNodeGroups"][0]["tags"] == tags
+    assert rendered["managedNodeGroups"][0]["instanceType"] == "c5a.4xlarge"
+    assert fake_cloud.state()["eks"][NAME]["tags"] == tags
+    # The dead-man switch: scale to zero at expiry, held by AWS.
+    actions = boto3.client("autoscaling", region_name="us-east-2").describe_scheduled_actions(
+        AutoScalingGroupName=asgs[0]
+    )["ScheduledUpdateGroupActions"]
+    sizes = [(a["MinSize"], a["MaxSize"], a["DesiredCapacity"]) for a in actions]
+    assert [a["ScheduledActionName"] for a in actions] == ["kary-expire"]
+    assert sizes == [(0, 0, 0)]
+    assert actions[0]["StartTime"] == lease.expires
+    # status shows the lease and when the switch fires.
+    status = runner.invoke(app, ["cluster", "status", str(EKS_30)])
+    assert status.exit_code == 0, status.output
+    lines = status.stdout.splitlines()
+    assert lines[0] == f"cluster {NAME} (eks, us-east-2): ACTIVE, Kubernetes 1.33"
+    assert lines[1].startswith(f"owner tester · created {lease.created:%Y-%m-%d %H:%M} UTC")
+    assert f"expires {lease.expires:%Y-%m-%d %H:%M} UTC (in 1 h 59 min" in lines[1]
+    assert lines[2].startswith(f"dead-man switch: fires {lease.expires:%Y-%m-%d %H:%M} UTC")
+    assert lines[2].endswith(f"scales node group workers ({asgs[0]}) to 0")
+    assert lines[3].startswith("cost: $18.58/h (30 x c5a.4xlarge at $0.6160/h")
+    # down removes everything.
+    down = runner.invoke(app, ["cluster", "down", str(EKS_30)])
+    assert down.exit_code == 0, down.output
+    assert fake_cloud.calls("eksctl")[-1] == DELETE
+    assert fake_cloud.running() == []
+    assert runner.invoke(app, ["cluster", "status", str(EKS_30)]).stdout == (
+        f"cluster {NAME} (eks, us-east-2): not found\n"
+    )
+
+
+def test_a_create_that_fails_half_way_deletes_the_half_stack(fake_cloud: Any, aws: Any) -> None:
+    fake_cloud.fail("EKSCTL_CREATE", "fail-halfway")
+    result = _up()
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"kary: error: creating cluster {NAME} failed: `eksctl create cluster -f "
+        f"{Path(os.environ['XDG_STATE_HOME']) / 'kary' / 'eksctl' / (NAME + '.yaml')}` failed "
+        f'(exit 1): Error: failed to create cluster "{NAME}": waiter state transitioned to '
+        "Failure; what was made is deleted"
+    )
+    assert "deleting what was made" in result.stderr
+    assert fake_cloud.calls("eksctl")[-1] == DELETE
+    assert fake_cloud.running() == []
+
+
+def test_a_delete_that_fails_once_is_retried(fake_cloud: Any, aws: Any) -> None:
+    fake_cloud.fail("EKSCTL_CREATE", "fail-halfway")
+    fake_cloud.fail("EKSCTL_DELETE", "fail-once")
+    result = _up()
+    assert result.exit_code == 2
+    assert "delete failed" in result.stderr and "trying once more" in result.stderr
+    assert fake_cloud.calls("eksctl")[1:] == [DELETE, DELETE]
+    assert fake_cloud.running() == []
+
+
+def test_a_delete_that_leaves_a_stack_is_retried(fake_cloud: Any, aws: Any) -> None:
+    aws(NAME, ["workers"])
+    assert _up().exit_code == 0
+    fake_cloud.fail("EKSCTL_DELETE", "partial-once")
+    result = runner.invoke(app, ["cluster", "down", str(EKS_30)])
+    assert result.exit_code == 0, result.output
+    assert fake_cloud.calls("eksctl")[1:] == [DELETE, DELETE]
+    assert fake_cloud.running() == []
+
+
+def test_a_delete_that_keeps_failing_says_what_is_left_and_how_to_retry(
+    fake_cloud: Any, aws: Any
+) -> None:
+    fake_cloud.fail("EKSCTL_CREATE", "fail-halfway")
+    fake_cloud.fail("EKSCTL_DELETE", "fail-always")
+    result = _up()
+    assert result.exit_code == 2
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith(f"kary: error: could not delete {NAME}: ")
+    assert f"Still there: EKS cluster {NAME}, CloudFormation stack eksctl-{NAME}-cluster" in last
+    assert f"run `{' '.join(DELETE)}` again" in last
+    assert "Traceback" not in result.output
+
+
+def test_a_create_that_hangs_is_stopped_and_deleted(
+    fake_cloud: Any, aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("experiments.clusters.eks.CREATE_TIMEOUT_S", 1.0)
+    fake_cloud.fail("EKSCTL_CREATE", "hang")
+    result = _up()
+    assert result.exit_code == 2
+    assert "did not finish within 1 s and was stopped" in result.stderr
+    assert fake_cloud.calls("eksctl")[-1] == DELETE
+    assert fake_cloud.running() == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_create_is_deleted(fake_cloud: Any, aws: Any, sig: int) -> None:
+    fake_cloud.fail("EKSCTL_CREATE", "hang")
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), sig))
+    timer.start()
+    try:
+        result = _up()
+    finally:
+        timer.cancel()
+    assert result.exit_code == 130
+    assert "creating kary-topology-30 failed (interrupted); deleting what was made" in result.stderr
+    assert result.stderr.splitlines()[-1] == "kary: interrupted; what was made is deleted"
+    assert fake_cloud.calls("eksctl")[-1] == DELETE
+    assert fake_cloud.running() == []
+
+
+def test_a_dead_man_switch_that_cannot_be_armed_deletes_the_cluster(
+    fake_cloud: Any, aws: Any
+) -> None:
+    # moto knows no node group: the ASG cannot be found.
+    result = _up()
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"kary: error: could not arm the dead-man switch: node group workers of {NAME} has no "
+        "Auto Scaling group (--no-dead-man-switch skips it); what was made is deleted"
+    )
+    assert fake_cloud.running() == []
+
+
+def test_without_the_switch_and_operator_only_the_cluster_is_made(fake_cloud: Any) -> None:
+    result = _up("--no-dead-man-switch", "--no-operator")
+    assert result.exit_code == 0, result.output
+    assert [c[0] for c in fake_cloud.calls()] == ["aws", "eksctl", "aws"]
+    assert fake_cloud.running() == [f"eks:{NAME}", f"stack:eksctl-{NAME}-cluster",
+                                    f"stack:eksctl-{NAME}-nodegroup-workers"]  # fmt: skip
+
+
+def test_an_operator_install_failure_deletes_the_cluster(fake_cloud: Any, aws: Any) -> None:
+    aws(NAME, ["workers"])
+    fake_cloud.fail("KUBECTL", "fail")
+    result = _up()
+    assert result.exit_code == 2
+    assert "Unauthorized; what was made is deleted" in result.stderr.splitlines()[-1]
+    assert fake_cloud.running() == []
+
+
+def test_up_refuses_a_cluster_that_exists_and_deletes_nothing(fake_cloud: Any) -> None:
+    assert _up("--no-dead-man-switch", "--no-operator").exit_code == 0
+    result = _up()
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"kary: error: cluster {NAME} already exists in us-east-2 (ACTIVE); use it without "
+        f"--up, or delete it first with `kary cluster down {EKS_30}`\n"
+    )
+    assert [c[:2] for c in fake_cloud.calls("eksctl")] == [["eksctl", "create"]]
+    assert f"eks:{NAME}" in fake_cloud.running()
+
+
+def test_down_with_nothing_there_says_so(fake_cloud: Any) -> None:
+    result = runner.invoke(app, ["cluster", "down", str(EKS_30)])
+    assert result.exit_code == 0
+    assert result.stderr == f"kary: no cluster {NAME} in us-east-2: nothing to delete\n"
+    assert fake_cloud.calls("eksctl") == []
+
+
+def test_missing_eksctl_is_one_line(fake_cloud: Any) -> None:
+    fake_cloud.remove("eksctl")
+    result = _up("--no-dead-man-switch")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        "kary: error: eksctl is not on PATH: install it (https://eksctl.io/installation/)"
+    )
+    assert fake_cloud.running() == []
+
+
+def test_no_aws_credentials_is_one_line(fake_cloud: Any) -> None:
+    fake_cloud.fail("AWS", "no-credentials")
+    result = runner.invoke(app, ["cluster", "status", str(EKS_30)])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "kary: error: `aws eks describe-cluster --name kary-topology-30 --region us-east-2 "
+        "--output json` failed (exit 253): Unable to locate credentials. You can configure "
+        'credentials by running "aws configure".\n'
+    )
+
+
+def _seed(fake_cloud: Any, clusters: dict[str, dict[str, str]]) -> None:
+    state = fake_cloud.state()
+    for name, tags in clusters.items():
+        state["eks"][name] = {"region": "us-east-2", "status": "ACTIVE", "version": "1.33",
+                              "tags": tags, "nodegroups": []}  # fmt: skip
+        state["stacks"][f"eksctl-{name}-cluster"] = {
+            "region": "us-east-2",
+            "status": "CREATE_COMPLETE",
+        }
+    fake_cloud.write_state(state)
+
+
+def _lease(owner: str, hours_ago: float, hours: float) -> dict[str, str]:
+    created = datetime.now(timezone.utc) - timedelta(hours=hours_ago)
+    return {
+        "managed-by": "kary",
+        "owner": owner,
+        "created": format_stamp(created),
+        "expires": format_stamp(created + timedelta(hours=hours)),
+    }
+
+
+def test_reap_deletes_only_expired_clusters_kary_made_for_this_owner(fake_cloud: Any) -> None:
+    _seed(
+        fake_cloud,
+        {
+            "old-mine": _lease("tester", 5, 4),
+            "fresh-mine": _lease("tester", 1, 4),
+            "old-theirs": _lease("someone", 5, 4),
+            "hand-made": {"team": "hpc"},
+        },
+    )
+    dry = runner.invoke(app, ["cluster", "reap", str(EKS_30), "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert dry.stdout.splitlines()[0] == (
+        "would delete 1 expired cluster(s) of tester in us-east-2: old-mine"
+    )
+    assert fake_cloud.calls("eksctl") == []
+    result = runner.invoke(app, ["cluster", "reap", str(EKS_30)])
+    assert result.exit_code == 0, result.output
+    out = result.stdout.splitlines()
+    assert out[0] == "deleted 1 expired cluster(s) of tester in us-east-2: old-mine"
+    kept = sorted(out[1:])
+    assert kept[0].startswith("kept fresh-mine (expires ")
+    assert kept[1:] == ["kept hand-made (no kary lease)", "kept old-theirs (owner someone)"]
+    assert sorted(fake_cloud.state()["eks"]) == ["fresh-mine", "hand-made", "old-theirs"]
+    assert "stack:eksctl-old-mine-cluster" not in fake_cloud.running()
+
+
+def test_reap_reports_a_cluster_it_could_not_delete(fake_cloud: Any) -> None:
+    _seed(fake_cloud, {"old-mine": _lease("tester", 5, 4)})
+    fake_cloud.fail("EKSCTL_DELETE", "fail-always")
+    spec = load_cluster_spec(EKS_30)
+    report = reap_clusters(provider_for(spec, Shell()), "tester", lambda line: None)
+    assert report.reaped == []
+    assert report.failed[0].startswith("old-mine: could not delete old-mine: ")
+
+
+def test_status_of_a_cluster_kary_did_not_make(fake_cloud: Any, aws: Any) -> None:
+    _seed(fake_cloud, {NAME: {"team": "hpc"}})
+    lines = cluster_status(provider_for(load_cluster_spec(EKS_30), Shell()))
+    assert lines[:3] == [
+        f"cluster {NAME} (eks, us-east-2): ACTIVE, Kubernetes 1.33",
+        "lease: none (not created by kary; reap leaves it alone)",
+        "dead-man switch: none",
+    ]

@@ -1,0 +1,174 @@
+"""`kary cluster` on GKE against a fake gcloud/kubectl: commands, switch, failures, reap."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from experiments.cli import app
+from experiments.clusters import Lease, Shell, provider_for, up_plan
+from experiments.clusters.lease import format_stamp
+from experiments.clusterspec import load_cluster_spec
+
+runner = CliRunner()
+GKE_30 = Path(__file__).resolve().parents[2] / "clusters" / "gke-30.yaml"
+NAME = "kary-topology-30"
+JOB = f"kary-expire-{NAME}"
+DELETE = ["gcloud", "container", "clusters", "delete", NAME, "--zone", "us-central1-a", "--quiet"]
+
+
+def _up(*extra: str) -> Any:
+    return runner.invoke(app, ["cluster", "up", str(GKE_30), *extra])
+
+
+def test_the_plan_is_the_exact_gcloud_commands() -> None:
+    lease = Lease(
+        "tester",
+        datetime(2026, 6, 27, 15, 30, 0, tzinfo=timezone.utc),
+        datetime(2026, 6, 27, 19, 30, 0, tzinfo=timezone.utc),
+    )
+    lines = up_plan(provider_for(load_cluster_spec(GKE_30), Shell()), lease)
+    assert lines == [
+        f"  gcloud scheduler jobs create http {JOB} --location us-central1 --schedule "
+        "'30 19 27 6 *' --time-zone Etc/UTC --uri https://container.googleapis.com/v1/projects/"
+        f"PROJECT/locations/us-central1-a/clusters/{NAME}/nodePools/default-pool:setSize "
+        "--http-method POST --message-body '{\"nodeCount\": 0}' --oauth-service-account-email "
+        "PROJECT_NUMBER-compute@developer.gserviceaccount.com --oauth-token-scope "
+        "https://www.googleapis.com/auth/cloud-platform --description 'kary dead-man switch: "
+        f"{NAME} expires 2026-06-27T19:30:00+00:00'   # dead-man switch",
+        f"  gcloud container clusters create {NAME} --zone us-central1-a --num-nodes 30 "
+        "--machine-type c2d-standard-32 --placement-type=COMPACT --threads-per-core=1 "
+        "--enable-gvnic --labels managed-by=kary,owner=tester,created=20260627t153000z,"
+        "expires=20260627t193000z --quiet",
+        f"  gcloud container clusters get-credentials {NAME} --zone us-central1-a",
+        "  kubectl apply -f https://raw.githubusercontent.com/flux-framework/flux-operator/main/"
+        "examples/dist/flux-operator.yaml",
+        "  kubectl -n operator-system rollout status deployment/operator-controller-manager "
+        "--timeout=300s",
+        f"  on failure or Ctrl-C: {' '.join(DELETE)}",
+    ]
+
+
+def test_up_arms_the_switch_first_then_creates_and_down_removes_both(
+    fake_cloud: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = _up("--max-hours", "3")
+    assert result.exit_code == 0, result.output
+    verbs = [c[1:4] for c in fake_cloud.calls("gcloud")]
+    assert verbs == [
+        ["container", "clusters", "describe"],
+        ["config", "get-value", "project"],
+        ["projects", "describe", "fake-project"],
+        ["scheduler", "jobs", "create"],
+        ["container", "clusters", "create"],
+        ["container", "clusters", "get-credentials"],
+    ]
+    create = fake_cloud.calls("gcloud")[4]
+    labels = dict(kv.split("=") for kv in create[create.index("--labels") + 1].split(","))
+    lease = Lease.from_labels(labels)
+    assert lease is not None and lease.owner == "tester"
+    job = fake_cloud.state()["jobs"][JOB]
+    assert job["uri"] == (
+        "https://container.googleapis.com/v1/projects/fake-project/locations/us-central1-a/"
+        f"clusters/{NAME}/nodePools/default-pool:setSize"
+    )
+    switch = fake_cloud.calls("gcloud")[3]
+    assert switch[switch.index("--oauth-service-account-email") + 1] == (
+        "123456789012-compute@developer.gserviceaccount.com"
+    )
+    assert fake_cloud.state()["operator"] == [NAME]
+    status = runner.invoke(app, ["cluster", "status", str(GKE_30)])
+    assert status.exit_code == 0, status.output
+    lines = status.stdout.splitlines()
+    assert lines[0] == f"cluster {NAME} (gke, us-central1-a): RUNNING, Kubernetes 1.33.1-gke.1"
+    # The job fires at the first whole minute not before expiry.
+    fires = (lease.expires + timedelta(seconds=59)).replace(second=0)
+    assert lines[2].startswith(f"dead-man switch: fires {fires:%Y-%m-%d %H:%M} UTC (in 3 h ")
+    assert lines[2].endswith(f": Cloud Scheduler job {JOB} (ENABLED) resizes default-pool to 0")
+    down = runner.invoke(app, ["cluster", "down", str(GKE_30)])
+    assert down.exit_code == 0, down.output
+    assert DELETE in fake_cloud.calls("gcloud")
+    assert fake_cloud.calls("gcloud")[-1][:4] == ["gcloud", "scheduler", "jobs", "delete"]
+    assert fake_cloud.running() == []
+
+
+def test_a_service_account_can_be_given(fake_cloud: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KARY_GKE_SERVICE_ACCOUNT", "reaper@p.iam.gserviceaccount.com")
+    assert _up("--no-operator").exit_code == 0
+    assert [c[1:3] for c in fake_cloud.calls("gcloud")].count(["projects", "describe"]) == 0
+    switch = next(
+        c for c in fake_cloud.calls("gcloud") if c[1:4] == ["scheduler", "jobs", "create"]
+    )
+    assert "reaper@p.iam.gserviceaccount.com" in switch
+
+
+def test_a_create_that_fails_half_way_deletes_the_cluster_and_the_switch(fake_cloud: Any) -> None:
+    fake_cloud.fail("GCLOUD_CREATE", "fail-halfway")
+    fake_cloud.fail("GCLOUD_DELETE", "fail-once")
+    result = _up()
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1].endswith(
+        "Insufficient regional quota: C2D_CPUS.; what was made is deleted"
+    )
+    deletes = [
+        c for c in fake_cloud.calls("gcloud") if c[1:4] == ["container", "clusters", "delete"]
+    ]
+    assert deletes == [DELETE, DELETE]
+    assert fake_cloud.running() == []
+
+
+def test_a_scheduler_that_refuses_stops_before_any_cluster_exists(fake_cloud: Any) -> None:
+    fake_cloud.fail("SCHEDULER", "fail")
+    result = _up()
+    assert result.exit_code == 2
+    assert "Cloud Scheduler API has not been used in project fake-project" in result.stderr
+    creates = [
+        c for c in fake_cloud.calls("gcloud") if c[1:4] == ["container", "clusters", "create"]
+    ]
+    assert creates == []
+    assert fake_cloud.running() == []
+
+
+def test_a_delete_that_keeps_failing_is_reported(fake_cloud: Any) -> None:
+    assert _up("--no-operator").exit_code == 0
+    fake_cloud.fail("GCLOUD_DELETE", "fail-always")
+    result = runner.invoke(app, ["cluster", "down", str(GKE_30)])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"kary: error: could not delete {NAME}: `{' '.join(DELETE)}` failed (exit 1): "
+        "ERROR: (gcloud.container.clusters.delete) Some requests did not succeed: operation is "
+        f"already in progress. Still there: GKE cluster {NAME} (RUNNING). It bills until it is "
+        f"gone: run `{' '.join(DELETE)}` again"
+    )
+
+
+def test_reap_deletes_expired_clusters_of_this_owner_and_their_switches(fake_cloud: Any) -> None:
+    now = datetime.now(timezone.utc)
+
+    def lease(owner: str, hours_left: float) -> dict[str, str]:
+        return {
+            "managed-by": "kary",
+            "owner": owner,
+            "created": format_stamp(now - timedelta(hours=4)),
+            "expires": format_stamp(now + timedelta(hours=hours_left)),
+        }
+
+    state = fake_cloud.state()
+    for name, labels in {
+        "old": lease("tester", -1),
+        "new": lease("tester", 1),
+        "theirs": lease("other", -1),
+    }.items():
+        state["gke"][name] = {"zone": "us-central1-a", "status": "RUNNING", "labels": labels}
+    state["jobs"]["kary-expire-old"] = {"location": "us-central1", "scheduleTime": "x"}
+    fake_cloud.write_state(state)
+    result = runner.invoke(app, ["cluster", "reap", str(GKE_30)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == (
+        "deleted 1 expired cluster(s) of tester in us-central1-a: old"
+    )
+    assert sorted(fake_cloud.running()) == ["gke:new", "gke:theirs"]
