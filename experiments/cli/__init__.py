@@ -46,11 +46,12 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported here so `experiments.cli` stays importable while a module is edited.
-    from experiments.cli import analysis, designs, network, prices, render, run
+    from experiments.cli import analysis, cluster, designs, network, prices, render, run
 
     app.add_typer(designs.app, name="designs")
     app.add_typer(prices.app, name="prices")
     app.add_typer(network.app, name="network")
+    app.add_typer(cluster.app, name="cluster")
     render.register(app)
     run.register(app)
     analysis.register(app)
