@@ -71,6 +71,7 @@ _SIZE_LABEL = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]+)?)(?P<unit>[KMGTB]?)$")
 _UNIT = {"": 2**30, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
+@lru_cache(maxsize=4096)
 def strategy_of(event: str) -> str | None:
     """The strategy an event belongs to (all, leaves, middle, setup), None if unknown."""
     base = event[len("verify-") :] if event.startswith("verify-") else event
@@ -100,6 +101,7 @@ def size_from_label(label: str) -> int | None:
     return int(size) if size >= 1 and size == int(size) else None
 
 
+@lru_cache(maxsize=65536)
 def split_event_label(name: str) -> tuple[str, str] | None:
     """`distribute-middle-nodes-0-16M` -> (`distribute-middle-nodes-0`, `16M`), or None."""
     event, sep, label = name.rpartition("-")

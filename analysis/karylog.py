@@ -36,7 +36,7 @@ class KaryLog:
 
 def has_kary_lines(text: str) -> bool:
     """True when the log has machine-readable step lines (then legacy lines are ignored)."""
-    return _HAS_KARY_STEP.search(text) is not None
+    return "KARY " in text and _HAS_KARY_STEP.search(text) is not None
 
 
 def parse_kary(log: LogText) -> KaryLog:

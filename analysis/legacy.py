@@ -10,7 +10,9 @@ no time.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from analysis.events import size_from_label, split_event_label, strategy_of
 from analysis.logtext import LogText
@@ -20,10 +22,11 @@ __all__ = ["LegacyLog", "first_error", "parse_legacy", "parse_real"]
 
 _EVENT = re.compile(r"^EVENT[ \t]+(\S+)[ \t]*$", re.M)
 # bash `time` (`real\t1m9.978s`), `time -p` (`real 69.97`) and `1h2m3.4s` forms.
-_REAL = re.compile(
-    r"^real[ \t]+(?:(?P<h>[0-9]+)h)?(?:(?P<m>[0-9]+)m)?(?P<s>[0-9]+(?:[.,][0-9]+)?)s?[ \t]*$",
-    re.M,
-)
+_TIME = r"real[ \t]+(?:(?P<h>[0-9]+)h)?(?:(?P<m>[0-9]+)m)?(?P<s>[0-9]+(?:[.,][0-9]+)?)s?"
+_REAL = re.compile(rf"^{_TIME}[ \t]*$", re.M)
+# Led by a literal newline so the regex engine can skip ahead at C speed
+# (a leading `^` under re.M is tried at every position); run on "\n" + text.
+_SCAN = re.compile(rf"\n(?:EVENT[ \t]+(?P<event>\S+)|{_TIME})[ \t]*$", re.M)
 # Broker log lines (`broker.err[0]: ...`) interleave with any step's output and
 # say nothing about the step's own exit status.
 _BROKER_LOG = r"[\w.-]+\.(?:emerg|alert|crit|err|warning|notice|info|debug)\[[0-9]+\]: "
@@ -39,6 +42,13 @@ _ERROR = re.compile(
     r")$",
     re.M,
 )
+# A cheap first look (substring tests run at C speed): most logs hold no error
+# at all, and then _ERROR never runs.
+_ERROR_HINTS = (
+    "Exit ", "Killed", "Terminated", "Aborted", "Segmentation fault", "Bus error",
+    "flux-archive: ", "flux-exec: ", "No such file", "command not found",
+    "Permission denied", "Out of memory",
+)  # fmt: skip
 _PING_EVENT = re.compile(
     r"^flux-ping-(?P<service>[\w-]+?)-size-(?P<size>[0-9]+)-rank-(?P<rank>[0-9]+)$"
 )
@@ -61,10 +71,16 @@ class LegacyLog:
 def parse_real(block: str) -> float | None:
     """Seconds from the first `real` line of a block, None when there is none."""
     match = _REAL.search(block)
-    if match is None:
-        return None
-    hours, minutes, seconds = match.group("h"), match.group("m"), match.group("s")
-    return int(hours or 0) * 3600 + int(minutes or 0) * 60 + float(seconds.replace(",", "."))
+    return None if match is None else _seconds(match.group("h"), match.group("m"), match.group("s"))
+
+
+def _seconds(hours: str | None, minutes: str | None, seconds: str) -> float:
+    value = float(seconds) if "," not in seconds else float(seconds.replace(",", "."))
+    if minutes:
+        value += int(minutes) * 60
+    if hours:
+        value += int(hours) * 3600
+    return value
 
 
 def first_error(block: str) -> str | None:
@@ -74,51 +90,107 @@ def first_error(block: str) -> str | None:
 
 
 def parse_legacy(log: LogText) -> LegacyLog:
-    """Every EVENT block of a seed-format log, as archive steps or pings."""
+    """Every EVENT block of a seed-format log, as archive steps or pings.
+
+    One regex pass finds the EVENT and `real` lines of the whole text; error
+    lines are looked for only when the text holds a hint of one, and then
+    assigned to the block they fall in.
+    """
     out = LegacyLog()
     text = log.text
-    matches = list(_EVENT.finditer(text))
+    events: list[tuple[str, int, int]] = []  # (name, start of EVENT line, end of it)
+    seconds: list[float | None] = []
+    # Scan from the first EVENT line on (the header is often kilobytes of pip
+    # and jq output); _SCAN is led by a newline, so pad a log that starts with one.
+    pad = 1 if text.startswith("EVENT") else 0
+    scan = "\n" + text if pad else text
+    first = scan.find("\nEVENT")
+    if first < 0:
+        return out
+    if "EVENT flux-ping-" in text or _may_hold_errors(text, first):
+        # Block boundaries are needed (ping replies, error lines): keep positions.
+        for match in _SCAN.finditer(scan, first):
+            name = match.group("event")
+            if name is not None:
+                events.append((name, match.start() + 1 - pad, match.end() - pad))
+                seconds.append(None)
+            elif events and seconds[-1] is None:
+                seconds[-1] = _seconds(match.group("h"), match.group("m"), match.group("s"))
+    else:
+        # The common case, a clean log: findall builds tuples at C speed.
+        for name, hours, minutes, secs in _SCAN.findall(scan, first):
+            if name:
+                events.append((name, 0, 0))
+                seconds.append(None)
+            elif events and seconds[-1] is None:
+                seconds[-1] = _seconds(hours, minutes, secs)
+    errors = _errors_by_block(text, events)
     seen: set[str] = set()
     duplicates: list[str] = []
     unknown: list[str] = []
-    for i, match in enumerate(matches):
-        name = match.group(1)
-        last = i + 1 == len(matches)
-        block = text[match.end() : len(text) if last else matches[i + 1].start()]
+    truncated = not log.ended
+    last = len(events) - 1
+    steps = out.steps
+    for i, (name, _, end) in enumerate(events):
         if name in seen:
             duplicates.append(name)
             continue
         seen.add(name)
-        ping = _PING_EVENT.match(name)
+        key = _archive_key(name)
+        if key is not None:
+            error, took = errors.get(i) if errors else None, seconds[i]
+            if error is None and took is not None:
+                steps.append(Step(key[0], key[1], key[2], took, OK, ""))
+            else:
+                steps.append(_failed_step(key, error, i == last and truncated))
+            continue
+        ping = _PING_EVENT.match(name) if name.startswith("flux-ping-") else None
         if ping is not None:
-            out.pings.append(_ping_step(ping, block, truncated=last and not log.ended))
+            block = text[end : len(text) if i == last else events[i + 1][1]]
+            out.pings.append(_ping_step(ping, block, truncated=i == last and truncated))
             continue
-        split = split_event_label(name)
-        if split is None or strategy_of(split[0]) is None:
-            unknown.append(name)
-            continue
-        out.steps.append(_archive_step(split[0], split[1], block, last and not log.ended))
+        unknown.append(name)
     if duplicates:
         out.notes.append(("partial", f"duplicate events ignored (first kept): {few(duplicates)}"))
     if unknown:
         out.notes.append(("partial", f"unknown events ignored: {few(unknown)}"))
-    if matches and not log.ended and (out.steps or out.pings):
+    if events and truncated and (out.steps or out.pings):
         cut = (out.steps[-1].status if out.steps else out.pings[-1].status) == FAILED
         if cut:
             out.notes.append(("partial", "log ends inside a step (truncated)"))
     return out
 
 
-def _archive_step(event: str, label: str, block: str, truncated: bool) -> Step:
-    size = size_from_label(label) or 0
-    seconds = parse_real(block)
-    error = first_error(block)
-    if error is not None:
-        return Step(event, label, size, None, FAILED, error)
-    if seconds is None:
-        reason = "log ends inside this step (truncated)" if truncated else "no 'real' timing line"
-        return Step(event, label, size, None, FAILED, reason)
-    return Step(event, label, size, seconds, OK, "")
+def _may_hold_errors(text: str, start: int) -> bool:
+    """Cheap test first: every error form above has ': ' or one of a few words."""
+    return ": " in text[start:] and any(hint in text for hint in _ERROR_HINTS)
+
+
+def _errors_by_block(text: str, events: list[tuple[str, int, int]]) -> dict[int, str]:
+    """The first error line of each EVENT block that has one, by block index."""
+    if not events or not events[0][2] or not _may_hold_errors(text, events[0][1]):
+        return {}
+    starts = [start for _, start, _ in events]
+    found: dict[int, str] = {}
+    for match in _ERROR.finditer(text, events[0][2]):
+        block = bisect_right(starts, match.start()) - 1
+        found.setdefault(block, match.group(0).strip()[:200])
+    return found
+
+
+@lru_cache(maxsize=65536)
+def _archive_key(name: str) -> tuple[str, str, int] | None:
+    """`distribute-all-nodes-2` -> (event, size label, bytes); None if not an archive step."""
+    split = split_event_label(name)
+    if split is None or strategy_of(split[0]) is None:
+        return None
+    return split[0], split[1], size_from_label(split[1]) or 0
+
+
+def _failed_step(key: tuple[str, str, int], error: str | None, truncated: bool) -> Step:
+    if error is None:
+        error = "log ends inside this step (truncated)" if truncated else "no 'real' timing line"
+    return Step(key[0], key[1], key[2], None, FAILED, error)
 
 
 def _ping_step(match: re.Match[str], block: str, truncated: bool) -> PingStep:

@@ -63,6 +63,7 @@ def read_tree(data_dir: Path) -> tuple[Parsed, list[Problem], int, int]:
             f"--data {data_dir}: no cells found (no topology-experiment.out or run.json below it)"
         )
     results = sorted((parse_cell(cell) for cell in cells), key=_cell_order)
+    _warn_duplicate_cells(results)
     events, ping, runs, overlays = build_tables(results)
     problems = [p for r in results for p in r.problems]
     problems += [Problem(stray, "ignored", "not a kary file") for stray in strays]
@@ -107,6 +108,27 @@ def _check_dirs(data_dir: Path, out_dir: Path) -> None:
         raise UserError(f"--data {data_dir} is inside {plots}, which parse rewrites")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out_dir} exists and is not a directory")
+
+
+def _warn_duplicate_cells(results: list[CellResult]) -> None:
+    """Two folders holding the same (nodes, topology, iteration) would double an iteration."""
+    first: dict[tuple[object, ...], str] = {}
+    # A folder whose path spells its identity is the original; an odd name the copy.
+    by_path = sorted(
+        results, key=lambda r: (r.cell.topo is None or r.cell.nodes is None, r.cell.rel)
+    )
+    for result in by_path:
+        if not result.identified or not (result.steps or result.pings):
+            continue
+        key = (result.nodes, result.topo, result.iteration)
+        if key in first:
+            result.note(
+                "warning",
+                f"same nodes, topology and iteration as {first[key]}: both kept "
+                "(a copied folder counts twice)",
+            )
+        else:
+            first[key] = result.cell.rel
 
 
 def _cell_order(result: CellResult) -> tuple[object, ...]:

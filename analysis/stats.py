@@ -75,56 +75,50 @@ def summarize(
     """
     if frame.empty:
         return pd.DataFrame(columns=[*keys, *SUMMARY_STATS])
-    groups = frame[keys].drop_duplicates().reset_index(drop=True)
-    is_ok = (frame[status] == "ok") & frame[value].notna()
-    ok = frame.loc[is_ok, [*keys, value]]
-    failed = frame.loc[~is_ok].groupby(keys, dropna=False, sort=False).size().rename("failed")
-    by = ok.groupby(keys, dropna=False, sort=False)[value]
-    stats = pd.DataFrame(
-        {
-            "n": by.count(),
-            "median": by.median(),
-            "q1": by.quantile(0.25),
-            "q3": by.quantile(0.75),
-            "min": by.min(),
-            "max": by.max(),
-            "cv": by.std(ddof=1) / by.mean(),
-        }
-    )
-    ci = _median_ci(ok, keys, value)
-    out = groups.merge(stats.reset_index(), on=keys, how="left")
-    out = out.merge(failed.reset_index(), on=keys, how="left")
-    out = out.merge(ci, on=keys, how="left")
-    out["n"] = out["n"].fillna(0).astype(int)
-    out["failed"] = out["failed"].fillna(0).astype(int)
-    out.loc[out["n"] < 2, "cv"] = np.nan
+    # One integer id per group; everything after works on ids, not on the key columns.
+    gid = frame.groupby(keys, dropna=False, sort=False).ngroup().to_numpy()
+    count = int(gid.max()) + 1
+    _, first = np.unique(gid, return_index=True)
+    out = frame[keys].iloc[first].reset_index(drop=True)
+    values = frame[value].to_numpy(dtype=float)
+    is_ok = (frame[status] == "ok").to_numpy() & ~np.isnan(values)
+    ok_values, ok_gid = values[is_ok], gid[is_ok]
+    by = pd.Series(ok_values).groupby(ok_gid)
+    index = np.arange(count)
+    out["n"] = np.bincount(ok_gid, minlength=count)
+    out["failed"] = np.bincount(gid[~is_ok], minlength=count)
+    out["median"] = by.median().reindex(index).to_numpy()
+    out["q1"] = by.quantile(0.25).reindex(index).to_numpy()
+    out["q3"] = by.quantile(0.75).reindex(index).to_numpy()
+    out["min"] = by.min().reindex(index).to_numpy()
+    out["max"] = by.max().reindex(index).to_numpy()
+    out["ci_low"], out["ci_high"], out["ci_coverage"] = _median_ci(ok_values, ok_gid, count)
+    cv = (by.std(ddof=1) / by.mean()).reindex(index).to_numpy()
+    out["cv"] = np.where(out["n"].to_numpy() >= 2, cv, np.nan)
     return out[[*keys, *SUMMARY_STATS]]
 
 
-def _median_ci(ok: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
-    """Order-statistic CI per group, vectorised: pick the j-th smallest and largest."""
-    if ok.empty:
-        return pd.DataFrame(columns=[*keys, "ci_low", "ci_high", "ci_coverage"])
-    ordered = ok.sort_values([*keys, value], kind="mergesort", na_position="first")
-    grouped = ordered.groupby(keys, dropna=False, sort=False)
-    rank = grouped.cumcount().to_numpy()
-    size = grouped[value].transform("size").to_numpy()
-    low_rank = np.full(len(ordered), -1)
-    high_rank = np.full(len(ordered), -1)
-    coverage = np.full(len(ordered), np.nan)
-    for n in np.unique(size):
+def _median_ci(
+    values: np.ndarray, gid: np.ndarray, count: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Order-statistic CI per group id, vectorised: the j-th smallest and largest value."""
+    low = np.full(count, np.nan)
+    high = np.full(count, np.nan)
+    coverage = np.full(count, np.nan)
+    if len(values) == 0:
+        return low, high, coverage
+    order = np.lexsort((values, gid))
+    ordered, groups = values[order], gid[order]
+    present, starts, sizes = np.unique(groups, return_index=True, return_counts=True)
+    for n in np.unique(sizes):
         ranks = median_ci_ranks(int(n))
         if ranks is None:
             continue
-        mask = size == n
-        low_rank[mask], high_rank[mask], coverage[mask] = ranks
-    values = ordered[value].to_numpy(dtype=float)
-    table = ordered[keys].copy()
-    table["ci_low"] = np.where(rank == low_rank, values, np.nan)
-    table["ci_high"] = np.where(rank == high_rank, values, np.nan)
-    table["ci_coverage"] = coverage
-    by = table.groupby(keys, dropna=False, sort=False)
-    return by[["ci_low", "ci_high", "ci_coverage"]].max().reset_index()
+        mask = sizes == n
+        low[present[mask]] = ordered[starts[mask] + ranks[0]]
+        high[present[mask]] = ordered[starts[mask] + ranks[1]]
+        coverage[present[mask]] = ranks[2]
+    return low, high, coverage
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,8 @@ EXPECTED_STDERR = [
     "kary parse: partial 4/kary-1/3/topology-experiment.out: log ends inside a step (truncated)",
     "kary parse: partial 4/kary-2/2/topology-experiment.out: "
     "no KARY done line: the run was cut short (truncated log)",
+    "kary parse: warning 4/kary 2 (copy)/0/topology-experiment.out: same nodes, topology and "
+    "iteration as 4/kary-2/0: both kept (a copied folder counts twice)",
     "kary parse: ignored 4/kary-1/2/topology-experiment.out.bak: not a kary file",
     "kary parse: ignored notes.txt: not a kary file",
 ]
