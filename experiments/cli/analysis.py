@@ -1,15 +1,21 @@
-"""`kary parse` and `kary compare`: thin commands over the `analysis` package."""
+"""`kary parse` and `kary compare`: thin commands over the `analysis` package.
+
+`analysis` (pandas, scipy) is imported inside the commands, so that every other
+kary command starts without paying for it.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from analysis import compare_parsed, format_comparison, load_parsed, parse_tree
-from analysis.parse import ParseResult
 from experiments.errors import UserError
 from experiments.files import write_atomic
+
+if TYPE_CHECKING:
+    from analysis.parse import ParseResult
 
 __all__ = ["register"]
 
@@ -45,6 +51,8 @@ def register(app: typer.Typer) -> None:
         \b
             kary parse --data data/raw --out data/parsed
         """
+        from analysis import parse_tree
+
         result = parse_tree(data, out, plots=not no_plots)
         for problem in result.problems:
             typer.echo(f"kary parse: {problem}", err=True)
@@ -73,6 +81,8 @@ def register(app: typer.Typer) -> None:
         \b
             kary compare data/parsed-before data/parsed --factor 1.10
         """
+        from analysis import compare_parsed, format_comparison, load_parsed
+
         if not factor > 1:
             raise UserError(f"invalid --factor {factor}: must be greater than 1, e.g. 1.10")
         comparison = compare_parsed(load_parsed(before), load_parsed(after), factor)
