@@ -29,7 +29,6 @@ from experiments.clusterspec import ClusterSpec
 from experiments.cost import load_price_catalog
 from experiments.errors import UserError
 from experiments.planview import format_duration
-from experiments.pricing import PROVISION_SECONDS
 
 __all__ = [
     "HourlyCost",
@@ -106,6 +105,8 @@ def down_plan(provider: Provider) -> list[str]:
 
 
 def cost_lines(spec: ClusterSpec, lease: Lease | None, up: bool, down: bool) -> list[str]:
+    from experiments.pricing import PROVISION_SECONDS  # pulls in pandas: only when asked
+
     cost = hourly_cost(spec)
     create_s, delete_s = PROVISION_SECONDS[spec.provider]
     per_s = cost.usd_per_hour / 3600.0

@@ -1,0 +1,154 @@
+"""Read Kubernetes objects (plain JSON) into the facts run.json keeps.
+
+Outcome of a Job, which pod is rank 0, what each pod and container was doing,
+the recent events about a MiniCluster, image digests and Flux's version.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = [
+    "container_state",
+    "describe_pods",
+    "dig",
+    "event_lines",
+    "flux_version_from_log",
+    "image_digest",
+    "job_outcome",
+    "pod_index",
+    "rank_zero",
+]
+
+Obj = dict[str, Any]
+
+_INDEX_KEYS = ("batch.kubernetes.io/job-completion-index", "job-index")
+_KARY_META = re.compile(r"^KARY (\{.*\})\s*$", re.MULTILINE)
+_FLUX_VERSION = re.compile(r"(?:flux-core|commands:)\s+v?(\d+\.\d+\.\d+\S*)")
+_EVENTS_KEPT = 20
+
+
+def dig(obj: Any, *path: str) -> Any:
+    """obj[path[0]][path[1]]..., or None where a step is missing."""
+    for key in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def job_outcome(job: Obj) -> tuple[str, str] | None:
+    """("Complete" | "Failed", reason) once the Job has finished, else None."""
+    for condition in dig(job, "status", "conditions") or []:
+        if condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True":
+            reason = ": ".join(
+                str(x) for x in (condition.get("reason"), condition.get("message")) if x
+            )
+            return condition["type"], reason
+    return None
+
+
+def pod_index(pod: Obj, name: str) -> int | None:
+    """The pod's completion index (its Flux rank): label, annotation, or NAME-INDEX-RAND."""
+    for where in ("labels", "annotations"):
+        source = dig(pod, "metadata", where) or {}
+        for key in _INDEX_KEYS:
+            if str(source.get(key, "")).isdigit():
+                return int(source[key])
+    pod_name = dig(pod, "metadata", "name") or ""
+    match = re.fullmatch(rf"{re.escape(name)}-(\d+)-[a-z0-9]+", pod_name)
+    return int(match.group(1)) if match else None
+
+
+def rank_zero(pods: list[Obj], name: str) -> Obj | None:
+    """The index-0 pod; the last listed if a retry made several."""
+    zeros = [p for p in pods if pod_index(p, name) == 0]
+    return zeros[-1] if zeros else None
+
+
+def container_state(status: Obj) -> str:
+    """`terminated (exit 1, Error)`, `waiting (ImagePullBackOff: ...)`, `running`."""
+    state = status.get("state") or {}
+    if "terminated" in state and state["terminated"] is not None:
+        t = state["terminated"]
+        detail = ", ".join(str(x) for x in (t.get("reason"), t.get("message")) if x)
+        return f"terminated (exit {t.get('exitCode')}{', ' + detail if detail else ''})"
+    if "waiting" in state and state["waiting"] is not None:
+        w = state["waiting"]
+        detail = ": ".join(str(x) for x in (w.get("reason"), w.get("message")) if x)
+        return f"waiting ({detail or 'no reason given'})"
+    if "running" in state and state["running"] is not None:
+        return "running"
+    return "unknown"
+
+
+def describe_pods(pods: list[Obj], name: str) -> list[Obj]:
+    """Phase, node and container states of each pod, by rank."""
+
+    def order(pod: Obj) -> tuple[int, str]:
+        index = pod_index(pod, name)
+        return (index if index is not None else -1, dig(pod, "metadata", "name") or "")
+
+    return [
+        {
+            "pod": dig(pod, "metadata", "name"),
+            "rank": pod_index(pod, name),
+            "phase": dig(pod, "status", "phase"),
+            "node": dig(pod, "spec", "nodeName"),
+            "containers": {
+                str(c.get("name")): container_state(c)
+                for c in (dig(pod, "status", "containerStatuses") or [])
+            },
+        }
+        for pod in sorted(pods, key=order)
+    ]
+
+
+def event_lines(events: list[Obj], name: str) -> list[str]:
+    """The most recent events about the MiniCluster, its Job or its pods, oldest first."""
+
+    def about_us(event: Obj) -> bool:
+        involved = str(dig(event, "involvedObject", "name") or "")
+        return involved == name or involved.startswith(f"{name}-")
+
+    def when(event: Obj) -> str:
+        return str(
+            event.get("lastTimestamp")
+            or event.get("eventTime")
+            or event.get("firstTimestamp")
+            or ""
+        )
+
+    ours = sorted((e for e in events if about_us(e)), key=when)
+    lines = []
+    for event in ours[-_EVENTS_KEPT:]:
+        involved = event.get("involvedObject") or {}
+        count = event.get("count") or 0
+        lines.append(
+            f"{when(event)} {event.get('type')} {event.get('reason')} "
+            f"{involved.get('kind')}/{involved.get('name')}: {(event.get('message') or '').strip()}"
+            + (f" (x{count})" if count > 1 else "")
+        )
+    return lines
+
+
+def image_digest(image_id: str | None) -> str | None:
+    """`repo@sha256:...` or `docker-pullable://repo@sha256:...` -> `sha256:...`."""
+    if not image_id or "@" not in image_id:
+        return None
+    return image_id.rsplit("@", 1)[1]
+
+
+def flux_version_from_log(log: str) -> str | None:
+    """Flux's version as the entrypoint reports it (its KARY meta line), else `flux version`."""
+    for match in _KARY_META.finditer(log):
+        try:
+            meta = json.loads(match.group(1))
+        except json.JSONDecodeError:
+            continue
+        if isinstance(meta, dict) and meta.get("flux_version"):
+            return str(meta["flux_version"])
+    found = _FLUX_VERSION.search(log)
+    return found.group(1) if found else None

@@ -1,0 +1,515 @@
+"""A fake Kubernetes API server on 127.0.0.1 serving only what the kubernetes backend uses.
+
+It plays the Flux Operator too: creating a MiniCluster makes an indexed Job of
+the same name and one pod per rank (`NAME-INDEX-RAND`); after `Scenario.run_s`
+the Job turns Complete or Failed (or never ends).  Faults are injected per
+path prefix: an HTTP status, or "drop" to close the connection unanswered.
+Every request is recorded as (method, path, query).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+GROUP_PATH = "/apis/flux-framework.org/v1alpha2"
+OPERATOR_IMAGE = "ghcr.io/flux-framework/flux-operator:latest"
+OPERATOR_DIGEST = "sha256:" + "ab" * 32
+IMAGE_DIGEST = "sha256:" + "cd" * 32
+OPERATOR_IMAGE_ID = f"ghcr.io/flux-framework/flux-operator@{OPERATOR_DIGEST}"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Scenario:
+    """How the next MiniClusters behave."""
+
+    outcome: str = "Complete"  # Complete | Failed | never
+    run_s: float = 0.1
+    log: str = 'KARY {"meta": "cell", "flux_version": "0.66.0"}\nhello from rank 0\n'
+    exit_code: int = 0
+    delete_s: float = 0.05
+    pods_stick: bool = False  # pods never go away after delete
+    job_appears_s: float = 0.0  # the operator is slow to make the Job
+
+
+@dataclass
+class FakeCluster:
+    crd: bool = True
+    token: str | None = None  # when set, any other bearer token gets 401
+    scenario: Scenario = field(default_factory=Scenario)
+    faults: dict[str, list[Any]] = field(default_factory=dict)
+    requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+    miniclusters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    created: list[dict[str, Any]] = field(default_factory=list)
+    # name -> {"born": t, "scenario": Scenario, "deleted": t | None}
+    runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    resource_version: int = 100
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def fault(self, prefix: str, *actions: Any) -> None:
+        """The next requests whose path starts with `prefix` get these answers, in order."""
+        self.faults.setdefault(prefix, []).extend(actions)
+
+    def take_fault(self, path: str) -> Any:
+        with self.lock:
+            for prefix, actions in self.faults.items():
+                if path.startswith(prefix) and actions:
+                    return actions.pop(0)
+        return None
+
+    def count(self, method: str, prefix: str) -> int:
+        return sum(1 for m, p, _ in self.requests if m == method and p.startswith(prefix))
+
+    # The operator's side: what exists for a MiniCluster at this moment.
+    def _run(self, name: str) -> dict[str, Any] | None:
+        run = self.runs.get(name)
+        if run is None:
+            return None
+        deleted = run["deleted"]
+        scenario = run["scenario"]
+        gone = deleted is not None and time.monotonic() - deleted >= scenario.delete_s
+        if gone and not scenario.pods_stick:
+            return None
+        return run
+
+    def job(self, ns: str, name: str) -> dict[str, Any] | None:
+        run = self._run(name)
+        if run is None:
+            return None
+        scenario: Scenario = run["scenario"]
+        age = time.monotonic() - run["born"]
+        if age < scenario.job_appears_s:
+            return None
+        status: dict[str, Any] = {"active": 0, "startTime": _now()}
+        if scenario.outcome != "never" and age >= scenario.run_s:
+            reason = "BackoffLimitExceeded" if scenario.outcome == "Failed" else None
+            condition = {"type": scenario.outcome, "status": "True", "lastTransitionTime": _now()}
+            if reason:
+                condition |= {
+                    "reason": reason,
+                    "message": "Job has reached the specified backoff limit",
+                }
+            status["conditions"] = [condition]
+        else:
+            status["active"] = run["size"]
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": name,
+                "namespace": ns,
+                "resourceVersion": str(run["rv"] + (1 if "conditions" in status else 0)),
+            },
+            "spec": {"completionMode": "Indexed", "template": {"spec": {"containers": []}}},
+            "status": status,
+        }
+
+    def pods(self, ns: str, name: str) -> list[dict[str, Any]]:
+        run = self._run(name)
+        if run is None:
+            return []
+        scenario: Scenario = run["scenario"]
+        done = scenario.outcome != "never" and time.monotonic() - run["born"] >= scenario.run_s
+        pods = []
+        for index in range(run["size"]):
+            if done:
+                code = scenario.exit_code if index == 0 else 0
+                phase = "Succeeded" if code == 0 else "Failed"
+                state = {
+                    "terminated": {
+                        "exitCode": code,
+                        "reason": "Completed" if code == 0 else "Error",
+                    }
+                }
+            else:
+                phase, state = "Running", {"running": {"startedAt": _now()}}
+            pod = {
+                "metadata": {
+                    "name": f"{name}-{index}-x{index}z",
+                    "namespace": ns,
+                    "labels": {
+                        "job-name": name,
+                        "batch.kubernetes.io/job-completion-index": str(index),
+                    },
+                },
+                "spec": {
+                    "nodeName": f"node-{index % 2}",
+                    "containers": [{"name": name, "image": run["image"]}],
+                },
+                "status": {
+                    "phase": phase,
+                    "containerStatuses": [
+                        {
+                            "name": name,
+                            "image": run["image"],
+                            "imageID": f"{run['image'].split(':')[0]}@{IMAGE_DIGEST}",
+                            "ready": not done,
+                            "restartCount": 0,
+                            "state": state,
+                        }
+                    ],
+                },
+            }
+            if run["deleted"] is not None:
+                pod["metadata"]["deletionTimestamp"] = _now()
+            pods.append(pod)
+        return pods
+
+
+def _list(kind: str, items: list[dict[str, Any]], rv: int) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": str(rv)},
+        "items": items,
+    }
+
+
+NODES = [
+    {
+        "metadata": {
+            "name": f"node-{i}",
+            "labels": {
+                "node.kubernetes.io/instance-type": "c5a.4xlarge",
+                "topology.kubernetes.io/zone": "us-east-2b",
+            },
+        }
+    }
+    for i in range(2)
+]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+    cluster: FakeCluster
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, body: Any, content_type: str = "application/json") -> None:
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _status(self, code: int, reason: str, message: str) -> None:
+        self._send(
+            code,
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "status": "Failure",
+                "message": message,
+                "reason": reason,
+                "code": code,
+            },
+        )
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")
+
+    def _handle(self, method: str) -> None:
+        cluster = self.cluster
+        url = urlsplit(self.path)
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        path = url.path
+        cluster.requests.append((method, path, query))
+        cluster.times.append(time.monotonic())
+        fault = cluster.take_fault(path)
+        if fault == "drop":
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if isinstance(fault, int):
+            self._status(fault, "InternalError", f"injected {fault}")
+            return
+        if cluster.token and self.headers.get("Authorization") != f"Bearer {cluster.token}":
+            self._status(401, "Unauthorized", "Unauthorized")
+            return
+        body = None
+        if method == "POST":
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+        self._route(method, path, query, body)
+
+    def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> None:
+        cluster = self.cluster
+        parts = path.strip("/").split("/")
+        if path.rstrip("/") == "/version":
+            self._send(
+                200,
+                {
+                    "major": "1",
+                    "minor": "33",
+                    "gitVersion": "v1.33.1-eks-fake",
+                    "platform": "linux/amd64",
+                },
+            )
+            return
+        if path == GROUP_PATH:
+            if not cluster.crd:
+                self._status(404, "NotFound", "the server could not find the requested resource")
+                return
+            self._send(
+                200,
+                {
+                    "kind": "APIResourceList",
+                    "apiVersion": "v1",
+                    "groupVersion": "flux-framework.org/v1alpha2",
+                    "resources": [
+                        {
+                            "name": "miniclusters",
+                            "singularName": "minicluster",
+                            "namespaced": True,
+                            "kind": "MiniCluster",
+                            "verbs": ["create", "delete", "get", "list"],
+                        }
+                    ],
+                },
+            )
+            return
+        if path.startswith(GROUP_PATH + "/namespaces/") and parts[5] == "miniclusters":
+            self._miniclusters(method, parts[4], parts[6] if len(parts) > 6 else None, body)
+            return
+        if path == "/api/v1/nodes":
+            self._send(200, _list("NodeList", NODES, cluster.resource_version))
+            return
+        if parts[:2] == ["apis", "apps"] and parts[-1] == "operator-controller-manager":
+            self._send(
+                200,
+                {
+                    "metadata": {
+                        "name": "operator-controller-manager",
+                        "namespace": "operator-system",
+                    },
+                    "spec": {
+                        "selector": {"matchLabels": {"control-plane": "controller-manager"}},
+                        "template": {
+                            "spec": {
+                                "containers": [
+                                    {
+                                        "name": "kube-rbac-proxy",
+                                        "image": "gcr.io/kubebuilder/kube-rbac-proxy:v0.11.0",
+                                    },
+                                    {"name": "manager", "image": OPERATOR_IMAGE},
+                                ]
+                            }
+                        },
+                    },
+                },
+            )
+            return
+        if parts[:3] == ["api", "v1", "namespaces"] and len(parts) >= 5:
+            ns, kind = parts[3], parts[4]
+            if kind == "pods" and len(parts) == 5:
+                selector = query.get("labelSelector", "")
+                if ns == "operator-system":
+                    pods = [
+                        {
+                            "metadata": {
+                                "name": "operator-controller-manager-abc",
+                                "namespace": ns,
+                            },
+                            "spec": {"containers": [{"name": "manager", "image": OPERATOR_IMAGE}]},
+                            "status": {
+                                "phase": "Running",
+                                "containerStatuses": [
+                                    {
+                                        "name": "manager",
+                                        "image": OPERATOR_IMAGE,
+                                        "ready": True,
+                                        "restartCount": 0,
+                                        "imageID": OPERATOR_IMAGE_ID,
+                                    }
+                                ],
+                            },
+                        }
+                    ]
+                else:
+                    name = selector.split("=", 1)[1] if selector.startswith("job-name=") else ""
+                    pods = cluster.pods(ns, name)
+                self._send(200, _list("PodList", pods, cluster.resource_version))
+                return
+            if kind == "pods" and len(parts) == 7 and parts[6] == "log":
+                pod = parts[5]
+                name = pod.rsplit("-", 2)[0]
+                run = cluster._run(name)
+                if run is None:
+                    self._status(404, "NotFound", f'pods "{pod}" not found')
+                    return
+                self._send(200, run["scenario"].log, "text/plain")
+                return
+            if kind == "events":
+                events = [
+                    {
+                        "metadata": {"name": f"{n}.1", "namespace": ns},
+                        "involvedObject": {"kind": "Pod", "name": f"{n}-1-x1z", "namespace": ns},
+                        "reason": "BackOff",
+                        "message": "Back-off restarting failed container",
+                        "type": "Warning",
+                        "lastTimestamp": _now(),
+                        "count": 3,
+                    }
+                    for n, r in cluster.runs.items()
+                    if r["scenario"].outcome == "Failed"
+                ] + [
+                    {
+                        "metadata": {"name": "other.1", "namespace": ns},
+                        "involvedObject": {"kind": "Pod", "name": "unrelated-pod", "namespace": ns},
+                        "reason": "Pulled",
+                        "message": "not ours",
+                        "type": "Normal",
+                        "lastTimestamp": _now(),
+                    }
+                ]
+                self._send(200, _list("EventList", events, cluster.resource_version))
+                return
+        if parts[:4] == ["apis", "batch", "v1", "namespaces"] and parts[5] == "jobs":
+            if method == "DELETE":
+                job = cluster.job(parts[4], parts[6])
+                if job is None:
+                    self._status(404, "NotFound", f'jobs.batch "{parts[6]}" not found')
+                    return
+                self._send(200, {"kind": "Status", "status": "Success"})
+                return
+            self._jobs(parts[4], query)
+            return
+        self._status(404, "NotFound", f"fake apiserver: no route for {method} {path}")
+
+    def _miniclusters(self, method: str, ns: str, name: str | None, body: Any) -> None:
+        cluster = self.cluster
+        with cluster.lock:
+            if method == "POST":
+                name = body["metadata"]["name"]
+                if name in cluster.miniclusters:
+                    self._status(
+                        409,
+                        "AlreadyExists",
+                        f'miniclusters.flux-framework.org "{name}" already exists',
+                    )
+                    return
+                if cluster._run(name) is not None:
+                    # Pods of a deleted one still terminating: the Job name is taken.
+                    pass
+                cluster.resource_version += 10
+                body["metadata"]["namespace"] = ns
+                body["metadata"]["resourceVersion"] = str(cluster.resource_version)
+                cluster.miniclusters[name] = body
+                cluster.created.append(body)
+                cluster.runs[name] = {
+                    "born": time.monotonic(),
+                    "scenario": cluster.scenario,
+                    "deleted": None,
+                    "size": int(body["spec"]["size"]),
+                    "rv": cluster.resource_version,
+                    "image": body["spec"]["containers"][0]["image"],
+                }
+                self._send(201, body)
+                return
+            found = cluster.miniclusters.get(name or "")
+            if found is None:
+                self._status(404, "NotFound", f'miniclusters.flux-framework.org "{name}" not found')
+                return
+            if method == "GET":
+                self._send(200, found)
+                return
+            if method == "DELETE":
+                del cluster.miniclusters[name or ""]
+                if name in cluster.runs:
+                    cluster.runs[name]["deleted"] = time.monotonic()
+                self._send(200, {"kind": "Status", "status": "Success"})
+                return
+        self._status(405, "MethodNotAllowed", method)
+
+    def _jobs(self, ns: str, query: dict[str, str]) -> None:
+        cluster = self.cluster
+        name = query.get("fieldSelector", "").removeprefix("metadata.name=")
+        if query.get("watch") not in ("true", "1", "True"):
+            job = cluster.job(ns, name)
+            self._send(200, _list("JobList", [job] if job else [], cluster.resource_version))
+            return
+        # A watch: stream an event whenever the Job changes; end at timeoutSeconds.
+        # Chunked, as the real API server streams: a client reads each event as it comes.
+        end = time.monotonic() + min(float(query.get("timeoutSeconds", "5")), 5.0)
+        self.protocol_version = "HTTP/1.1"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        last = None
+        try:
+            while time.monotonic() < end:
+                job = cluster.job(ns, name)
+                rv = job["metadata"]["resourceVersion"] if job else None
+                if job and rv != last:
+                    kind = "ADDED" if last is None else "MODIFIED"
+                    line = (json.dumps({"type": kind, "object": job}) + "\n").encode()
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                    self.wfile.flush()
+                    last = rv
+                time.sleep(0.02)
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client stopped watching
+        self.close_connection = True
+
+
+class FakeApiServer:
+    """Serve a FakeCluster on 127.0.0.1:<random port> in a thread."""
+
+    def __init__(self, cluster: FakeCluster | None = None) -> None:
+        self.cluster = cluster or FakeCluster()
+        handler = type("Handler", (_Handler,), {"cluster": self.cluster})
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> FakeApiServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+def write_kubeconfig(path: Path, server: str, token: str = "kary-test-token") -> Path:
+    """A kubeconfig whose current context points at `server`."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "fake", "cluster": {"server": server}}],
+        "users": [{"name": "tester", "user": {"token": token}}],
+        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "tester"}}],
+        "current-context": "fake",
+    }
+    path.write_text(json.dumps(config))
+    return path

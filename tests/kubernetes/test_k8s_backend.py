@@ -1,0 +1,278 @@
+"""The kubernetes backend through the real `kubernetes` client against a fake API server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_apiserver import IMAGE_DIGEST, OPERATOR_DIGEST, OPERATOR_IMAGE, Scenario, write_kubeconfig
+
+from experiments.backends import BackendError, make_backend
+from experiments.backends.base import BackendSettings
+from experiments.backends.kubernetes import KubernetesBackend
+from experiments.errors import UserError
+from experiments.render import DEFAULT_IMAGE, RenderOptions
+
+MC_PATH = "/apis/flux-framework.org/v1alpha2/namespaces/default/miniclusters"
+JOBS_PATH = "/apis/batch/v1/namespaces/default/jobs"
+INSTALL = (
+    "kubectl apply -f https://raw.githubusercontent.com/flux-framework/flux-operator/main/"
+    "examples/dist/flux-operator.yaml"
+)
+
+
+def _nothing_left(server: Any, name: str = "flux-sample") -> bool:
+    cluster = server.cluster
+    return name not in cluster.miniclusters and cluster.pods("default", name) == []
+
+
+def test_a_cell_runs_and_leaves_nothing_behind(
+    apiserver: Any, make_backend: Any, cell: Any, rendered: Any
+) -> None:
+    with make_backend() as backend:
+        result = backend.run(cell, rendered, 10)
+    assert (result.rc, result.timed_out, result.error) == (0, False, None)
+    assert result.log == apiserver.cluster.scenario.log
+    assert result.provenance == {
+        "cluster": "fake",
+        "namespace": "default",
+        "minicluster": "flux-sample",
+        "kubernetes_version": "v1.33.1-eks-fake",
+        "operator_image": OPERATOR_IMAGE,
+        "operator_digest": OPERATOR_DIGEST,
+        "instance_type": "c5a.4xlarge",
+        "zones": ["us-east-2b"],
+        "nodes_used": 2,
+        "image": DEFAULT_IMAGE,
+        "image_digest": IMAGE_DIGEST,
+        "flux_version": "0.66.0",
+    }
+    (created,) = apiserver.cluster.created
+    assert created["metadata"]["labels"] == {
+        "app.kubernetes.io/managed-by": "kary",
+        "kary/owner": "tester",
+        "kary/cell": "4_kary-2_0",
+        "kary/sweep": "sweep-1",
+    }
+    # It watched the Job rather than polling it, and deleted what it made.
+    assert any(q.get("watch") == "true" for _, p, q in apiserver.cluster.requests if p == JOBS_PATH)
+    assert apiserver.cluster.count("DELETE", f"{MC_PATH}/flux-sample") == 1
+    assert _nothing_left(apiserver)
+
+
+def test_the_backend_is_found_by_name_and_configured_from_settings(apiserver: Any) -> None:
+    backend = make_backend(
+        "kubernetes",
+        BackendSettings(render=RenderOptions(namespace="bench"), options={"sweep_id": "s9"}),
+    )
+    assert isinstance(backend, KubernetesBackend)
+    assert (backend.namespace, backend.labels) == ("bench", {"kary/sweep": "s9"})
+
+
+def test_a_failed_job_is_a_failure_with_pods_states_and_events(
+    apiserver: Any, make_backend: Any, cell: Any, rendered: Any
+) -> None:
+    apiserver.cluster.scenario = Scenario(outcome="Failed", exit_code=3)
+    with make_backend() as backend:
+        result = backend.run(cell, rendered, 10)
+    assert result.rc == 3
+    assert result.error == (
+        "Job flux-sample failed: BackoffLimitExceeded: Job has reached the specified backoff limit"
+    )
+    diagnostics = result.provenance["diagnostics"]
+    assert diagnostics["pods"][0] == {
+        "pod": "flux-sample-0-x0z",
+        "rank": 0,
+        "phase": "Failed",
+        "node": "node-0",
+        "containers": {"flux-sample": "terminated (exit 3, Error)"},
+    }
+    assert [p["phase"] for p in diagnostics["pods"]] == [
+        "Failed",
+        "Succeeded",
+        "Succeeded",
+        "Succeeded",
+    ]
+    (event,) = diagnostics["events"]  # the unrelated pod's event is left out
+    assert event.endswith(
+        "Warning BackOff Pod/flux-sample-1-x1z: Back-off restarting failed container (x3)"
+    )
+    assert _nothing_left(apiserver)
+
+
+def test_a_cell_that_runs_too_long_is_stopped_and_deleted(
+    apiserver: Any, make_backend: Any, cell: Any, rendered: Any
+) -> None:
+    apiserver.cluster.scenario = Scenario(outcome="never", log="KARY partial\n")
+    with make_backend() as backend:
+        started = time.monotonic()
+        result = backend.run(cell, rendered, 0.5)
+        elapsed = time.monotonic() - started
+    assert elapsed < 3
+    assert (result.rc, result.timed_out) == (None, True)
+    assert result.error == "MiniCluster flux-sample did not finish within 0.5 s and was deleted"
+    assert result.log == "KARY partial\n"  # what rank 0 had written so far
+    assert {p["phase"] for p in result.provenance["diagnostics"]["pods"]} == {"Running"}
+    assert _nothing_left(apiserver)
+
+
+def test_500s_and_dropped_connections_are_retried(
+    apiserver: Any, make_backend: Any, cell: Any, rendered: Any
+) -> None:
+    apiserver.cluster.scenario = Scenario(run_s=0.3)
+    apiserver.cluster.fault(JOBS_PATH, 500, "drop", 503)
+    apiserver.cluster.fault("/api/v1/namespaces/default/pods", "drop", 500)
+    with make_backend() as backend:
+        result = backend.run(cell, rendered, 10)
+    assert (result.rc, result.error) == (0, None)
+    assert apiserver.cluster.faults[JOBS_PATH] == []  # every injected fault was met
+    assert _nothing_left(apiserver)
+
+
+def test_an_api_that_keeps_failing_fails_the_cell_and_still_cleans_up(
+    apiserver: Any, make_backend: Any, cell: Any, rendered: Any
+) -> None:
+    apiserver.cluster.fault(JOBS_PATH, *[500] * 20)
+    with make_backend() as backend, pytest.raises(BackendError) as caught:
+        backend.run(cell, rendered, 10)
+    assert str(caught.value) == (
+        f"the Kubernetes API at {apiserver.url} did not list Job flux-sample after 3 attempts: "
+        "500 Internal Server Error"
+    )
+    assert _nothing_left(apiserver)
+
+
+def test_a_missing_crd_says_how_to_install_the_operator(apiserver: Any, make_backend: Any) -> None:
+    apiserver.cluster.crd = False
+    with pytest.raises(UserError) as caught:
+        make_backend().up()
+    assert str(caught.value) == (
+        "the Flux Operator's MiniCluster CRD (miniclusters.flux-framework.org/v1alpha2) is not "
+        f"installed on the cluster at {apiserver.url}: install the operator with `{INSTALL}`"
+    )
+
+
+def test_an_unreachable_cluster_is_one_line_and_quick(make_backend: Any) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    write_kubeconfig(Path(os.environ["KUBECONFIG"]), f"http://127.0.0.1:{port}")
+    started = time.monotonic()
+    with pytest.raises(UserError) as caught:
+        make_backend().up()
+    assert time.monotonic() - started < 5
+    message = str(caught.value)
+    assert message.startswith(
+        f"cannot reach the Kubernetes cluster: the Kubernetes API at http://127.0.0.1:{port} "
+        "did not answer after 3 attempts: "
+    )
+    assert "\n" not in message
+
+
+def test_an_unauthorised_client_is_one_line(apiserver: Any, make_backend: Any) -> None:
+    write_kubeconfig(Path(os.environ["KUBECONFIG"]), apiserver.url, token="wrong")
+    with pytest.raises(UserError) as caught:
+        make_backend().up()
+    assert str(caught.value) == (
+        f"the Kubernetes API at {apiserver.url} refused to answer (401 Unauthorized): check the "
+        "credentials and permissions of your kubeconfig context 'fake'"
+    )
+
+
+def test_no_kubeconfig_is_one_line(make_backend: Any) -> None:
+    with pytest.raises(UserError) as caught:
+        make_backend().up()
+    assert str(caught.value).startswith("no usable kubeconfig (")
+
+
+def test_the_curve_secret_key_never_leaves_the_backend(
+    apiserver: Any, make_backend: Any, cell: Any, rendered: Any
+) -> None:
+    secret = "Zr8v#3kq!wQ9mPz=Lx2@bN7tH^cJ4sD&fG6yA1e"
+    apiserver.cluster.scenario = Scenario(
+        log=(
+            "#   ****  Generated on 2023-04-26 by CZMQ  ****\n"
+            "curve\n"
+            '    public-key = "Uh3S1ZJ#bAq2t>1c^*Pp{6xCvhP(5Gj@(2+Zm-XJ"\n'
+            f'    secret-key = "{secret}"\n'
+            'KARY {"meta": "done", "failed_steps": 0}\n'
+        )
+    )
+    with make_backend() as backend:
+        result = backend.run(cell, rendered, 10)
+    assert secret not in result.log
+    assert "secret-key = <redacted>" in result.log
+    assert "public-key" in result.log
+
+
+def test_a_leftover_minicluster_of_karys_is_replaced(
+    apiserver: Any, make_backend: Any, cell: Any, rendered: Any
+) -> None:
+    with make_backend() as backend:
+        backend.run(cell, rendered, 10)
+        # As if a crash had left it: put it back, then run the cell again.
+        apiserver.cluster.miniclusters["flux-sample"] = apiserver.cluster.created[0]
+        result = backend.run(cell, rendered, 10)
+    assert result.rc == 0
+    assert apiserver.cluster.count("POST", MC_PATH) == 3  # first run, refused, retried
+    assert _nothing_left(apiserver)
+
+
+def test_someone_elses_minicluster_is_left_alone(
+    apiserver: Any, make_backend: Any, cell: Any, rendered: Any
+) -> None:
+    apiserver.cluster.miniclusters["flux-sample"] = {"metadata": {"name": "flux-sample"}}
+    with make_backend() as backend, pytest.raises(BackendError) as caught:
+        backend.run(cell, rendered, 10)
+    assert str(caught.value) == (
+        "a MiniCluster flux-sample that kary did not create exists in namespace default: "
+        "delete it or choose another --name"
+    )
+    assert "flux-sample" in apiserver.cluster.miniclusters
+
+
+def test_pods_that_will_not_go_are_noted_not_waited_on_forever(
+    apiserver: Any, make_backend: Any, cell: Any, rendered: Any
+) -> None:
+    apiserver.cluster.scenario = Scenario(pods_stick=True)
+    with make_backend(delete_timeout_s=0.2) as backend:
+        result = backend.run(cell, rendered, 10)
+    assert result.rc == 0
+    assert result.provenance["cleanup"] == (
+        "4 pod(s) of MiniCluster flux-sample still there 0.2 s after it was deleted"
+    )
+
+
+def test_an_operator_that_makes_no_job_fails_the_cell(
+    apiserver: Any, make_backend: Any, cell: Any, rendered: Any
+) -> None:
+    apiserver.cluster.scenario = Scenario(job_appears_s=60)
+    with make_backend(job_start_timeout_s=0.3) as backend, pytest.raises(BackendError) as caught:
+        backend.run(cell, rendered, 10)
+    assert str(caught.value) == (
+        "the Flux Operator made no Job for MiniCluster flux-sample within 0.3 s: is it running? "
+        "(kubectl -n operator-system get pods)"
+    )
+    assert "flux-sample" not in apiserver.cluster.miniclusters
+
+
+def test_ctrl_c_while_waiting_deletes_the_minicluster(
+    apiserver: Any, make_backend: Any, cell: Any, rendered: Any
+) -> None:
+    apiserver.cluster.scenario = Scenario(outcome="never")
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    with make_backend() as backend:
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                backend.run(cell, rendered, 30)
+        finally:
+            timer.cancel()
+    assert apiserver.cluster.count("DELETE", f"{MC_PATH}/flux-sample") == 1
+    assert _nothing_left(apiserver)

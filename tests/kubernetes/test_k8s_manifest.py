@@ -1,0 +1,122 @@
+"""What the backend sends (CRD-valid, labelled) and how it reads pods, events and logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from experiments.backends.k8s_report import (
+    container_state,
+    describe_pods,
+    event_lines,
+    flux_version_from_log,
+    image_digest,
+    job_outcome,
+    pod_index,
+    rank_zero,
+)
+from experiments.backends.kubernetes import KubernetesBackend
+
+
+def _schema(crd: Path) -> dict[str, Any]:
+    document = yaml.safe_load(crd.read_text())
+    version = next(v for v in document["spec"]["versions"] if v["name"] == "v1alpha2")
+    schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def test_the_labelled_minicluster_validates_against_the_crd(
+    minicluster_crd: Path, cell: Any, rendered: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KARY_OWNER", "Jane.Doe")
+    body = KubernetesBackend(labels={"kary/sweep": "s1"})._manifest(cell, rendered)
+    jsonschema.validate(body, _schema(minicluster_crd))
+    assert body["metadata"]["namespace"] == "default"
+    # The render's own labels win; the backend adds what is missing.
+    assert body["metadata"]["labels"]["kary/owner"] == "tester"
+    assert body["metadata"]["labels"]["kary/cell"] == "4_kary-2_0"
+    bare = KubernetesBackend()._manifest(
+        cell,
+        type(rendered)(
+            rendered.minicluster_yaml.replace('    kary/owner: "tester"\n', ""),
+            rendered.entrypoint_sh,
+            rendered.template_hash,
+        ),
+    )
+    assert bare["metadata"]["labels"]["kary/owner"] == "jane-doe"
+
+
+def test_job_outcome_reads_only_finished_conditions() -> None:
+    assert job_outcome({"status": {"active": 4}}) is None
+    running = {"status": {"conditions": [{"type": "Suspended", "status": "False"}]}}
+    assert job_outcome(running) is None
+    failed = {
+        "status": {
+            "conditions": [
+                {"type": "FailureTarget", "status": "True"},
+                {"type": "Failed", "status": "True", "reason": "DeadlineExceeded"},
+            ]
+        }
+    }
+    assert job_outcome(failed) == ("Failed", "DeadlineExceeded")
+    complete = {"status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    assert job_outcome(complete) == ("Complete", "")
+
+
+def _pod(name: str, labels: dict[str, str] | None = None, **status: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": labels or {}}, "spec": {}, "status": status}
+
+
+def test_rank_zero_by_label_or_by_name() -> None:
+    by_label = _pod("mc-abc", {"batch.kubernetes.io/job-completion-index": "0"})
+    by_operator_label = _pod("mc-def", {"job-index": "0"})
+    by_name = _pod("mc-0-q7x2p")
+    assert [pod_index(p, "mc") for p in (by_label, by_operator_label, by_name)] == [0, 0, 0]
+    assert pod_index(_pod("mc-12-q7x2p"), "mc") == 12
+    assert pod_index(_pod("other-0-q7x2p"), "mc") is None
+    assert rank_zero([_pod("mc-1-a"), by_name], "mc") is by_name
+    assert rank_zero([_pod("mc-1-a")], "mc") is None
+
+
+def test_container_states_read_as_one_phrase() -> None:
+    assert container_state({"state": {"running": {"startedAt": "x"}}}) == "running"
+    assert container_state(
+        {"state": {"waiting": {"reason": "ImagePullBackOff", "message": "pull denied"}}}
+    ) == ("waiting (ImagePullBackOff: pull denied)")
+    assert container_state({"state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}) == (
+        "terminated (exit 137, OOMKilled)"
+    )
+    assert container_state({}) == "unknown"
+    pending = _pod("mc-0-a", phase="Pending")
+    assert describe_pods([pending], "mc") == [
+        {"pod": "mc-0-a", "rank": 0, "phase": "Pending", "node": None, "containers": {}}
+    ]
+
+
+def test_events_are_ours_newest_last_and_bounded() -> None:
+    events = [
+        {
+            "involvedObject": {"kind": "Pod", "name": f"mc-{i}-a"},
+            "reason": "R",
+            "type": "Normal",
+            "message": f"m{i}",
+            "lastTimestamp": f"2026-01-01T00:00:{i:02d}Z",
+        }
+        for i in range(30)
+    ] + [{"involvedObject": {"kind": "Pod", "name": "mcx-0-a"}, "reason": "R", "message": "no"}]
+    lines = event_lines(events, "mc")
+    assert len(lines) == 20
+    assert lines[-1] == "2026-01-01T00:00:29Z Normal R Pod/mc-29-a: m29"
+    assert not any("mcx" in line for line in lines)
+
+
+def test_digests_and_flux_versions() -> None:
+    assert image_digest("docker-pullable://ghcr.io/x/y@sha256:abc") == "sha256:abc"
+    assert image_digest("ghcr.io/x/y:tag") is None
+    assert flux_version_from_log('KARY {"meta": "cell", "flux_version": "0.66.0"}\n') == "0.66.0"
+    assert flux_version_from_log("commands:    \t\t 0.59.0-12-gabc\n") == "0.59.0-12-gabc"
+    assert flux_version_from_log("no version here") is None
