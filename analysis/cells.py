@@ -69,10 +69,12 @@ def parse_cell(cell: CellDir) -> CellResult:
         _check_overlay(result)
     if not result.identified:
         result.steps, result.pings = [], []
-        name = LOG_NAME if cell.has_log else ""
-        result.note(
-            "skipped", "cannot tell nodes, topology and iteration from the path or files", name
-        )
+        if not any(p.kind == "skipped" for p in result.problems):
+            result.note(
+                "skipped",
+                "cannot tell nodes, topology and iteration from the path or files",
+                LOG_NAME if cell.has_log else "",
+            )
     elif not cell.has_log:
         state = result.record.get("state")
         error = result.record.get("error")
