@@ -2,18 +2,26 @@
 
 `kary plan ...` is exactly `kary run ... --dry-run`.  The flags keep the
 seed's runner names (--data, --exact-nodes, --max-nodes, --min-size,
---max-size, --topo, --iters, --template, --data-dir, --name).
+--max-size, --topo, --iters, --template, --data-dir, --name).  Both commands
+take the same sweep flags (declared once, in `SWEEP_FLAGS`); `run` adds its
+own.  Local runs start at once; anything billed shows the plan and asks first
+(or needs --yes).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import secrets
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import typer
 
+from experiments.backends import check_backend_name
 from experiments.clusterspec import ClusterSpec, load_cluster_spec
 from experiments.cost import Estimate
 from experiments.errors import UserError
@@ -22,8 +30,6 @@ from experiments.planview import plan_json, plan_text
 from experiments.pricing import estimate_for
 from experiments.render import DEFAULT_IMAGE, RenderOptions
 from experiments.validate import image_ref, parse_size, parse_sizes
-
-BACKENDS = ("local", "kubernetes")
 
 
 @dataclass
@@ -69,8 +75,7 @@ def prepare(
     down: bool,
 ) -> Prepared:
     """Flags -> spec -> plan -> estimate; every check happens here, before anything runs."""
-    if backend not in BACKENDS:
-        raise UserError(f"unknown backend {backend!r}: choose from {', '.join(BACKENDS)}")
+    check_backend_name(backend)
     if iters < 1:
         raise UserError(f"invalid --iters {iters}: must be >= 1")
     if order not in ("given", "random"):
@@ -165,35 +170,90 @@ DOWN = typer.Option(
 JSON = typer.Option(False, "--json", help="Print the plan as one JSON object.")
 
 
+LINK_BANDWIDTH = typer.Option(
+    None, "--link-bandwidth", help="Local only: emulated link per node, e.g. 1Gbit."
+)
+LINK_LATENCY = typer.Option(
+    None, "--link-latency", help="Local only: emulated latency per hop, e.g. 200us."
+)
+TIMEOUT = typer.Option(
+    None, "--timeout", help="Seconds per cell (default: 4x its predicted time, at least 300)."
+)
+DRY_RUN = typer.Option(False, "--dry-run", help="Only show the plan (same as `kary plan`).")
+YES = typer.Option(False, "--yes", "-y", help="Start a billed run without asking.")
+RUN_JSON = typer.Option(
+    False, "--json", help="Print the plan (--dry-run) or the run summary as one JSON object."
+)
+
+# The flags `plan` and `run` share, in help order: (parameter, annotation, option).
+SWEEP_FLAGS: list[tuple[str, Any, Any]] = [
+    ("data", Path | None, DATA),
+    ("exact_nodes", int | None, EXACT),
+    ("max_nodes", int | None, MAXN),
+    ("min_size", int | None, MINS),
+    ("max_size", int | None, MAXS),
+    ("sizes", str | None, SIZES),
+    ("topo", list[str], TOPO),
+    ("iters", int, ITERS),
+    ("strategy", list[str], STRATEGY),
+    ("data_dir", Path, DATA_DIR),
+    ("name", str, NAME),
+    ("backend", str, BACKEND),
+    ("cluster", Path | None, CLUSTER),
+    ("history", Path | None, HISTORY),
+    ("template", Path | None, TEMPLATE),
+    ("image", str, IMAGE),
+    ("verify", bool | None, VERIFY),
+    ("purge_target_size", str | None, PURGE),
+    ("order", str, ORDER),
+    ("seed", int | None, SEED),
+    ("rerun_failed", bool, RERUN),
+    ("force", bool, FORCE),
+    ("up", bool, UP),
+    ("down", bool, DOWN),
+]
+
+
+def _sweep_command(
+    extra: list[tuple[str, Any, Any]],
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a command every SWEEP_FLAGS parameter plus `extra`, declared once for all.
+
+    The command receives them as keyword arguments; `prepare_from_flags`
+    turns the sweep ones into a Prepared.
+    """
+
+    def decorate(body: Callable[..., None]) -> Callable[..., None]:
+        flags = SWEEP_FLAGS + extra
+
+        def command(**kwargs: Any) -> None:
+            body(**kwargs)
+
+        command.__name__ = body.__name__
+        command.__doc__ = body.__doc__
+        command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [
+                inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=o, annotation=a)
+                for n, a, o in flags
+            ]
+        )
+        command.__annotations__ = {n: a for n, a, _ in flags}
+        return command
+
+    return decorate
+
+
+def prepare_from_flags(flags: dict[str, Any]) -> Prepared:
+    """The sweep flags of a `plan` or `run` call -> Prepared (every check happens here)."""
+    sweep = {name: flags[name] for name, _, _ in SWEEP_FLAGS}
+    sweep["cluster_file"] = sweep.pop("cluster")
+    return prepare(**sweep)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("plan")
-    def plan_command(
-        data: Path | None = DATA,
-        exact_nodes: int | None = EXACT,
-        max_nodes: int | None = MAXN,
-        min_size: int | None = MINS,
-        max_size: int | None = MAXS,
-        sizes: str | None = SIZES,
-        topo: list[str] = TOPO,
-        iters: int = ITERS,
-        strategy: list[str] = STRATEGY,
-        data_dir: Path = DATA_DIR,
-        name: str = NAME,
-        backend: str = BACKEND,
-        cluster: Path | None = CLUSTER,
-        history: Path | None = HISTORY,
-        template: Path | None = TEMPLATE,
-        image: str = IMAGE,
-        verify: bool | None = VERIFY,
-        purge_target_size: str | None = PURGE,
-        order: str = ORDER,
-        seed: int | None = SEED,
-        rerun_failed: bool = RERUN,
-        force: bool = FORCE,
-        up: bool = UP,
-        down: bool = DOWN,
-        as_json: bool = JSON,
-    ) -> None:
+    @_sweep_command([("as_json", bool, JSON)])
+    def plan_command(*, as_json: bool, **flags: Any) -> None:
         """Show the cells a run would execute and what they cost in time and dollars.
 
         Example:
@@ -202,30 +262,146 @@ def register(app: typer.Typer) -> None:
             kary plan --exact-nodes 6 --min-size 1 --max-size 10 --iters 3 \\
                 --cluster clusters/eks-6.yaml
         """
-        prepared = prepare(
-            data=data,
-            exact_nodes=exact_nodes,
-            max_nodes=max_nodes,
-            min_size=min_size,
-            max_size=max_size,
-            sizes=sizes,
-            topo=topo,
-            iters=iters,
-            strategy=strategy,
-            data_dir=data_dir,
-            name=name,
-            backend=backend,
-            cluster_file=cluster,
-            history=history,
-            template=template,
-            image=image,
-            verify=verify,
-            purge_target_size=purge_target_size,
-            order=order,
-            seed=seed,
-            rerun_failed=rerun_failed,
-            force=force,
-            up=up,
-            down=down,
+        show_plan(prepare_from_flags(flags), as_json)
+
+    @app.command("run")
+    @_sweep_command(
+        [
+            ("dry_run", bool, DRY_RUN),
+            ("yes", bool, YES),
+            ("as_json", bool, RUN_JSON),
+            ("timeout", float | None, TIMEOUT),
+            ("link_bandwidth", str | None, LINK_BANDWIDTH),
+            ("link_latency", str | None, LINK_LATENCY),
+        ]
+    )
+    def run_command(
+        *,
+        dry_run: bool,
+        yes: bool,
+        as_json: bool,
+        timeout: float | None,
+        link_bandwidth: str | None,
+        link_latency: str | None,
+        **flags: Any,
+    ) -> None:
+        """Run the planned cells and record each in the raw tree (local: emulated Flux here).
+
+        Cells that succeeded before are skipped; Ctrl-C stops cleanly (exit 130)
+        and the same command resumes.  Exit 0 when every cell succeeded, 1 when
+        any failed.
+
+        Example:
+
+        \b
+            kary run --exact-nodes 30 --topo kary:16 --iters 1
+            kary run --exact-nodes 6 --iters 3 --cluster clusters/eks-6.yaml --yes
+        """
+        prepared = prepare_from_flags(flags)
+        if dry_run:
+            show_plan(prepared, as_json)
+            return
+        code = run_prepared(
+            prepared,
+            yes=yes,
+            as_json=as_json,
+            timeout=timeout,
+            link_bandwidth=link_bandwidth,
+            link_latency=link_latency,
+            up=flags["up"],
+            down=flags["down"],
         )
-        show_plan(prepared, as_json)
+        raise typer.Exit(code)
+
+
+def _confirm_billed(prepared: Prepared, yes: bool) -> None:
+    """Billed runs show their plan and ask; without a terminal they need --yes."""
+    if yes:
+        return
+    typer.echo(
+        plan_text(
+            prepared.plan,
+            prepared.estimate,
+            prepared.plan.spec.backend,
+            prepared.cluster.name if prepared.cluster else None,
+        ),
+        err=True,
+        nl=False,
+    )
+    if not sys.stdin.isatty():
+        raise UserError(
+            "this run is billed and there is no terminal to confirm it: "
+            "check the plan above and add --yes"
+        )
+    if not typer.confirm("Start this run?", default=False, err=True):
+        raise typer.Exit(1)
+
+
+def run_prepared(
+    prepared: Prepared,
+    *,
+    yes: bool = False,
+    as_json: bool = False,
+    timeout: float | None = None,
+    link_bandwidth: str | None = None,
+    link_latency: str | None = None,
+    up: bool = False,
+    down: bool = False,
+    reporter: Any = None,
+) -> int:
+    """Run a prepared sweep on its backend; returns the exit code (0, 1, or 130)."""
+    from experiments.backends import BackendSettings, make_backend
+    from experiments.planview import format_duration
+    from experiments.progress import RichReporter, SilentReporter
+    from experiments.runner import run_plan
+
+    plan, spec = prepared.plan, prepared.plan.spec
+    if timeout is not None and timeout <= 0:
+        raise UserError(f"invalid --timeout {timeout:g}: must be > 0 seconds")
+    if spec.backend != "local" and (link_bandwidth or link_latency):
+        raise UserError("--link-bandwidth and --link-latency emulate links: local backend only")
+    if up or down:
+        # The cluster lifecycle (experiments/clusters) wraps the run here.
+        raise UserError(
+            "--up/--down are not wired into `kary run` yet: use `kary cluster up FILE` "
+            "and `kary cluster down FILE` around the run"
+        )
+    settings = BackendSettings(
+        render=prepared.render,
+        cluster=prepared.cluster,
+        link_bandwidth=link_bandwidth,
+        link_latency=link_latency,
+    )
+    backend = make_backend(spec.backend, settings)
+    if not plan.cells:
+        message = f"nothing to run: {len(plan.done)} cells done"
+        if plan.failed:
+            message += f", {len(plan.failed)} failed before (--rerun-failed to retry them)"
+        typer.echo(message, err=True)
+        return 0
+    if spec.backend != "local":
+        _confirm_billed(prepared, yes)
+    where = "emulated Flux on this machine" if spec.backend == "local" else spec.backend
+    typer.echo(
+        f"kary run: {len(plan.cells)} cells on {where}; predicted "
+        f"{format_duration(prepared.estimate.seconds)}; raw results in {spec.data_dir}"
+        + (f"; seed {spec.seed}" if spec.seed is not None else ""),
+        err=True,
+    )
+    if reporter is None:
+        reporter = SilentReporter() if as_json else RichReporter()
+    summary = run_plan(
+        plan,
+        backend,
+        prepared.render,
+        template_dir=prepared.template_dir,
+        timeout=timeout,
+        predicted=[c.seconds for c in prepared.estimate.cells],
+        reporter=reporter,
+        cluster=prepared.cluster.name if prepared.cluster else None,
+        instance_type=prepared.cluster.instance_type if prepared.cluster else None,
+    )
+    if as_json:
+        typer.echo(json.dumps(summary.to_json(), indent=2))
+    typer.echo(f"kary run: {summary.text()}", err=True, nl=False)
+    return summary.exit_code

@@ -1,0 +1,220 @@
+"""The local backend: each cell runs on an emulated Flux instance on this machine.
+
+`run()` starts `python -m experiments.emulator.instance` as a session leader in
+a fresh temporary folder; the instance forks one broker per rank and runs the
+rendered entrypoint under bash as rank 0.  Whatever happens (exit, timeout,
+Ctrl-C), the whole process group is killed and the folder removed before
+`run()` returns or raises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
+from experiments.emulator.content import DEFAULT_PURGE_TARGET_SIZE
+from experiments.emulator.instance import STARTUP_FAILED, group_members
+from experiments.emulator.units import parse_bandwidth, parse_latency
+from experiments.errors import UserError
+from experiments.plan import Cell
+from experiments.render import Rendered
+
+__all__ = ["LocalBackend"]
+
+_GRACE_S = 3.0
+_REAP_S = 5.0
+
+
+class LocalBackend(Backend):
+    """Cells run on the emulator (see experiments/emulator); timings are the emulator's."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        *,
+        minicluster_name: str = "flux-sample",
+        link_bandwidth: str | None = None,
+        link_latency: str | None = None,
+        workdir: Path | None = None,
+        faults: tuple[str, ...] = (),
+        purge_target_size: int | None = None,
+    ) -> None:
+        self.minicluster_name = minicluster_name
+        self.link_bandwidth = link_bandwidth
+        self.link_latency = link_latency
+        self.workdir = workdir
+        self.faults = tuple(faults)
+        self.purge_target_size = purge_target_size or DEFAULT_PURGE_TARGET_SIZE
+
+    @classmethod
+    def from_settings(cls, settings: BackendSettings) -> LocalBackend:
+        return cls(
+            minicluster_name=settings.render.name if settings.render else "flux-sample",
+            link_bandwidth=settings.link_bandwidth,
+            link_latency=settings.link_latency,
+            workdir=settings.workdir,
+            faults=tuple(settings.options.get("faults", ())),
+        )
+
+    def up(self) -> None:
+        """Check what a run needs: link settings that parse, bash, Linux process groups."""
+        try:
+            if self.link_bandwidth:
+                parse_bandwidth(self.link_bandwidth)
+            if self.link_latency:
+                parse_latency(self.link_latency)
+        except ValueError as err:
+            raise UserError(str(err)) from None
+        if shutil.which("bash") is None:
+            raise UserError("the local backend runs the entrypoint with bash: install bash")
+        if not hasattr(os, "fork") or not os.path.isdir("/proc"):
+            raise UserError("the local backend needs Linux (fork and /proc)")
+
+    def _command(self, cell: Cell, root: Path, entrypoint: Path) -> list[str]:
+        cmd = [
+            sys.executable,
+            "-m",
+            "experiments.emulator.instance",
+            "--root",
+            str(root),
+            "--size",
+            str(cell.nodes),
+            "--topo",
+            cell.topo,
+            "--name",
+            self.minicluster_name,
+            "--purge-target-size",
+            str(self.purge_target_size),
+        ]
+        if self.link_bandwidth:
+            cmd += ["--bandwidth", self.link_bandwidth]
+        if self.link_latency:
+            cmd += ["--latency", self.link_latency]
+        for fault in self.faults:
+            cmd += ["--fault", fault]
+        return [*cmd, "--", "bash", str(entrypoint)]
+
+    def run(self, cell: Cell, rendered: Rendered, timeout: float | None) -> RunResult:
+        # Unix socket paths are limited to ~107 bytes: keep the root short.
+        base = self.workdir if self.workdir is not None else None
+        folder = Path(tempfile.mkdtemp(prefix="kary-", dir=base))
+        try:
+            entrypoint = folder / "entrypoint.sh"
+            entrypoint.write_text(rendered.entrypoint_sh)
+            started = time.monotonic()
+            try:
+                proc = subprocess.Popen(
+                    self._command(cell, folder / "i", entrypoint),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                    cwd=folder,
+                    env=self._env(),
+                )
+            except OSError as exc:
+                raise BackendError(f"cannot start the emulator: {exc}") from None
+            timed_out = False
+            try:
+                out, errout = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _stop_group(proc)
+                out, errout = proc.communicate()
+            except BaseException:
+                _stop_group(proc)
+                proc.communicate()
+                raise
+            finally:
+                _stop_group(proc)
+            wall = time.monotonic() - started
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return self._result(cell, proc.returncode, out, errout, timed_out, timeout, wall)
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        # Never let a caller's Flux or rank settings leak into the emulated ranks.
+        for name in ("FLUX_URI", "KARY_RANK_PREFIX"):
+            env.pop(name, None)
+        return env
+
+    def _result(
+        self,
+        cell: Cell,
+        rc: int | None,
+        out: bytes,
+        err: bytes,
+        timed_out: bool,
+        timeout: float | None,
+        wall: float,
+    ) -> RunResult:
+        messages = [
+            line.removeprefix("kary-emulator: ")
+            for line in err.decode("utf-8", "replace").splitlines()
+            if line.strip()
+        ]
+        problems = [m for m in messages if " exited (" in m or m.startswith("error")]
+        error: str | None = None
+        if timed_out:
+            error = f"timed out after {timeout:g} s"
+            rc = None
+        elif rc == STARTUP_FAILED:
+            error = "emulator failed to start: " + ("; ".join(problems) or "see the log")
+            rc = None
+        if problems and error is None:
+            error = "emulator: " + "; ".join(problems)
+        provenance: dict[str, Any] = {
+            "cluster": f"local:{socket.gethostname()}",
+            "instance_type": None,
+            "image": None,
+            "emulator": {
+                "brokers": cell.nodes,
+                "cores": os.cpu_count(),
+                "link_bandwidth": self.link_bandwidth,
+                "link_latency": self.link_latency,
+                "purge_target_size": self.purge_target_size,
+                "wall_seconds": round(wall, 3),
+                "messages": messages[-20:],
+            },
+        }
+        return RunResult(
+            log=out.decode("utf-8", "replace"),
+            rc=rc,
+            timed_out=timed_out,
+            error=error,
+            provenance=provenance,
+        )
+
+
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the instance and everything it started: SIGTERM, a grace period, then SIGKILL."""
+    pgid = proc.pid
+    if proc.poll() is None:
+        try:
+            proc.send_signal(signal.SIGTERM)  # the launcher tears its brokers down
+            proc.wait(timeout=_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    if proc.poll() is None:
+        proc.wait()
+    deadline = time.monotonic() + _REAP_S
+    while group_members(pgid) and time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            break
+        time.sleep(0.02)

@@ -1,0 +1,446 @@
+"""One emulated Flux broker: an asyncio server on `<root>/sock/<rank>`.
+
+What it does, as flux-core's broker does for the commands kary uses:
+
+- content: `load` answers from the LRU cache; a miss asks the parent (rank 0:
+  its backing store), and concurrent misses for one blob share one upstream
+  request.  `store` (rank 0) writes the backing store.
+- kvs (rank 0 holds it; other ranks forward up the tree): `get` (optionally
+  waiting for the key to appear), `put`, `unlink`.  Archives are KVS keys
+  `archive.<name>` whose value lists each file's blobrefs.
+- `exec`: runs a command as this rank (FLUX_URI and KARY_RANK_PREFIX set for
+  it) and streams its output and exit status back; a client that goes away
+  takes its process with it.
+- `getattr`, `overlay`, `stats`, `reload`: broker attributes, the overlay
+  text, content-cache statistics, and a content-module reload.
+
+Replies to a child broker go through this node's `Egress` (shared bandwidth,
+latency); the request up to the parent waits `latency` too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import itertools
+import json
+import os
+import signal
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from experiments.emulator.content import ContentCache, Egress
+from experiments.emulator.wire import (
+    FRAME,
+    WireError,
+    async_read_frame,
+    encode_frame,
+    rank_socket,
+    set_send_buffer,
+    uri_for,
+)
+
+__all__ = ["BrokerConfig", "BrokerError", "run_broker"]
+
+_STREAM_LIMIT = 4 << 20
+_CONNECT_TIMEOUT = 60.0
+
+
+class BrokerError(Exception):
+    """A request that fails: errno and message travel back to the caller."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.errno = code
+
+
+@dataclass
+class BrokerConfig:
+    rank: int
+    size: int
+    parent: int
+    topo: str
+    root: str
+    name: str = "flux-sample"
+    bandwidth: float | None = None
+    latency: float = 0.0
+    purge_target_size: int = 16 << 20
+    # Fault injection for tests: {"corrupt": True} flips a byte of every blob
+    # handed to a local client; {"kill_after_loads": N} SIGKILLs this broker
+    # after serving N blobs to local clients.
+    faults: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def prefix(self) -> str:
+        return os.path.join(self.root, "ranks", str(self.rank))
+
+
+@dataclass
+class _Conn:
+    writer: asyncio.StreamWriter
+    child: int | None = None  # the child broker's rank, for a TBON link
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.rank = config.rank
+        self.cache = ContentCache(config.purge_target_size)
+        self.egress = Egress(config.bandwidth, config.latency)
+        self.kvs: dict[str, Any] = {}
+        self._kvs_waiters: dict[str, list[asyncio.Future[Any]]] = {}
+        self._inflight: dict[str, asyncio.Future[bytes]] = {}
+        self._pending: dict[int, asyncio.Future[tuple[dict[str, Any], bytes]]] = {}
+        self._ids = itertools.count(1)
+        self._up_writer: asyncio.StreamWriter | None = None
+        self._up_lost: str | None = None
+        self._local_loads = 0
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._store_dir = os.path.join(config.root, "content")
+
+    # ---- lifecycle -------------------------------------------------------
+
+    async def serve(self, ready_fd: int | None) -> None:
+        path = rank_socket(self.config.root, self.rank)
+        await asyncio.start_unix_server(self._on_connect, path=path, limit=_STREAM_LIMIT)
+        if self.config.parent >= 0:
+            await self._connect_parent()
+        if ready_fd is not None:
+            os.write(ready_fd, b".")
+            os.close(ready_fd)
+        await asyncio.Event().wait()  # until the launcher stops us
+
+    async def _connect_parent(self) -> None:
+        path = rank_socket(self.config.root, self.config.parent)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _CONNECT_TIMEOUT
+        while True:
+            try:
+                reader, writer = await asyncio.open_unix_connection(path, limit=_STREAM_LIMIT)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                if loop.time() > deadline:
+                    raise
+                await asyncio.sleep(0.01)
+        set_send_buffer(writer.get_extra_info("socket"))
+        writer.write(encode_frame({"op": "hello", "rank": self.rank}))
+        self._up_writer = writer
+        self._spawn(self._read_upstream(reader))
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # ---- upstream (toward rank 0) -----------------------------------------
+
+    async def _read_upstream(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                header, payload = await async_read_frame(reader)
+                fut = self._pending.pop(header.get("id", -1), None)
+                if fut is not None and not fut.done():
+                    fut.set_result((header, payload))
+        except (asyncio.IncompleteReadError, ConnectionError, WireError):
+            pass
+        self._up_lost = f"lost contact with parent broker rank {self.config.parent}"
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(BrokerError(errno.EHOSTUNREACH, self._up_lost))
+        self._pending.clear()
+
+    async def _upstream(
+        self, header: dict[str, Any], payload: bytes = b""
+    ) -> tuple[dict[str, Any], bytes]:
+        """Send a request to the parent and wait for its reply."""
+        if self._up_writer is None or self._up_lost:
+            raise BrokerError(errno.EHOSTUNREACH, self._up_lost or "no parent broker")
+        if self.config.latency:
+            await asyncio.sleep(self.config.latency)
+            if self._up_lost:
+                raise BrokerError(errno.EHOSTUNREACH, self._up_lost)
+        rid = next(self._ids)
+        fut: asyncio.Future[tuple[dict[str, Any], bytes]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._pending[rid] = fut
+        self._up_writer.write(encode_frame({**header, "id": rid}, payload))
+        # A lost connection is noticed by the reader, which fails every pending request.
+        with contextlib.suppress(ConnectionError):
+            await self._up_writer.drain()
+        reply, data = await fut
+        if not reply.get("ok"):
+            raise BrokerError(reply.get("errno", errno.EIO), reply.get("error", "error"))
+        return reply, data
+
+    # ---- content ----------------------------------------------------------
+
+    async def load(self, key: str) -> bytes:
+        blob = self.cache.get(key)
+        if blob is not None:
+            return blob
+        if self.rank == 0:
+            try:
+                with open(os.path.join(self._store_dir, key), "rb") as handle:
+                    blob = handle.read()
+            except (FileNotFoundError, ValueError):
+                raise BrokerError(errno.ENOENT, f"content {key[:12]}: not found") from None
+        else:
+            fut = self._inflight.get(key)
+            if fut is None:
+                fut = asyncio.get_running_loop().create_task(self._load_upstream(key))
+                self._inflight[key] = fut
+                fut.add_done_callback(lambda _f: self._inflight.pop(key, None))
+            # shield: one waiter going away must not cancel the shared request.
+            blob = await asyncio.shield(fut)
+        self.cache.put(key, blob)
+        return blob
+
+    async def _load_upstream(self, key: str) -> bytes:
+        _, data = await self._upstream({"op": "load", "hash": key})
+        return data
+
+    async def store(self, key: str, blob: bytes) -> None:
+        if self.rank != 0:
+            await self._upstream({"op": "store", "hash": key}, blob)
+        else:
+            path = os.path.join(self._store_dir, key)
+            if not os.path.exists(path):
+                tmp = f"{path}.{os.getpid()}.tmp"
+                with open(tmp, "wb") as handle:
+                    handle.write(blob)
+                os.replace(tmp, path)
+        self.cache.put(key, blob)
+
+    def _collect_garbage(self) -> None:
+        """Drop backing-store blobs that no archive refers to any more (rank 0)."""
+        live: set[str] = set()
+        for key, value in self.kvs.items():
+            if key.startswith("archive.") and isinstance(value, dict):
+                for entry in value.get("files", []):
+                    live.update(entry.get("blobrefs", []))
+        for name in os.listdir(self._store_dir):
+            if name not in live and not name.endswith(".tmp"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(self._store_dir, name))
+
+    # ---- kvs (rank 0) -----------------------------------------------------
+
+    async def kvs_get(self, key: str, wait: bool) -> Any:
+        if self.rank != 0:
+            reply, _ = await self._upstream({"op": "kvs.get", "key": key, "wait": wait})
+            return reply["value"]
+        if key in self.kvs:
+            return self.kvs[key]
+        if not wait:
+            raise BrokerError(errno.ENOENT, f"{key}: No such file or directory")
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._kvs_waiters.setdefault(key, []).append(fut)
+        return await fut
+
+    async def kvs_put(self, key: str, value: Any, exclusive: bool) -> None:
+        if self.rank != 0:
+            await self._upstream({"op": "kvs.put", "key": key, "value": value, "excl": exclusive})
+            return
+        if exclusive and key in self.kvs:
+            raise BrokerError(errno.EEXIST, f"{key}: File exists")
+        self.kvs[key] = value
+        for fut in self._kvs_waiters.pop(key, []):
+            if not fut.done():
+                fut.set_result(value)
+
+    async def kvs_unlink(self, key: str) -> None:
+        if self.rank != 0:
+            await self._upstream({"op": "kvs.unlink", "key": key})
+            return
+        if self.kvs.pop(key, None) is None:
+            raise BrokerError(errno.ENOENT, f"{key}: No such file or directory")
+        self._collect_garbage()
+
+    # ---- requests ---------------------------------------------------------
+
+    async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = _Conn(writer)
+        set_send_buffer(writer.get_extra_info("socket"))
+        tasks: set[asyncio.Task[Any]] = set()
+        try:
+            while True:
+                header, payload = await async_read_frame(reader)
+                if header.get("op") == "hello":
+                    conn.child = int(header["rank"])
+                    continue
+                task = self._spawn(self._dispatch(conn, header, payload))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+        except (asyncio.IncompleteReadError, ConnectionError, WireError):
+            pass
+        finally:
+            # A client that went away takes its requests (and exec'd processes) along.
+            for task in list(tasks):
+                task.cancel()
+            writer.close()
+
+    async def _reply(self, conn: _Conn, header: dict[str, Any], payload: bytes = b"") -> None:
+        if conn.child is not None and self.egress.shaped:
+            await asyncio.sleep(self.egress.delay(len(payload) + 64))
+        if conn.writer.is_closing():
+            return
+        head = json.dumps(header, separators=(",", ":")).encode()
+        # Two writes, no await between them: the frame stays contiguous and
+        # a 1 MiB blob is not copied into a joined buffer first.
+        conn.writer.write(FRAME.pack(len(head), len(payload)) + head)
+        if payload:
+            conn.writer.write(payload)
+        with contextlib.suppress(ConnectionError):
+            await conn.writer.drain()
+
+    async def _dispatch(self, conn: _Conn, header: dict[str, Any], payload: bytes) -> None:
+        rid = header.get("id")
+        if header.get("op") == "exec":
+            await self._exec(conn, header)
+            return
+        try:
+            reply, data = await self._handle(conn, header, payload)
+            out: dict[str, Any] = {"id": rid, "ok": True, **reply}
+        except BrokerError as err:
+            out, data = {"id": rid, "ok": False, "errno": err.errno, "error": str(err)}, b""
+        except (KeyError, TypeError, ValueError) as err:
+            out, data = {"id": rid, "ok": False, "errno": errno.EPROTO, "error": repr(err)}, b""
+        await self._reply(conn, out, data)
+
+    async def _handle(
+        self, conn: _Conn, header: dict[str, Any], payload: bytes
+    ) -> tuple[dict[str, Any], bytes]:
+        op = header.get("op")
+        if op == "load":
+            blob = await self.load(header["hash"])
+            if conn.child is None:
+                blob = self._local_faults(blob)
+            return {}, blob
+        if op == "store":
+            await self.store(header["hash"], payload)
+            return {}, b""
+        if op == "kvs.get":
+            return {"value": await self.kvs_get(header["key"], bool(header.get("wait")))}, b""
+        if op == "kvs.put":
+            await self.kvs_put(header["key"], header["value"], bool(header.get("excl")))
+            return {}, b""
+        if op == "kvs.unlink":
+            await self.kvs_unlink(header["key"])
+            return {}, b""
+        if op == "stats":
+            return {"stats": self.cache.stats()}, b""
+        if op == "reload":
+            limit = header.get("purge_target_size")
+            self.cache.clear(int(limit) if limit is not None else self.config.purge_target_size)
+            return {}, b""
+        if op == "getattr":
+            return {"value": self._getattr(header["name"])}, b""
+        if op == "overlay":
+            from experiments.topology import build_tree, render_overlay
+
+            tree = build_tree(self.config.topo, self.config.size)
+            return {"text": render_overlay(tree, name=self.config.name)}, b""
+        if op == "ping":
+            return {"rank": self.rank}, b""
+        raise BrokerError(errno.ENOSYS, f"unknown request {op!r}")
+
+    def _getattr(self, name: str) -> str:
+        config = self.config
+        attrs = {
+            "rank": str(self.rank),
+            "size": str(config.size),
+            "tbon.topo": config.topo,
+            "tbon.parent-endpoint": (
+                uri_for(config.root, config.parent) if config.parent >= 0 else ""
+            ),
+            "local-uri": uri_for(config.root, self.rank),
+            "hostlist": f"{config.name}-[0-{config.size - 1}]",
+            "broker.pid": str(os.getpid()),
+            "content.purge-target-size": str(self.cache.limit),
+        }
+        if name not in attrs:
+            raise BrokerError(errno.ENOENT, f"{name}: No such file or directory")
+        return attrs[name]
+
+    def _local_faults(self, blob: bytes) -> bytes:
+        faults = self.config.faults
+        self._local_loads += 1
+        limit = faults.get("kill_after_loads")
+        if limit is not None and self._local_loads > int(limit):
+            os.kill(os.getpid(), signal.SIGKILL)
+        if faults.get("corrupt") and blob:
+            return bytes([blob[0] ^ 0xFF]) + blob[1:]
+        return blob
+
+    # ---- exec -------------------------------------------------------------
+
+    def _exec_env(self, env: dict[str, str]) -> dict[str, str]:
+        env = dict(env)
+        env["FLUX_URI"] = uri_for(self.config.root, self.rank)
+        env["KARY_RANK_PREFIX"] = self.config.prefix
+        return env
+
+    def _exec_cwd(self, cwd: str | None) -> str:
+        # The caller's directory, seen from this rank: ranks/<r>/... -> ranks/<self>/...
+        ranks = os.path.join(self.config.root, "ranks") + os.sep
+        if cwd and cwd.startswith(ranks):
+            rest = cwd[len(ranks) :].split(os.sep, 1)
+            cwd = os.path.join(self.config.prefix, *rest[1:])
+        return cwd if cwd and os.path.isdir(cwd) else self.config.prefix
+
+    async def _exec(self, conn: _Conn, header: dict[str, Any]) -> None:
+        rid = header.get("id")
+        argv = [str(a) for a in header["argv"]]
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=self._exec_env(header.get("env") or {}),
+                cwd=self._exec_cwd(header.get("cwd")),
+            )
+        except OSError as err:
+            await self._reply(
+                conn,
+                {
+                    "id": rid,
+                    "event": "failed",
+                    "errno": err.errno,
+                    "error": err.strerror or str(err),
+                },
+            )
+            return
+        try:
+            assert proc.stdout is not None and proc.stderr is not None
+            await asyncio.gather(
+                self._pump(conn, rid, "stdout", proc.stdout),
+                self._pump(conn, rid, "stderr", proc.stderr),
+            )
+            status = await proc.wait()
+        except asyncio.CancelledError:
+            if proc.returncode is None:
+                proc.kill()
+            raise
+        await self._reply(conn, {"id": rid, "event": "exit", "status": status})
+
+    async def _pump(self, conn: _Conn, rid: Any, stream: str, reader: asyncio.StreamReader) -> None:
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                return
+            await self._reply(conn, {"id": rid, "event": "output", "stream": stream}, data)
+
+
+def run_broker(config: BrokerConfig, ready_fd: int | None = None) -> int:
+    """Serve as one broker until killed.  Returns an exit code if startup fails."""
+    try:
+        asyncio.run(Broker(config).serve(ready_fd))
+    except (OSError, BrokerError) as err:
+        print(f"kary-emulator: broker rank {config.rank}: {err}", file=sys.stderr, flush=True)
+        return 1
+    return 0

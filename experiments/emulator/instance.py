@@ -1,0 +1,291 @@
+"""The emulated Flux instance: start N brokers, run one command as rank 0, stop everything.
+
+    python -m experiments.emulator.instance --root DIR --size N --topo kary:2 \\
+        [--bandwidth 1Gbit] [--latency 200us] -- bash entrypoint.sh
+
+The launcher imports the broker code once and forks one process per rank
+(cheap on two cores), waits until every broker listens and is connected to its
+parent, then runs the command with FLUX_URI, KARY_RANK_PREFIX and PATH (with
+the emulator's `flux` first) set for rank 0, and exits with the command's
+status.  Its stdout is the command's; its own messages go to stderr with a
+`kary-emulator:` prefix.
+
+No process outlives it: start it as a session leader (the local backend does);
+on exit, SIGTERM/SIGINT/SIGHUP or the death of its parent it signals its whole
+process group and kills stragglers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import os
+import select
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from experiments.emulator.broker import BrokerConfig, run_broker
+from experiments.emulator.content import DEFAULT_PURGE_TARGET_SIZE
+from experiments.emulator.units import parse_bandwidth, parse_latency
+from experiments.emulator.wire import uri_for
+from experiments.topology import build_tree
+
+__all__ = ["STARTUP_FAILED", "group_members", "main", "write_flux_command"]
+
+STARTUP_FAILED = 125
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+class _Stop(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes in process group `pgid` (Linux /proc)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(entry))
+    return members
+
+
+def write_flux_command(bin_dir: Path) -> Path:
+    """`<bin_dir>/flux`: runs the emulator's client with this interpreter, without site.
+
+    -S skips site-packages and -c skips runpy (together ~30 ms per call); the
+    package's parent folder goes on PYTHONPATH instead, which works from a clone
+    and from a wheel.
+    """
+    import experiments
+
+    package_parent = str(Path(experiments.__file__).resolve().parent.parent)
+    script = (
+        "#!/bin/sh\n"
+        "# kary emulator: a stand-in for flux(1) that talks to the emulated brokers.\n"
+        f"PYTHONPATH={shlex.quote(package_parent)} exec {shlex.quote(sys.executable)} -S -c "
+        "'import sys; from experiments.emulator.flux import main; sys.exit(main())' \"$@\"\n"
+    )
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    path = bin_dir / "flux"
+    path.write_text(script)
+    path.chmod(0o755)
+    return path
+
+
+def _prctl(option: int, value: int) -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the backend's process-group kill still applies
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="kary-emulator", description=__doc__.split("\n")[0])
+    parser.add_argument("--root", required=True, type=Path)
+    parser.add_argument("--size", required=True, type=int)
+    parser.add_argument("--topo", required=True)
+    parser.add_argument("--name", default="flux-sample")
+    parser.add_argument("--bandwidth", default=None, help="per-node link to children, e.g. 1Gbit")
+    parser.add_argument("--latency", default=None, help="per message and hop, e.g. 200us")
+    parser.add_argument("--purge-target-size", type=int, default=DEFAULT_PURGE_TARGET_SIZE)
+    parser.add_argument("--ready-timeout", type=float, default=60.0)
+    parser.add_argument(
+        "--fault", action="append", default=[], help="tests: corrupt:RANK or kill:RANK:LOADS"
+    )
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    if args.command and args.command[0] == "--":
+        args.command = args.command[1:]
+    if not args.command:
+        parser.error("give the command to run as rank 0 after --")
+    return args
+
+
+def _faults(specs: list[str]) -> dict[int, dict[str, object]]:
+    out: dict[int, dict[str, object]] = {}
+    for spec in specs:
+        kind, _, rest = spec.partition(":")
+        if kind == "corrupt":
+            out.setdefault(int(rest), {})["corrupt"] = True
+        elif kind == "kill":
+            rank, _, loads = rest.partition(":")
+            out.setdefault(int(rank), {})["kill_after_loads"] = int(loads or 0)
+        else:
+            raise SystemExit(f"kary-emulator: unknown fault {spec!r}")
+    return out
+
+
+def _say(message: str) -> None:
+    print(f"kary-emulator: {message}", file=sys.stderr, flush=True)
+
+
+def _describe(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exit {os.waitstatus_to_exitcode(status)}"
+
+
+def _start_brokers(args: argparse.Namespace, root: Path) -> tuple[dict[int, int], int]:
+    """Fork one broker per rank; returns ({pid: rank}, read end of the ready pipe)."""
+    tree = build_tree(args.topo, args.size)
+    bandwidth = parse_bandwidth(args.bandwidth) if args.bandwidth else None
+    latency = parse_latency(args.latency) if args.latency else 0.0
+    faults = _faults(args.fault)
+    ready_r, ready_w = os.pipe()
+    pids: dict[int, int] = {}
+    for rank in range(args.size):
+        config = BrokerConfig(
+            rank=rank,
+            size=args.size,
+            parent=tree.parents[rank],
+            topo=str(tree.topology),
+            root=str(root),
+            name=args.name,
+            bandwidth=bandwidth,
+            latency=latency,
+            purge_target_size=args.purge_target_size,
+            faults=faults.get(rank, {}),
+        )
+        pid = os.fork()
+        if pid == 0:  # the broker
+            code = 1
+            try:
+                os.close(ready_r)
+                _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+                for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                    signal.signal(signum, signal.SIG_DFL)
+                code = run_broker(config, ready_w)
+            finally:
+                os._exit(code)
+        pids[pid] = rank
+    os.close(ready_w)
+    return pids, ready_r
+
+
+def _wait_ready(ready_r: int, count: int, pids: dict[int, int], timeout: float) -> None:
+    got = 0
+    deadline = time.monotonic() + timeout
+    while got < count:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise RuntimeError(f"only {got} of {count} brokers came up within {timeout:.0f} s")
+        readable, _, _ = select.select([ready_r], [], [], min(left, 0.5))
+        if readable:
+            data = os.read(ready_r, 4096)
+            if not data:
+                raise RuntimeError(f"only {got} of {count} brokers came up")
+            got += len(data)
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid in pids:
+            raise RuntimeError(f"broker rank {pids[pid]} failed to start ({_describe(status)})")
+    os.close(ready_r)
+
+
+def _teardown(pids: dict[int, int]) -> None:
+    """SIGTERM the whole group (not us), give it a moment, then SIGKILL what is left."""
+    me = os.getpid()
+    pgid = os.getpgid(0)
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+    members = [p for p in group_members(pgid) if p != me] if pgid == me else list(pids)
+    for pid in members:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            pass
+        left = [p for p in group_members(pgid) if p != me] if pgid == me else []
+        if not left and not any(_alive(p) for p in pids):
+            return
+        time.sleep(0.02)
+    for pid in [p for p in group_members(pgid) if p != me] if pgid == me else list(pids):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] == 0
+    except ChildProcessError:
+        return False
+
+
+def _on_signal(signum: int, _frame: object) -> None:
+    raise _Stop(signum)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    root = args.root.resolve()
+    for sub in ("sock", "content", "bin"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    for rank in range(args.size):
+        (root / "ranks" / str(rank)).mkdir(parents=True, exist_ok=True)
+    write_flux_command(root / "bin")
+    parent = os.getppid()
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    if os.getppid() != parent:  # our parent died before prctl took effect
+        return STARTUP_FAILED
+    pids: dict[int, int] = {}
+    rc = STARTUP_FAILED
+    try:
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, _on_signal)
+        started = time.monotonic()
+        pids, ready_r = _start_brokers(args, root)
+        try:
+            _wait_ready(ready_r, args.size, pids, args.ready_timeout)
+        except RuntimeError as err:
+            _say(f"error: {err}")
+            return STARTUP_FAILED
+        _say(f"{args.size} brokers up ({args.topo}) in {time.monotonic() - started:.2f} s")
+        env = dict(os.environ)
+        env["FLUX_URI"] = uri_for(str(root), 0)
+        env["KARY_RANK_PREFIX"] = str(root / "ranks" / "0")
+        env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
+        proc = subprocess.Popen(args.command, env=env, cwd=root / "ranks" / "0")
+        while True:
+            pid, status = os.waitpid(-1, 0)
+            if pid == proc.pid:
+                proc.returncode = rc = os.waitstatus_to_exitcode(status)
+                break
+            if pid in pids:
+                _say(f"broker rank {pids.pop(pid)} exited ({_describe(status)})")
+        if rc < 0:
+            rc = 128 - rc
+        return rc
+    except _Stop as stop:
+        _say(f"stopped by {signal.Signals(stop.signum).name}")
+        return 128 + stop.signum
+    finally:
+        _teardown(pids)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Judge one cell from what its backend returned: succeeded, failed or timeout, and why.
+
+A cell succeeded only when the entrypoint exited 0, the log holds at least
+one timed step, every `KARY {"event": ...}` step has rc 0, and the log ends
+with `KARY {"meta": "done", "failed_steps": 0}`.  Anything else is a failure
+with a one-line reason: a failure is never recorded as a timing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from experiments.backends.base import RunResult
+
+__all__ = ["LogSummary", "Verdict", "judge", "summarize_log"]
+
+_SHOWN_STEPS = 3
+
+
+@dataclass(frozen=True)
+class LogSummary:
+    """What the KARY lines of a log say."""
+
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    done: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None
+
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        return [s for s in self.steps if s.get("rc") != 0]
+
+    @property
+    def step_seconds(self) -> float:
+        """Sum of the timed steps (generate-blob included: it is work the cell did)."""
+        return sum(float(s.get("seconds") or 0.0) for s in self.steps)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    state: str  # succeeded | failed | timeout
+    error: str | None
+    log: LogSummary
+
+
+def summarize_log(log: str) -> LogSummary:
+    steps: list[dict[str, Any]] = []
+    done = meta = None
+    for line in log.splitlines():
+        if not line.startswith("KARY {"):
+            continue
+        try:
+            item = json.loads(line[5:])
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(item, dict):
+            continue
+        if "event" in item:
+            steps.append(item)
+        elif item.get("meta") == "done":
+            done = item
+        elif item.get("meta") == "cell":
+            meta = item
+    return LogSummary(steps, done, meta)
+
+
+def _step_name(step: dict[str, Any]) -> str:
+    return f"{step.get('event')} {step.get('size', step.get('size_bytes', ''))}".strip()
+
+
+def judge(result: RunResult) -> Verdict:
+    summary = summarize_log(result.log)
+    reasons: list[str] = []
+    failed = summary.failed
+    if failed:
+        shown = ", ".join(f"{_step_name(s)} (rc {s.get('rc')})" for s in failed[:_SHOWN_STEPS])
+        more = f" and {len(failed) - _SHOWN_STEPS} more" if len(failed) > _SHOWN_STEPS else ""
+        reasons.append(f"{len(failed)} of {len(summary.steps)} steps failed: {shown}{more}")
+    if result.timed_out:
+        reasons.insert(0, result.error or "timed out")
+        return Verdict("timeout", "; ".join(reasons), summary)
+    if result.error:
+        reasons.append(result.error)
+    if not summary.steps:
+        reasons.append("the log has no KARY step lines")
+    elif summary.done is None:
+        reasons.append("the benchmark did not finish (no KARY done line)")
+    elif summary.done.get("failed_steps") not in (0, None) and not failed:
+        reasons.append(f"the benchmark counted {summary.done.get('failed_steps')} failed steps")
+    if result.rc is None:
+        if not result.error:
+            reasons.append("the entrypoint's exit status is unknown")
+    elif result.rc != 0:
+        reasons.append(f"the entrypoint exited with {result.rc}")
+    if reasons:
+        return Verdict("failed", "; ".join(reasons), summary)
+    return Verdict("succeeded", None, summary)

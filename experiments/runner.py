@@ -1,0 +1,368 @@
+"""Execute a plan's cells through a Backend and keep the raw tree honest.
+
+Per cell, in data/raw/<nodes>/<topo>/<iteration>/:
+
+1. anything already there is moved (never deleted) under
+   `<data-dir>/.replaced/<timestamp>/<cell id>/`;
+2. `minicluster.yaml` and `run.json` (state `running`) are written;
+3. the backend runs the rendered cell;
+4. `topology-experiment.out` (secrets redacted) and the final `run.json`
+   (`succeeded`, `failed`, `timeout` or `interrupted`, with the reason) are written.
+
+Every file is written atomically, so a crash leaves a cell whose run.json says
+`running` or `interrupted`, which the next run repeats.  Ctrl-C and SIGTERM
+stop the current cell, mark it `interrupted`, tear the backend down and end
+the run (exit code 130 from the CLI).
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from experiments.backends.base import Backend, BackendError, RunResult
+from experiments.errors import UserError
+from experiments.files import write_atomic
+from experiments.outcome import judge
+from experiments.plan import Cell, Plan
+from experiments.progress import Reporter, SilentReporter
+from experiments.record import (
+    LOG_NAME,
+    MINICLUSTER_NAME,
+    RunRecord,
+    now_iso,
+    write_record,
+)
+from experiments.redact import redact
+from experiments.render import RenderOptions, render_cell
+
+__all__ = ["REPLACED_DIR", "CellOutcome", "RunSummary", "default_timeout", "run_plan"]
+
+REPLACED_DIR = ".replaced"
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    cell: Cell
+    state: str
+    seconds: float
+    error: str | None = None
+    step_seconds: float = 0.0
+
+    @property
+    def overhead_seconds(self) -> float:
+        """Wall time not spent in a timed step: start-up, teardown, bookkeeping."""
+        return max(0.0, self.seconds - self.step_seconds)
+
+
+@dataclass
+class RunSummary:
+    outcomes: list[CellOutcome] = field(default_factory=list)
+    skipped_done: int = 0
+    skipped_failed: int = 0
+    not_started: int = 0
+    wall_seconds: float = 0.0
+    interrupted: bool = False
+    stopped_because: str | None = None
+
+    def count(self, state: str) -> int:
+        return sum(1 for o in self.outcomes if o.state == state)
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        bad = self.count("failed") + self.count("timeout")
+        return 1 if bad or self.stopped_because else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "succeeded": self.count("succeeded"),
+            "failed": self.count("failed"),
+            "timeout": self.count("timeout"),
+            "interrupted": self.count("interrupted"),
+            "skipped": {"done": self.skipped_done, "failed": self.skipped_failed},
+            "not_started": self.not_started,
+            "wall_seconds": round(self.wall_seconds, 3),
+            "stopped_because": self.stopped_because,
+            "cells": [
+                {
+                    "cell": o.cell.id,
+                    "state": o.state,
+                    "seconds": round(o.seconds, 3),
+                    "step_seconds": round(o.step_seconds, 3),
+                    "error": o.error,
+                }
+                for o in self.outcomes
+            ],
+        }
+
+    def text(self) -> str:
+        parts = [
+            f"{self.count('succeeded')} succeeded",
+            f"{self.count('failed')} failed",
+        ]
+        for state in ("timeout", "interrupted"):
+            if self.count(state):
+                parts.append(f"{self.count(state)} {'timed out' if state == 'timeout' else state}")
+        skipped = self.skipped_done + self.skipped_failed
+        detail = []
+        if self.skipped_done:
+            detail.append(f"{self.skipped_done} done before")
+        if self.skipped_failed:
+            detail.append(f"{self.skipped_failed} failed before: --rerun-failed to retry")
+        parts.append(f"{skipped} skipped" + (f" ({'; '.join(detail)})" if detail else ""))
+        if self.not_started:
+            parts.append(f"{self.not_started} not started")
+        lines = [f"{', '.join(parts)}; wall time {self.wall_seconds:.1f} s"]
+        for outcome in self.outcomes:
+            if outcome.state != "succeeded":
+                lines.append(f"  {outcome.cell.id}: {outcome.state}: {outcome.error}")
+        if self.stopped_because:
+            lines.append(f"stopped: {self.stopped_because}")
+        if self.interrupted or self.not_started:
+            lines.append("run the same command again to finish the cells that are left")
+        return "\n".join(lines) + "\n"
+
+
+def default_timeout(predicted_seconds: float) -> float:
+    """A per-cell limit generous enough for noise, small enough that a hang ends."""
+    return max(300.0, 4.0 * predicted_seconds)
+
+
+@contextmanager
+def _signals_interrupt() -> Iterator[list[str]]:
+    """SIGTERM (and SIGHUP) raise KeyboardInterrupt, as Ctrl-C does; yields which one came."""
+    which: list[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield which
+        return
+
+    def interrupt(signum: int, _frame: Any) -> None:
+        which.append(signal.Signals(signum).name)
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield which
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@contextmanager
+def _shielded() -> Iterator[None]:
+    """Hold further Ctrl-C / SIGTERM while an interrupted cell is recorded and torn down."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    names = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in names}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _set_aside(cell_dir: Path, replaced_root: Path, cell: Cell) -> None:
+    """Move an earlier attempt out of the way; results are never deleted."""
+    if not cell_dir.is_dir() or not any(cell_dir.iterdir()):
+        return
+    target = replaced_root / cell.id
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        shutil.move(str(cell_dir), str(target))
+    except OSError as err:
+        raise UserError(f"cannot move {cell_dir} aside to {target}: {err}") from None
+
+
+class _Runner:
+    def __init__(
+        self,
+        plan: Plan,
+        backend: Backend,
+        render: RenderOptions,
+        template_dir: Path | None,
+        timeouts: list[float | None],
+        seed: int | None,
+        cluster: str | None,
+        instance_type: str | None,
+    ) -> None:
+        self.plan = plan
+        self.backend = backend
+        self.render = render
+        self.template_dir = template_dir
+        self.timeouts = timeouts
+        self.seed = seed
+        self.cluster = cluster
+        self.instance_type = instance_type
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        self.replaced_root = Path(plan.spec.data_dir) / REPLACED_DIR / stamp
+
+    def base_record(self, cell: Cell, template_hash: str, timeout: float | None) -> RunRecord:
+        return RunRecord.model_validate(
+            {
+                "cell": cell.id,
+                "nodes": cell.nodes,
+                "topo": cell.topo,
+                "iteration": cell.iteration,
+                "state": "running",
+                "started": now_iso(),
+                "backend": self.backend.name,
+                "cluster": self.cluster,
+                "instance_type": self.instance_type,
+                "image": self.render.image,
+                "template_hash": template_hash,
+                "sizes": list(cell.sizes),
+                "strategies": list(cell.strategies),
+                "seed": self.seed,
+                "timeout_seconds": timeout,
+            }
+        )
+
+    def run_cell(self, index: int, cell: Cell) -> CellOutcome:
+        cell_dir = cell.raw_dir(self.plan.spec.data_dir)
+        rendered = render_cell(
+            cell.nodes,
+            cell.topo,
+            list(cell.sizes),
+            list(cell.strategies),
+            cell.id,
+            self.render,
+            self.template_dir,
+        )
+        timeout = self.timeouts[index]
+        _set_aside(cell_dir, self.replaced_root, cell)
+        record = self.base_record(cell, rendered.template_hash, timeout)
+        write_atomic(cell_dir / MINICLUSTER_NAME, rendered.minicluster_yaml)
+        write_record(cell_dir, record)
+        started = time.monotonic()
+        try:
+            result = self.backend.run(cell, rendered, timeout)
+        except BackendError as err:
+            result = RunResult(log="", rc=None, error=f"{self.backend.name} backend: {err}")
+        except KeyboardInterrupt:
+            with _shielded():
+                self.finish(cell_dir, record, "interrupted", "interrupted (Ctrl-C or SIGTERM)")
+            raise
+        seconds = time.monotonic() - started
+        verdict = judge(result)
+        if result.log:
+            write_atomic(cell_dir / LOG_NAME, redact(result.log))
+        extras: dict[str, Any] = {
+            "wall_seconds": round(seconds, 3),
+            "step_seconds": round(verdict.log.step_seconds, 3),
+            "steps": len(verdict.log.steps),
+            "failed_steps": [
+                f"{s.get('event')} {s.get('size', '')}".strip() for s in verdict.log.failed
+            ],
+            "rc": result.rc,
+        }
+        for key, value in result.provenance.items():
+            extras[key] = value
+        if verdict.log.meta and verdict.log.meta.get("flux_version"):
+            extras.setdefault("flux_version", verdict.log.meta["flux_version"])
+        self.finish(cell_dir, record, verdict.state, verdict.error, extras)
+        return CellOutcome(cell, verdict.state, seconds, verdict.error, verdict.log.step_seconds)
+
+    def finish(
+        self,
+        cell_dir: Path,
+        record: RunRecord,
+        state: str,
+        error: str | None,
+        extras: dict[str, Any] | None = None,
+    ) -> None:
+        data = record.model_dump()
+        data.update(extras or {})
+        data.update({"state": state, "error": error, "finished": now_iso()})
+        write_record(cell_dir, RunRecord.model_validate(data))
+
+
+def _run_cells(
+    runner: _Runner,
+    cells: list[Cell],
+    summary: RunSummary,
+    reporter: Reporter,
+    before_cell: Callable[[int, Cell], str | None] | None,
+    signals: list[str],
+) -> None:
+    for index, cell in enumerate(cells):
+        reason = before_cell(index, cell) if before_cell else None
+        if reason:
+            summary.stopped_because = reason
+            return
+        reporter.cell_started(index, cell)
+        cell_started = time.monotonic()
+        try:
+            outcome = runner.run_cell(index, cell)
+        except KeyboardInterrupt:
+            summary.interrupted = True
+            how = signals[-1] if signals else "SIGINT"
+            outcome = CellOutcome(
+                cell, "interrupted", time.monotonic() - cell_started, f"interrupted by {how}"
+            )
+        summary.outcomes.append(outcome)
+        reporter.cell_finished(index, outcome)
+        if summary.interrupted:
+            return
+
+
+def run_plan(
+    plan: Plan,
+    backend: Backend,
+    render: RenderOptions,
+    *,
+    template_dir: Path | None = None,
+    timeout: float | None = None,
+    predicted: list[float] | None = None,
+    reporter: Reporter | None = None,
+    cluster: str | None = None,
+    instance_type: str | None = None,
+    before_cell: Callable[[int, Cell], str | None] | None = None,
+) -> RunSummary:
+    """Run every cell of `plan.cells` in order on `backend` (brought up and down here).
+
+    `timeout` is per cell; None gives each cell `default_timeout` of its
+    predicted seconds (`predicted`, one per cell).  `before_cell` may return a
+    reason to stop before a cell starts (a spending cap).  Ctrl-C / SIGTERM end
+    the run with `interrupted` set; the caller exits 130.
+    """
+    reporter = reporter or SilentReporter()
+    cells = plan.cells
+    predicted = list(predicted) if predicted is not None else [0.0] * len(cells)
+    timeouts: list[float | None] = [
+        timeout if timeout is not None else default_timeout(p) for p in predicted
+    ]
+    summary = RunSummary(skipped_done=len(plan.done), skipped_failed=len(plan.failed))
+    runner = _Runner(
+        plan, backend, render, template_dir, timeouts, plan.spec.seed, cluster, instance_type
+    )
+    started = time.monotonic()
+    reporter.start(cells, predicted)
+    try:
+        with _signals_interrupt() as which:
+            try:
+                backend.up()
+                try:
+                    _run_cells(runner, cells, summary, reporter, before_cell, which)
+                finally:
+                    with _shielded():
+                        backend.down()
+            except KeyboardInterrupt:
+                # Between cells, or while the backend came up.
+                summary.interrupted = True
+    finally:
+        reporter.stop()
+    summary.not_started = len(cells) - len(summary.outcomes)
+    summary.wall_seconds = time.monotonic() - started
+    return summary
