@@ -42,6 +42,7 @@ __all__ = [
     "hourly_cost",
     "provider_for",
     "reap_clusters",
+    "shielded",
     "terminate_as_interrupt",
     "up_plan",
 ]
@@ -142,7 +143,7 @@ def terminate_as_interrupt() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _shielded(echo: Echo) -> Iterator[None]:
+def shielded(echo: Echo) -> Iterator[None]:
     """While deleting, a further Ctrl-C or SIGTERM would leave half a cluster: hold them."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -191,7 +192,7 @@ def cluster_up(
         if not billable:
             raise
         echo(f"kary: creating {spec.name} failed ({_reason(err)}); deleting what was made")
-        with _shielded(echo):
+        with shielded(echo):
             delete_cluster(provider, echo)
         echo(f"kary: deleted what the failed create of {spec.name} made")
         if isinstance(err, CommandFailed):
@@ -248,7 +249,7 @@ def cluster_down(provider: Provider, echo: Echo) -> bool:
         except CommandFailed as err:
             echo(f"kary: warning: {err}")
         return False
-    with _shielded(echo):
+    with shielded(echo):
         delete_cluster(provider, echo)
     echo(f"kary: deleted cluster {provider.spec.name}")
     return True
@@ -337,7 +338,7 @@ def reap_clusters(
             report.reaped.append(state.name)
             continue
         try:
-            with _shielded(echo):
+            with shielded(echo):
                 delete_cluster(provider, echo, state.name)
             report.reaped.append(state.name)
         except (UserError, CommandFailed) as err:
