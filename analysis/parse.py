@@ -111,7 +111,8 @@ def _check_dirs(data_dir: Path, out_dir: Path) -> None:
 
 
 def _warn_duplicate_cells(results: list[CellResult]) -> None:
-    """Two folders holding the same (nodes, topology, iteration) would double an iteration."""
+    """Two folders holding the same run (backend, cluster, nodes, topology, iteration)
+    would count one iteration twice."""
     first: dict[tuple[object, ...], str] = {}
     # A folder whose path spells its identity is the original; an odd name the copy.
     by_path = sorted(
@@ -120,7 +121,14 @@ def _warn_duplicate_cells(results: list[CellResult]) -> None:
     for result in by_path:
         if not result.identified or not (result.steps or result.pings):
             continue
-        key = (result.nodes, result.topo, result.iteration)
+        record = result.record
+        key = (
+            record.get("backend"),
+            record.get("cluster"),
+            result.nodes,
+            result.topo,
+            result.iteration,
+        )
         if key in first:
             result.note(
                 "warning",

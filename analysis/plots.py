@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import matplotlib
@@ -45,22 +47,25 @@ def write_plots(parsed: Parsed, plot_dir: Path) -> list[Path]:
         if old.name.startswith(PLOT_PREFIXES):
             old.unlink()
     sns.set_theme(style="whitegrid", context="notebook")
-    figures: dict[str, Figure] = {}
     events = parsed.events
     steps = events[~events["event"].isin(SETUP_EVENTS)] if not events.empty else events
     summary = parsed.summary
+    # (file name, a function drawing the figure): each is drawn, saved and closed
+    # before the next, so a tree with many events never holds many figures.
+    plots: list[tuple[str, Callable[[], Figure]]] = []
     for event in sorted(set(steps["event"]), key=event_sort_key):
-        figures[f"time-vs-size-{_slug(event)}.png"] = _time_vs_size(summary, event)
+        plots.append((f"time-vs-size-{_slug(event)}.png", partial(_time_vs_size, summary, event)))
         if event.startswith("distribute-"):
-            figures[f"seconds-per-gb-{_slug(event)}.png"] = _seconds_per_gb(steps, event)
+            per_gb = partial(_seconds_per_gb, steps, event)
+            plots.append((f"seconds-per-gb-{_slug(event)}.png", per_gb))
     if not parsed.ping.empty:
-        figures["ping-latency-vs-hops.png"] = _ping_latency(parsed.ping)
+        plots.append(("ping-latency-vs-hops.png", partial(_ping_latency, parsed.ping)))
     if not steps.empty and (steps["status"] == "failed").any():
-        figures["failures.png"] = _failures(steps)
+        plots.append(("failures.png", partial(_failures, steps)))
     written = []
-    for name, figure in figures.items():
+    for name, draw in plots:
         path = plot_dir / name
-        _save(figure, path)
+        _save(draw(), path)
         written.append(path)
     return written
 
@@ -95,8 +100,26 @@ def _panels(count: int) -> tuple[Figure, list[plt.Axes]]:
     return figure, flat[:count]
 
 
+def _with_source(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add `source_name`: where the timings come from (backend/cluster, or the seed's logs)."""
+    backend = frame["backend"].fillna("").astype(str)
+    cluster = frame["cluster"].fillna("").astype(str)
+    name = backend.where(cluster == "", backend + "/" + cluster).replace("", "seed logs")
+    return frame.assign(source_name=name)
+
+
+def _data_note(sources: list[str]) -> str:
+    # The emulator's timings are its own: every plot of them says so.
+    notes = [f"{s} (emulated Flux)" if s.startswith("local") else s for s in sources]
+    return "data: " + ", ".join(notes)
+
+
+_LINESTYLES = ("-", "--", ":", "-.")
+
+
 def _time_vs_size(summary: pd.DataFrame, event: str) -> Figure:
-    rows = summary[summary["event"] == event]
+    rows = _with_source(summary[summary["event"] == event])
+    sources = sorted(set(rows["source_name"]))
     node_counts = sorted(set(rows["nodes"]))
     topologies = _topologies(rows["topo"])
     palette = dict(zip(topologies, _colors(len(topologies)), strict=True))
@@ -105,20 +128,29 @@ def _time_vs_size(summary: pd.DataFrame, event: str) -> Figure:
     for ax, nodes in zip(axes, node_counts, strict=True):
         panel = rows[rows["nodes"] == nodes]
         for topo in topologies:
-            line = panel[panel["topo"] == topo].sort_values("size_bytes")
-            if line.empty:
-                continue
-            x = line["size_bytes"].to_numpy(dtype=float) / 2**30
-            timed = line["n"].to_numpy() > 0
-            _errorbar(ax, x[timed], line[timed], palette[topo], topo)
-            _mark_failures(ax, x, line, palette[topo])
+            for number, source in enumerate(sources):
+                line = panel[(panel["topo"] == topo) & (panel["source_name"] == source)]
+                if line.empty:
+                    continue
+                line = line.sort_values("size_bytes")
+                label = topo if len(sources) == 1 else f"{topo} [{source}]"
+                x = line["size_bytes"].to_numpy(dtype=float) / 2**30
+                timed = line["n"].to_numpy() > 0
+                style = _LINESTYLES[number % len(_LINESTYLES)]
+                _errorbar(ax, x[timed], line[timed], palette[topo], label, style)
+                _mark_failures(ax, x, line, palette[topo])
         ax.set_title(f"{nodes} nodes")
         ax.set_xlabel("blob size")
         ax.set_ylabel("seconds (median)")
         _size_axis(ax, sizes)
-    _legend(figure, axes, "topology", topologies)
+    order = [
+        topo if len(sources) == 1 else f"{topo} [{source}]"
+        for topo in topologies
+        for source in sources
+    ]
+    _legend(figure, axes, "topology", order)
     figure.suptitle(
-        f"{event}: time against size\n"
+        f"{event}: time against size ({_data_note(sources)})\n"
         "point: median over iterations; bars: its interval (see summary.csv ci_coverage); "
         "x: failed steps",
         fontsize=10,
@@ -131,13 +163,18 @@ def _colors(count: int) -> list[object]:
     return list(sns.color_palette("colorblind" if count <= 10 else "viridis", count))
 
 
-def _errorbar(ax: plt.Axes, x: np.ndarray, line: pd.DataFrame, color: object, label: str) -> None:
+def _errorbar(
+    ax: plt.Axes, x: np.ndarray, line: pd.DataFrame, color: object, label: str, style: str = "-"
+) -> None:
     median = line["median"].to_numpy(dtype=float)
     low = line["ci_low"].to_numpy(dtype=float)
     high = line["ci_high"].to_numpy(dtype=float)
     has_ci = ~np.isnan(low)
     yerr = np.vstack([np.where(has_ci, median - low, 0.0), np.where(has_ci, high - median, 0.0)])
-    ax.errorbar(x, median, yerr=yerr, color=color, label=label, marker="o", ms=4, capsize=3, lw=1.4)
+    ax.errorbar(
+        x, median, yerr=yerr, color=color, label=label, marker="o", ms=4, capsize=3, lw=1.4,
+        linestyle=style,
+    )  # fmt: skip
 
 
 def _mark_failures(ax: plt.Axes, x: np.ndarray, line: pd.DataFrame, color: object) -> None:
@@ -162,7 +199,9 @@ def _size_axis(ax: plt.Axes, sizes: pd.DataFrame) -> None:
         ax.set_xscale("log", base=2)
     if 0 < len(x) <= 12:
         ax.set_xticks(x)
-        ax.set_xticklabels(sizes["size_label"].astype(str), rotation=0, fontsize=8)
+        # The seed's bare GB numbers (`1`) read as `1G` beside kary's `16M`.
+        labels = [f"{x}G" if x.isdigit() else x for x in sizes["size_label"].astype(str)]
+        ax.set_xticklabels(labels, rotation=0, fontsize=8)
         ax.minorticks_off()
 
 
@@ -178,32 +217,37 @@ def _legend(figure: Figure, axes: list[plt.Axes], title: str, order: list[str]) 
 
 
 def _seconds_per_gb(steps: pd.DataFrame, event: str) -> Figure:
-    rows = steps[steps["event"] == event].copy()
+    rows = _with_source(steps[steps["event"] == event])
     rows["seconds_per_gb"] = rows["time_seconds"] / rows["size_gb"].astype(float)
-    stats = summarize(rows, ["nodes", "topo"], value="seconds_per_gb")
+    stats = summarize(rows, ["nodes", "topo", "source_name"], value="seconds_per_gb")
+    sources = sorted(set(stats["source_name"]))
     topologies = _topologies(stats["topo"])
     position = {topo: i for i, topo in enumerate(topologies)}
-    node_counts = sorted(set(stats["nodes"]))
-    palette = sns.color_palette("rocket", len(node_counts))
-    # Dodge node counts a little so their bars do not hide each other.
-    dodge = np.linspace(-0.12, 0.12, len(node_counts)) if len(node_counts) > 1 else [0.0]
+    lines = sorted(set(zip(stats["nodes"], stats["source_name"], strict=True)))
+    palette = sns.color_palette("rocket", len(lines))
+    # Dodge the lines a little so their bars do not hide each other.
+    dodge = np.linspace(-0.12, 0.12, len(lines)) if len(lines) > 1 else [0.0]
     figure, ax = plt.subplots(
-        figsize=(max(5.0, 0.8 * len(topologies) + 3), 4.2), layout="constrained"
+        figsize=(max(7.5, 0.8 * len(topologies) + 4), 4.6), layout="constrained"
     )
-    for color, nodes, shift in zip(palette, node_counts, dodge, strict=True):
-        line = stats[stats["nodes"] == nodes].copy()
+    for color, (nodes, source), shift in zip(palette, lines, dodge, strict=True):
+        line = stats[(stats["nodes"] == nodes) & (stats["source_name"] == source)].copy()
         line["pos"] = line["topo"].map(position)
         line = line.sort_values("pos")
         x = line["pos"].to_numpy(dtype=float) + shift
         timed = line["n"].to_numpy() > 0
-        _errorbar(ax, x[timed], line[timed], color, f"{nodes} nodes")
+        label = f"{nodes} nodes" if len(sources) == 1 else f"{nodes} nodes [{source}]"
+        _errorbar(ax, x[timed], line[timed], color, label)
         _mark_failures(ax, x, line, color)
     ax.set_xticks(range(len(topologies)))
     ax.set_xticklabels(topologies, rotation=30 if len(topologies) > 6 else 0)
     ax.set_xlabel("topology (fan-out)")
     ax.set_ylabel("seconds per GiB (median)")
-    ax.set_title(f"{event}: seconds per GiB against fan-out\nmedian over sizes and iterations",
-                 fontsize=10)  # fmt: skip
+    ax.set_title(
+        f"{event}: seconds per GiB against fan-out\n"
+        f"median over sizes and iterations\n{_data_note(sources)}",
+        fontsize=10,
+    )
     ax.legend(title="nodes", loc="center left", bbox_to_anchor=(1.0, 0.5))
     return figure
 
@@ -232,7 +276,8 @@ def _ping_latency(ping: pd.DataFrame) -> Figure:
         if len(ok) and ok["time_ms"].max() / max(ok["time_ms"].min(), 1e-6) > 100:
             ax.set_yscale("log")
     _legend(figure, axes, "pad", [f"{size:g} MiB" for size in sizes])
-    figure.suptitle("ping latency against hops; line: median", fontsize=10)
+    sources = sorted(set(_with_source(ping)["source_name"]))
+    figure.suptitle(f"ping latency against hops; line: median ({_data_note(sources)})", fontsize=10)
     return figure
 
 

@@ -103,6 +103,18 @@ SUMMARY_KEYS = [
 ]
 
 _GIB = 2**30
+_ROUNDED = (
+    "median",
+    "q1",
+    "q3",
+    "min",
+    "max",
+    "ci_low",
+    "ci_high",
+    "ci_coverage",
+    "cv",
+    "seconds_per_gb",
+)
 
 
 def _text(value: object) -> str:
@@ -243,6 +255,10 @@ def summary_table(events: pd.DataFrame) -> pd.DataFrame:
         frame[column] = frame[column].fillna("")
     summary = summarize(frame, SUMMARY_KEYS)
     summary["seconds_per_gb"] = summary["median"] / summary["size_gb"].astype(float)
+    # Timings are given to the microsecond; interpolated quartiles and ratios
+    # would otherwise print float noise (0.031246000000000003).
+    for column in _ROUNDED:
+        summary[column] = summary[column].astype(float).round(6)
     return order_summary(summary)
 
 

@@ -86,3 +86,14 @@ def test_a_log_without_events_is_skipped(tmp_path: Path) -> None:
     assert _problems(tmp_path) == [
         "skipped 4/kary-2/0/topology-experiment.out: no benchmark events in the log"
     ]
+
+
+def test_the_same_cell_on_another_backend_is_no_duplicate(tmp_path: Path) -> None:
+    write_cell(tmp_path, "local/4/kary-2/0", kary_log(4, "kary:2", 0), run_record(4, "kary:2", 0))
+    write_cell(tmp_path, "seed/4/kary-2/0", legacy_log(4, "kary:2", sizes=(1,)))
+    assert _problems(tmp_path) == []
+    write_cell(tmp_path, "again/4/kary-2/0", legacy_log(4, "kary:2", sizes=(1,)))
+    assert _problems(tmp_path) == [
+        "warning seed/4/kary-2/0/topology-experiment.out: same nodes, topology and iteration "
+        "as again/4/kary-2/0: both kept (a copied folder counts twice)"
+    ]

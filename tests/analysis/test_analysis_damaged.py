@@ -55,7 +55,7 @@ def damaged_tree(tmp_path: Path) -> Path:
     cut = legacy_log(4, "kary:1", sizes=(1,), ended=False)
     write_cell(root, "4/kary-1/3", cut[: cut.rindex("real")])
     # Odd directory names: the log says who it is; a bare folder cannot.
-    write_cell(root, "4/kary 2 (copy)/0", legacy_log(4, "kary:2", sizes=(1,)))
+    write_cell(root, "4/kary 1 (copy)/2", legacy_log(4, "kary:1", sizes=(1,)))
     write_cell(root, "misc", legacy_log(4, "kary:2", sizes=(1,)))
     (root / "notes.txt").write_text("ran on my laptop\n")
     (root / "4/kary-1/2/topology-experiment.out.bak").write_text("old\n")
@@ -76,8 +76,8 @@ EXPECTED_STDERR = [
     "kary parse: partial 4/kary-1/3/topology-experiment.out: log ends inside a step (truncated)",
     "kary parse: partial 4/kary-2/2/topology-experiment.out: "
     "no KARY done line: the run was cut short (truncated log)",
-    "kary parse: warning 4/kary 2 (copy)/0/topology-experiment.out: same nodes, topology and "
-    "iteration as 4/kary-2/0: both kept (a copied folder counts twice)",
+    "kary parse: warning 4/kary 1 (copy)/2/topology-experiment.out: same nodes, topology and "
+    "iteration as 4/kary-1/2: both kept (a copied folder counts twice)",
     "kary parse: ignored 4/kary-1/2/topology-experiment.out.bak: not a kary file",
     "kary parse: ignored notes.txt: not a kary file",
 ]
@@ -123,7 +123,7 @@ def test_good_rows_are_kept_and_failures_carry_reasons(damaged_tree: Path, tmp_p
     # The CRLF + ANSI legacy log and the odd-named folder still count.
     by_source = events.groupby("source").size().to_dict()
     assert by_source["4/binomial/0/topology-experiment.out"] == 3
-    assert by_source["4/kary 2 (copy)/0/topology-experiment.out"] == 3
+    assert by_source["4/kary 1 (copy)/2/topology-experiment.out"] == 3
     # kary's own cells carry their run facts; the timeout cell keeps its good rows.
     cell = events[events["source"] == "4/kary-2/2/topology-experiment.out"]
     assert set(cell["run_state"]) == {"timeout"}

@@ -45,3 +45,13 @@ def test_ping_plot(flux_distribute: Path, tmp_path: Path) -> None:
     result = parse_tree(flux_distribute / "raw-ping-kind", tmp_path)
     assert matplotlib.get_backend().lower() == "agg"
     assert [p.name for p in result.written if p.suffix == ".png"] == ["ping-latency-vs-hops.png"]
+
+
+def test_figures_are_closed_one_by_one(small_tree: Path, tmp_path: Path) -> None:
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    # A real tree draws dozens of figures; holding them all open warns (an error here).
+    with matplotlib.rc_context({"figure.max_open_warning": 2}):
+        parse_tree(small_tree, tmp_path)
+    assert plt.get_fignums() == []
