@@ -10,6 +10,7 @@ own.  Local runs start at once; anything billed shows the plan and asks first
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import secrets
@@ -125,15 +126,36 @@ def prepare(
     return Prepared(plan, estimate, render, template, cluster)
 
 
-def show_plan(prepared: Prepared, as_json: bool) -> None:
+def show_plan(prepared: Prepared, as_json: bool, cluster_lines: list[str] | None = None) -> None:
+    """The plan; `cluster_lines` are what --up/--down will run (see `_cluster_lines`)."""
     backend = prepared.plan.spec.backend
     cluster = prepared.cluster.name if prepared.cluster else None
     if as_json:
-        typer.echo(
-            json.dumps(plan_json(prepared.plan, prepared.estimate, backend, cluster), indent=2)
-        )
+        data = plan_json(prepared.plan, prepared.estimate, backend, cluster)
+        if cluster_lines:
+            data["cluster_lifecycle"] = cluster_lines
+        typer.echo(json.dumps(data, indent=2))
     else:
         typer.echo(plan_text(prepared.plan, prepared.estimate, backend, cluster), nl=False)
+        for line in cluster_lines or []:
+            typer.echo(line)
+
+
+def _sweep_guard(
+    prepared: Prepared, up: bool, down: bool, max_hours: float | None, max_cost: float | None
+) -> Any:
+    """The cluster session and spending cap around a sweep (experiments/clusters/session.py)."""
+    from experiments.clusters.session import sweep_guard
+
+    return sweep_guard(
+        prepared.cluster,
+        prepared.estimate,
+        up=up,
+        down=down,
+        max_hours=max_hours,
+        max_cost=max_cost,
+        echo=lambda line: typer.echo(line, err=True),
+    )
 
 
 # Shared option declarations: `plan` and `run` take the same flags.
@@ -180,6 +202,14 @@ TIMEOUT = typer.Option(
     None, "--timeout", help="Seconds per cell (default: 4x its predicted time, at least 300)."
 )
 DRY_RUN = typer.Option(False, "--dry-run", help="Only show the plan (same as `kary plan`).")
+MAX_COST = typer.Option(
+    None,
+    "--max-cost",
+    help="Dollars: refuse a plan estimated above it; stop before a cell that would pass it.",
+)
+MAX_HOURS = typer.Option(
+    None, "--max-hours", help="With --up: the cluster's lease (default: the plan x 1.5 + 1 h)."
+)
 YES = typer.Option(False, "--yes", "-y", help="Start a billed run without asking.")
 RUN_JSON = typer.Option(
     False, "--json", help="Print the plan (--dry-run) or the run summary as one JSON object."
@@ -262,7 +292,9 @@ def register(app: typer.Typer) -> None:
             kary plan --exact-nodes 6 --min-size 1 --max-size 10 --iters 3 \\
                 --cluster clusters/eks-6.yaml
         """
-        show_plan(prepare_from_flags(flags), as_json)
+        prepared = prepare_from_flags(flags)
+        guard = _sweep_guard(prepared, flags["up"], flags["down"], None, None)
+        show_plan(prepared, as_json, guard.plan_lines())
 
     @app.command("run")
     @_sweep_command(
@@ -273,6 +305,8 @@ def register(app: typer.Typer) -> None:
             ("timeout", float | None, TIMEOUT),
             ("link_bandwidth", str | None, LINK_BANDWIDTH),
             ("link_latency", str | None, LINK_LATENCY),
+            ("max_cost", float | None, MAX_COST),
+            ("max_hours", float | None, MAX_HOURS),
         ]
     )
     def run_command(
@@ -283,6 +317,8 @@ def register(app: typer.Typer) -> None:
         timeout: float | None,
         link_bandwidth: str | None,
         link_latency: str | None,
+        max_cost: float | None,
+        max_hours: float | None,
         **flags: Any,
     ) -> None:
         """Run the planned cells and record each in the raw tree (local: emulated Flux here).
@@ -299,7 +335,9 @@ def register(app: typer.Typer) -> None:
         """
         prepared = prepare_from_flags(flags)
         if dry_run:
-            show_plan(prepared, as_json)
+            guard = _sweep_guard(prepared, flags["up"], flags["down"], max_hours, max_cost)
+            show_plan(prepared, as_json, guard.plan_lines())
+            guard.cap.check_plan(prepared.estimate.cost_usd)
             return
         code = run_prepared(
             prepared,
@@ -310,11 +348,13 @@ def register(app: typer.Typer) -> None:
             link_latency=link_latency,
             up=flags["up"],
             down=flags["down"],
+            max_cost=max_cost,
+            max_hours=max_hours,
         )
         raise typer.Exit(code)
 
 
-def _confirm_billed(prepared: Prepared, yes: bool) -> None:
+def _confirm_billed(prepared: Prepared, yes: bool, cluster_lines: list[str] | None = None) -> None:
     """Billed runs show their plan and ask; without a terminal they need --yes."""
     if yes:
         return
@@ -328,6 +368,8 @@ def _confirm_billed(prepared: Prepared, yes: bool) -> None:
         err=True,
         nl=False,
     )
+    for line in cluster_lines or []:
+        typer.echo(line, err=True)
     if not sys.stdin.isatty():
         raise UserError(
             "this run is billed and there is no terminal to confirm it: "
@@ -347,6 +389,8 @@ def run_prepared(
     link_latency: str | None = None,
     up: bool = False,
     down: bool = False,
+    max_cost: float | None = None,
+    max_hours: float | None = None,
     reporter: Any = None,
 ) -> int:
     """Run a prepared sweep on its backend; returns the exit code (0, 1, or 130)."""
@@ -360,12 +404,9 @@ def run_prepared(
         raise UserError(f"invalid --timeout {timeout:g}: must be > 0 seconds")
     if spec.backend != "local" and (link_bandwidth or link_latency):
         raise UserError("--link-bandwidth and --link-latency emulate links: local backend only")
-    if up or down:
-        # The cluster lifecycle (experiments/clusters) wraps the run here.
-        raise UserError(
-            "--up/--down are not wired into `kary run` yet: use `kary cluster up FILE` "
-            "and `kary cluster down FILE` around the run"
-        )
+    # --up/--down and --max-cost: checked now, before anything starts or is billed.
+    guard = _sweep_guard(prepared, up, down, max_hours, max_cost)
+    guard.cap.check_plan(prepared.estimate.cost_usd)
     settings = BackendSettings(
         render=prepared.render,
         cluster=prepared.cluster,
@@ -378,9 +419,12 @@ def run_prepared(
         if plan.failed:
             message += f", {len(plan.failed)} failed before (--rerun-failed to retry them)"
         typer.echo(message, err=True)
+        if down and guard.provider is not None:
+            with dataclasses.replace(guard, up=False).session():
+                pass
         return 0
     if spec.backend != "local":
-        _confirm_billed(prepared, yes)
+        _confirm_billed(prepared, yes, guard.plan_lines())
     where = "emulated Flux on this machine" if spec.backend == "local" else spec.backend
     typer.echo(
         f"kary run: {len(plan.cells)} cells on {where}; predicted "
@@ -390,17 +434,24 @@ def run_prepared(
     )
     if reporter is None:
         reporter = SilentReporter() if as_json else RichReporter()
-    summary = run_plan(
-        plan,
-        backend,
-        prepared.render,
-        template_dir=prepared.template_dir,
-        timeout=timeout,
-        predicted=[c.seconds for c in prepared.estimate.cells],
-        reporter=reporter,
-        cluster=prepared.cluster.name if prepared.cluster else None,
-        instance_type=prepared.cluster.instance_type if prepared.cluster else None,
-    )
+    try:
+        # --up creates the cluster before the backend comes up; --down deletes it after.
+        with guard.session():
+            summary = run_plan(
+                plan,
+                backend,
+                prepared.render,
+                template_dir=prepared.template_dir,
+                timeout=timeout,
+                predicted=[c.seconds for c in prepared.estimate.cells],
+                reporter=reporter,
+                cluster=prepared.cluster.name if prepared.cluster else None,
+                instance_type=prepared.cluster.instance_type if prepared.cluster else None,
+                before_cell=guard.cap.before_cell,
+            )
+    except KeyboardInterrupt:
+        typer.echo("kary run: interrupted while the cluster was being created", err=True)
+        return 130
     if as_json:
         typer.echo(json.dumps(summary.to_json(), indent=2))
     typer.echo(f"kary run: {summary.text()}", err=True, nl=False)

@@ -23,14 +23,25 @@ from experiments.clusters.lifecycle import (
     cluster_down,
     cluster_up,
     cost_lines,
+    provider_for,
     shielded,
     terminate_as_interrupt,
     up_plan,
 )
+from experiments.clusters.shell import CommandFailed, Shell
+from experiments.clusterspec import ClusterSpec
+from experiments.cost import Estimate
 from experiments.errors import UserError
 from experiments.plan import Cell
 
-__all__ = ["SpendingCap", "cluster_session", "lease_hours", "run_cluster_lines"]
+__all__ = [
+    "SpendingCap",
+    "SweepGuard",
+    "cluster_session",
+    "lease_hours",
+    "run_cluster_lines",
+    "sweep_guard",
+]
 
 # Margin over the estimate before the dead-man switch may fire.
 _LEASE_MARGIN = 1.5
@@ -49,7 +60,9 @@ def lease_hours(estimate_seconds: float, max_hours: float | None) -> float:
     return max_hours
 
 
-def run_cluster_lines(provider: Provider, lease: Lease | None, up: bool, down: bool) -> list[str]:
+def run_cluster_lines(
+    provider: Provider, lease: Lease | None, up: bool, down: bool, with_cost: bool = True
+) -> list[str]:
     """What --up / --down will run, for the plan on screen."""
     lines: list[str] = []
     if up and lease is not None:
@@ -61,7 +74,10 @@ def run_cluster_lines(provider: Provider, lease: Lease | None, up: bool, down: b
     if down:
         lines.append("--down deletes it at the end, also on error, Ctrl-C or SIGTERM:")
         lines.append(f"  {provider.delete_command()}")
-    lines += cost_lines(provider.spec, lease if up else None, up, down)
+    if with_cost:
+        lines += cost_lines(provider.spec, lease if up else None, up, down)
+    elif up and lease is not None:
+        lines.append(cost_lines(provider.spec, lease, False, False)[-1])
     return lines
 
 
@@ -123,3 +139,55 @@ def cluster_session(
             if down:
                 with shielded(echo):
                     cluster_down(provider, echo)
+
+
+@dataclass
+class SweepGuard:
+    """What `kary run` wraps a sweep in: the cluster session and the spending cap."""
+
+    provider: Provider | None
+    lease: Lease | None
+    up: bool
+    down: bool
+    cap: SpendingCap
+    echo: Callable[[str], None]
+
+    def plan_lines(self) -> list[str]:
+        if self.provider is None or not (self.up or self.down):
+            return []
+        return run_cluster_lines(self.provider, self.lease, self.up, self.down, with_cost=False)
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        """Around the sweep; a cloud CLI failure is one line (UserError), not a traceback."""
+        if self.provider is None or not (self.up or self.down):
+            yield
+            return
+        try:
+            with cluster_session(self.provider, self.up, self.down, self.lease, self.echo):
+                yield
+        except CommandFailed as err:
+            raise UserError(str(err)) from None
+
+
+def sweep_guard(
+    cluster: ClusterSpec | None,
+    estimate: Estimate,
+    *,
+    up: bool,
+    down: bool,
+    max_hours: float | None,
+    max_cost: float | None,
+    echo: Callable[[str], None],
+    shell: Shell | None = None,
+) -> SweepGuard:
+    """The guard for a sweep on `cluster` (None: a local run, only the cap applies)."""
+    if max_cost is not None and max_cost <= 0:
+        raise UserError(f"invalid --max-cost {max_cost:g}: must be above 0 dollars")
+    teardown = estimate.model.teardown_s if down else 0.0
+    cap = SpendingCap(max_cost, estimate.hourly_usd, [c.seconds for c in estimate.cells], teardown)
+    if cluster is None:
+        return SweepGuard(None, None, False, False, cap, echo)
+    provider = provider_for(cluster, shell or Shell(echo=lambda line: echo(f"  | {line}")))
+    lease = Lease.new(lease_hours(estimate.seconds, max_hours)) if up else None
+    return SweepGuard(provider, lease, up, down, cap, echo)
