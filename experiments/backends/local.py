@@ -32,6 +32,7 @@ from experiments.render import Rendered
 __all__ = ["LocalBackend"]
 
 _GRACE_S = 3.0
+_MAX_SOCKET_PATH = 100
 _REAP_S = 5.0
 
 
@@ -106,9 +107,7 @@ class LocalBackend(Backend):
         return [*cmd, "--", "bash", str(entrypoint)]
 
     def run(self, cell: Cell, rendered: Rendered, timeout: float | None) -> RunResult:
-        # Unix socket paths are limited to ~107 bytes: keep the root short.
-        base = self.workdir if self.workdir is not None else None
-        folder = Path(tempfile.mkdtemp(prefix="kary-", dir=base))
+        folder = Path(tempfile.mkdtemp(prefix="kary-", dir=self._scratch_base(cell.nodes)))
         try:
             entrypoint = folder / "entrypoint.sh"
             entrypoint.write_text(rendered.entrypoint_sh)
@@ -142,6 +141,19 @@ class LocalBackend(Backend):
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         return self._result(cell, proc.returncode, out, errout, timed_out, timeout, wall)
+
+    def _scratch_base(self, nodes: int) -> str | None:
+        """Where the instance folder goes: unix socket paths must stay under ~107 bytes."""
+        for base in (self.workdir, tempfile.gettempdir(), "/tmp"):
+            if base is None:
+                continue
+            longest = Path(base) / "kary-12345678" / "i" / "sock" / str(nodes)
+            if len(str(longest)) < _MAX_SOCKET_PATH:
+                return str(base)
+        raise UserError(
+            f"no short scratch folder for the emulator's sockets (tried {self.workdir}, "
+            f"{tempfile.gettempdir()}, /tmp): set TMPDIR to a short path"
+        )
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)

@@ -59,8 +59,9 @@ class ContentCache:
             self.evictions += 1
 
     def clear(self, limit: int | None = None) -> None:
+        """Empty the cache and its counters, as a module reload does."""
         self._blobs.clear()
-        self.size = 0
+        self.size = self.hits = self.misses = self.evictions = 0
         if limit is not None:
             self.limit = limit
 

@@ -1,0 +1,77 @@
+"""A Backend that runs nothing: it hands each cell to a function (like httpx's MockTransport).
+
+    backend = FakeBackend(lambda cell, rendered, timeout: RunResult(fake_log(cell), 0))
+
+`fake_log(cell)` writes what a good entrypoint prints (legacy EVENT + `time`
+lines and KARY lines for every step); `failed=` makes chosen steps fail.
+Calls, ups and downs are recorded for assertions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+
+from experiments.backends.base import Backend, RunResult
+from experiments.plan import Cell
+from experiments.render import Rendered, strategy_waves
+from experiments.topology import build_tree
+from experiments.validate import format_size
+
+__all__ = ["FakeBackend", "fake_log"]
+
+Handler = Callable[[Cell, Rendered, "float | None"], RunResult]
+
+
+def fake_log(cell: Cell, failed: Collection[str] = (), seconds: float = 0.5) -> str:
+    """A complete benchmark log for `cell`; events named in `failed` get rc 1."""
+    tree = build_tree(cell.topo, cell.nodes)
+    lines = [
+        "KARY "
+        f'{{"meta": "cell", "cell": "{cell.id}", "nodes": {cell.nodes}, '
+        f'"topo": "{cell.topo}", "flux_version": "0.66.0", "size_attr": "{cell.nodes}"}}'
+    ]
+    bad = 0
+    for size in cell.sizes:
+        label = format_size(size)
+        for strategy in cell.strategies:
+            events = ["create-archive"] + [e for e, _ in strategy_waves(tree, strategy)]
+            for event in events:
+                rc = 1 if event in failed else 0
+                bad += rc
+                lines += [
+                    f"EVENT {event}-{label}",
+                    "",
+                    f"real\t0m{seconds:.3f}s",
+                    "user\t0m0.010s",
+                    "sys\t0m0.001s",
+                    f'KARY {{"event": "{event}", "size": "{label}", "size_bytes": {size}, '
+                    f'"seconds": {seconds}, "rc": {rc}}}',
+                ]
+    lines.append(f'KARY {{"meta": "done", "failed_steps": {bad}}}')
+    return "\n".join(lines) + "\n"
+
+
+def _succeed(cell: Cell, rendered: Rendered, timeout: float | None) -> RunResult:
+    return RunResult(log=fake_log(cell), rc=0)
+
+
+@dataclass
+class FakeBackend(Backend):
+    """Calls `handler` for each cell; records what it was asked to do."""
+
+    handler: Handler = _succeed
+    name: str = "fake"
+    calls: list[tuple[Cell, Rendered, float | None]] = field(default_factory=list)
+    ups: int = 0
+    downs: int = 0
+
+    def up(self) -> None:
+        self.ups += 1
+
+    def run(self, cell: Cell, rendered: Rendered, timeout: float | None) -> RunResult:
+        self.calls.append((cell, rendered, timeout))
+        return self.handler(cell, rendered, timeout)
+
+    def down(self) -> None:
+        self.downs += 1
