@@ -379,6 +379,10 @@ def _confirm_billed(prepared: Prepared, yes: bool, cluster_lines: list[str] | No
         raise typer.Exit(1)
 
 
+def _cells(count: int) -> str:
+    return f"{count} cell" if count == 1 else f"{count} cells"
+
+
 def run_prepared(
     prepared: Prepared,
     *,
@@ -415,7 +419,7 @@ def run_prepared(
     )
     backend = make_backend(spec.backend, settings)
     if not plan.cells:
-        message = f"nothing to run: {len(plan.done)} cells done"
+        message = f"nothing to run: {_cells(len(plan.done))} done"
         if plan.failed:
             message += f", {len(plan.failed)} failed before (--rerun-failed to retry them)"
         typer.echo(message, err=True)
@@ -427,7 +431,7 @@ def run_prepared(
         _confirm_billed(prepared, yes, guard.plan_lines())
     where = "emulated Flux on this machine" if spec.backend == "local" else spec.backend
     typer.echo(
-        f"kary run: {len(plan.cells)} cells on {where}; predicted "
+        f"kary run: {_cells(len(plan.cells))} on {where}; predicted "
         f"{format_duration(prepared.estimate.seconds)}; raw results in {spec.data_dir}"
         + (f"; seed {spec.seed}" if spec.seed is not None else ""),
         err=True,
