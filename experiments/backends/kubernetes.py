@@ -86,6 +86,7 @@ class KubernetesBackend(Backend):
         poll_s: float = 2.0,
         watch_window_s: float = 60.0,
         labels: dict[str, str] | None = None,
+        require_context: str | None = None,
         connect_api: Callable[[str | None, RetryPolicy], KubeApi] = connect,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -99,6 +100,8 @@ class KubernetesBackend(Backend):
         self.poll_s = poll_s
         self.watch_window_s = watch_window_s
         self.labels = dict(labels or {})
+        # With --cluster FILE: the command that points kubectl at that cluster.
+        self.require_context = require_context
         self.connect_api = connect_api
         self.sleep = sleep
         self._api: KubeApi | None = None
@@ -111,11 +114,20 @@ class KubernetesBackend(Backend):
         labels = {}
         if options.get("sweep_id"):
             labels["kary/sweep"] = str(options["sweep_id"])
+        spec = settings.cluster
+        switch = None
+        if spec is not None:
+            switch = (
+                f"aws eks update-kubeconfig --name {spec.name} --region {spec.region}"
+                if spec.provider == "eks"
+                else f"gcloud container clusters get-credentials {spec.name} --zone {spec.zone}"
+            )
         return cls(
             namespace=settings.render.namespace if settings.render else "default",
             context=options.get("kube_context"),
-            cluster=settings.cluster.name if settings.cluster else None,
+            cluster=spec.name if spec else None,
             labels=labels,
+            require_context=switch,
         )
 
     # -- up / down ---------------------------------------------------------------
@@ -131,6 +143,13 @@ class KubernetesBackend(Backend):
             request_timeout_s=min(self.policy.request_timeout_s, 15.0),
         )
         api = self.connect_api(self.context, quick)
+        if self.require_context and self.cluster and self.cluster not in (api.context or ""):
+            # EKS contexts end in cluster/NAME or NAME.REGION.eksctl.io, GKE's in _NAME.
+            api.close()
+            raise UserError(
+                f"the kubeconfig context {api.context!r} is not cluster {self.cluster} from "
+                f"--cluster: point kubectl at it with `{self.require_context}`"
+            )
         try:
             version = api.call("answer", api.version.get_code)
             self._check_crd(api)

@@ -22,6 +22,7 @@ from fake_apiserver import FakeApiServer, FakeCluster, Scenario, write_kubeconfi
 runner = CliRunner()
 EKS_30 = Path(__file__).resolve().parents[2] / "clusters" / "eks-30.yaml"
 NAME = "kary-topology-30"
+CONTEXT = f"arn:aws:eks:us-east-2:123456789012:cluster/{NAME}"
 SWEEP = ["--exact-nodes", "4", "--topo", "kary:2", "--sizes", "1M"]
 BENCHMARK_LOG = (
     'KARY {"meta": "cell", "cell": "4/kary-2/0", "flux_version": "0.66.0"}\n'
@@ -45,7 +46,7 @@ def apiserver() -> Iterator[FakeApiServer]:
     """The cluster's API: what `aws eks update-kubeconfig` would point kubectl at."""
     scenario = Scenario(log=BENCHMARK_LOG, delete_s=0.0)
     with FakeApiServer(FakeCluster(scenario=scenario)) as server:
-        write_kubeconfig(Path(os.environ["KUBECONFIG"]), server.url)
+        write_kubeconfig(Path(os.environ["KUBECONFIG"]), server.url, context=CONTEXT)
         yield server
 
 
@@ -131,10 +132,25 @@ def test_an_unreachable_cluster_fails_the_run_and_down_still_deletes(
     tmp_path: Path, fake_cloud: Any, aws: Any
 ) -> None:
     aws(NAME, ["workers"])
-    write_kubeconfig(Path(os.environ["KUBECONFIG"]), "http://127.0.0.1:9")  # nothing listens
+    # Nothing listens on port 9.
+    write_kubeconfig(Path(os.environ["KUBECONFIG"]), "http://127.0.0.1:9", context=CONTEXT)
     result = _run(tmp_path, "--up", "--down", "--yes")
     assert result.exit_code == 2
     assert "kary: error: cannot reach the Kubernetes cluster: " in result.stderr
     assert fake_cloud.running() == []
     record_path = tmp_path / "raw" / "4" / "kary-2" / "0" / "run.json"
     assert not record_path.exists() or json.loads(record_path.read_text())["state"] != "succeeded"
+
+
+def test_a_kubeconfig_on_another_cluster_is_refused(
+    tmp_path: Path, fake_cloud: Any, apiserver: Any
+) -> None:
+    write_kubeconfig(Path(os.environ["KUBECONFIG"]), apiserver.url, context="kind-laptop")
+    result = _run(tmp_path, "--yes")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"kary: error: the kubeconfig context 'kind-laptop' is not cluster {NAME} from "
+        f"--cluster: point kubectl at it with `aws eks update-kubeconfig --name {NAME} "
+        "--region us-east-2`"
+    )
+    assert apiserver.cluster.created == []

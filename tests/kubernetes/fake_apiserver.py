@@ -501,15 +501,17 @@ class FakeApiServer:
         self.thread.join(timeout=5)
 
 
-def write_kubeconfig(path: Path, server: str, token: str = "kary-test-token") -> Path:
-    """A kubeconfig whose current context points at `server`."""
+def write_kubeconfig(
+    path: Path, server: str, token: str = "kary-test-token", context: str = "fake"
+) -> Path:
+    """A kubeconfig whose current context (named `context`) points at `server`."""
     config = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": "fake", "cluster": {"server": server}}],
         "users": [{"name": "tester", "user": {"token": token}}],
-        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "tester"}}],
-        "current-context": "fake",
+        "contexts": [{"name": context, "context": {"cluster": "fake", "user": "tester"}}],
+        "current-context": context,
     }
     path.write_text(json.dumps(config))
     return path
