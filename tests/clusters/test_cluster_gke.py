@@ -172,3 +172,39 @@ def test_reap_deletes_expired_clusters_of_this_owner_and_their_switches(fake_clo
         "deleted 1 expired cluster(s) of tester in us-central1-a: old"
     )
     assert sorted(fake_cloud.running()) == ["gke:new", "gke:theirs"]
+
+
+def test_cluster_up_dry_run_prints_commands_and_cost_and_runs_nothing(fake_cloud: Any) -> None:
+    result = _up("--dry-run", "--max-hours", "2")
+    assert result.exit_code == 0, result.output
+    out = result.stdout.splitlines()
+    assert out[:2] == [
+        f"kary cluster up {GKE_30}: dry run, nothing is created",
+        f"gke cluster {NAME} in us-central1-a: 30 x c2d-standard-32",
+    ]
+    assert out[2].startswith("lease: managed-by=kary owner=tester created=")
+    assert out[-4:-2] == [
+        "cost: $43.68/h (30 x c2d-standard-32 at $1.4528/h + control plane $0.10/h; prices as "
+        "of 2025-07-01)",
+        "create: about 7 min 0 s ($5.10)",
+    ]
+    assert out[-1].startswith("at most $87.37 if it lives until it expires (2 h, ")
+    assert fake_cloud.calls() == []
+
+
+def test_cluster_down_dry_run_and_bad_files_are_one_line(fake_cloud: Any, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["cluster", "down", str(GKE_30), "--dry-run"])
+    assert result.stdout == (
+        f"kary cluster down {GKE_30}: dry run, nothing is deleted\n  {' '.join(DELETE)}\n"
+    )
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: Pod\n")
+    result = runner.invoke(app, ["cluster", "up", str(bad)])
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"kary: error: cluster file {bad}: kind must be ClusterConfig (eksctl) or GKECluster, "
+        "got 'Pod'\n",
+    )
+    result = _up("--max-hours", "0")
+    assert result.stderr == "kary: error: invalid --max-hours 0: must be above 0 and at most 168\n"
+    assert fake_cloud.calls() == []
