@@ -1,0 +1,69 @@
+"""`kary run` in-process: dry run == plan, local runs without asking, billed runs ask."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from experiments.cli import app
+from experiments.record import read_record
+
+runner = CliRunner()
+SMALL = ["--exact-nodes", "4", "--topo", "kary:2", "--sizes", "1M"]
+
+
+def test_dry_run_is_exactly_plan(tmp_path: Path) -> None:
+    args = [*SMALL, "--iters", "2", "--data-dir", str(tmp_path)]
+    planned = runner.invoke(app, ["plan", *args])
+    dry = runner.invoke(app, ["run", *args, "--dry-run"])
+    assert planned.exit_code == dry.exit_code == 0
+    assert dry.stdout == planned.stdout
+    assert dry.stdout.startswith("kary plan: 2 cells to run, 0 already done (skipped)")
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_local_run_records_the_cell_then_has_nothing_left(tmp_path: Path) -> None:
+    args = ["run", *SMALL, "--data-dir", str(tmp_path), "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["succeeded"], summary["failed"]) == (1, 0)
+    assert summary["cells"][0]["cell"] == "4/kary-2/0"
+    record = read_record(tmp_path / "4/kary-2/0")
+    assert record is not None and record.state == "succeeded" and record.backend == "local"
+    assert "kary run: 1 cell on emulated Flux on this machine" in result.stderr
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0
+    assert "nothing to run: 1 cell done" in again.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--backend", "slurm"], "unknown backend 'slurm': choose from local, kubernetes"),
+        (
+            ["--link-bandwidth", "1G"],
+            "invalid bandwidth '1G': expected e.g. 1Gbit, 100mbit or 50MBps "
+            "(bit/kbit/mbit/gbit/tbit or bps/kbps/mbps/gbps)",
+        ),
+        (["--link-latency", "soon"], "invalid latency 'soon': expected e.g. 200us, 1ms or 0.5s"),
+        (["--timeout", "0"], "invalid --timeout 0: must be > 0 seconds"),
+        (
+            ["--backend", "kubernetes", "--link-latency", "1ms"],
+            "--link-bandwidth and --link-latency emulate links: local backend only",
+        ),
+        (
+            ["--backend", "kubernetes"],
+            "this run is billed and there is no terminal to confirm it: "
+            "check the plan above and add --yes",
+        ),
+    ],
+)
+def test_mistakes_are_one_line_errors(tmp_path: Path, extra: list[str], message: str) -> None:
+    result = runner.invoke(app, ["run", *SMALL, "--data-dir", str(tmp_path), *extra])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[-1] == f"kary: error: {message}"
+    assert not (tmp_path / "4").exists()

@@ -1,0 +1,111 @@
+"""Ctrl-C and SIGTERM for real: a `kary run` process stopped in the middle of a cell.
+
+What must hold: exit 130, no emulator process left, no half-written cell (the
+interrupted cell says so in run.json, the next one was never started), and the
+same command run again does only what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "emulator"))
+from emulator_helpers import wait_for_no_processes  # noqa: E402
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix="ki-", dir="/tmp"))
+    try:
+        yield folder
+    finally:
+        subprocess.run(["rm", "-rf", str(folder)], check=False)
+
+
+def _kary(data_dir: Path, scratch: Path) -> subprocess.Popen[str]:
+    env = dict(os.environ, TMPDIR=str(scratch))
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from experiments.cli import main; main()",
+            "run",
+            "--exact-nodes",
+            "4",
+            "--topo",
+            "kary:1",
+            "--topo",
+            "kary:2",
+            "--topo",
+            "kary:3",
+            "--sizes",
+            "1M",
+            "--data-dir",
+            str(data_dir),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _state(cell_dir: Path) -> str | None:
+    try:
+        return str(json.loads((cell_dir / "run.json").read_text())["state"])
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_run_leaves_nothing_behind_and_resumes(
+    scratch: Path, signum: signal.Signals
+) -> None:
+    data = scratch / "raw"
+    first, second, third = (data / "4" / f"kary-{k}" / "0" for k in (1, 2, 3))
+    proc = _kary(data, scratch)
+    try:
+        deadline = time.monotonic() + 60
+        while _state(second) != "running" and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.02)
+        assert _state(second) == "running"
+        time.sleep(0.3)  # inside the cell: brokers up, the benchmark going
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert "1 succeeded, 0 failed, 1 interrupted" in err
+    assert "run the same command again" in err
+    assert wait_for_no_processes(str(scratch)) == []
+    assert [p.name for p in scratch.iterdir()] == ["raw"]  # emulator folders are gone
+    assert _state(first) == "succeeded" and _state(second) == "interrupted"
+    assert not third.exists()
+    assert [p for p in data.rglob("*") if p.name.startswith(".")] == []  # no temp files
+    kept = (first / "run.json").read_bytes(), (first / "run.json").stat().st_mtime_ns
+
+    again = _kary(data, scratch)
+    _, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err
+    assert "kary run: 2 cells on emulated Flux" in err
+    assert "2 succeeded, 0 failed, 1 skipped (1 done before)" in err
+    assert _state(second) == _state(third) == "succeeded"
+    assert ((first / "run.json").read_bytes(), (first / "run.json").stat().st_mtime_ns) == kept
+    moved = list((data / ".replaced").glob("*/4/kary-2/0/run.json"))
+    assert [json.loads(p.read_text())["state"] for p in moved] == ["interrupted"]
+    assert wait_for_no_processes(str(scratch)) == []
