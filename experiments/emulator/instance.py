@@ -69,17 +69,23 @@ def write_flux_command(bin_dir: Path) -> Path:
     """`<bin_dir>/flux`: runs the emulator's client with this interpreter, without site.
 
     -S skips site-packages and -c skips runpy (together ~30 ms per call); the
-    package's parent folder goes on PYTHONPATH instead, which works from a clone
+    package's parent folder goes on sys.path instead, which works from a clone
     and from a wheel.
     """
     import experiments
 
     package_parent = str(Path(experiments.__file__).resolve().parent.parent)
+    # Appended, not prepended: nothing in site-packages may shadow the stdlib.
+    code = (
+        f"import sys; sys.path.append({package_parent!r}); "
+        "from experiments.emulator.flux import main; sys.exit(main())"
+    )
     script = (
         "#!/bin/sh\n"
         "# kary emulator: a stand-in for flux(1) that talks to the emulated brokers.\n"
-        f"PYTHONPATH={shlex.quote(package_parent)} exec {shlex.quote(sys.executable)} -S -c "
-        "'import sys; from experiments.emulator.flux import main; sys.exit(main())' \"$@\"\n"
+        # An empty PYTHONDONTWRITEBYTECODE lets the first call cache bytecode for the rest.
+        f"PYTHONDONTWRITEBYTECODE= exec {shlex.quote(sys.executable)} -S -c "
+        f'{shlex.quote(code)} "$@"\n'
     )
     bin_dir.mkdir(parents=True, exist_ok=True)
     path = bin_dir / "flux"

@@ -87,7 +87,7 @@ def test_a_failed_upstream_load_fails_every_waiter_and_is_retried_later() -> Non
 
     broker._load_upstream = upstream  # type: ignore[method-assign]
 
-    async def main() -> tuple[list[object], bytes]:
+    async def main() -> tuple[list[bytes | BaseException], bytes]:
         results = await asyncio.gather(
             *(broker.load("k") for _ in range(3)), return_exceptions=True
         )

@@ -6,6 +6,7 @@ import json
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,7 @@ from experiments.backends.fake import FakeBackend, fake_log
 from experiments.plan import Cell, ExperimentSpec, Plan, plan_experiment
 from experiments.record import LOG_NAME, MINICLUSTER_NAME, read_record
 from experiments.render import Rendered, RenderOptions
-from experiments.runner import REPLACED_DIR, default_timeout, run_plan
+from experiments.runner import REPLACED_DIR, RunSummary, default_timeout, run_plan
 
 MIB = 2**20
 
@@ -24,8 +25,8 @@ def _plan(data_dir: Path, topos: tuple[str, ...] = ("kary:1", "kary:2")) -> Plan
     return plan_experiment(spec)
 
 
-def _run(plan: Plan, backend: FakeBackend, **kw: object):  # type: ignore[no-untyped-def]
-    return run_plan(plan, backend, RenderOptions(), **kw)  # type: ignore[arg-type]
+def _run(plan: Plan, backend: FakeBackend, **kw: Any) -> RunSummary:
+    return run_plan(plan, backend, RenderOptions(), **kw)
 
 
 def _cell_files(data_dir: Path, cell_id: str) -> set[str]:
