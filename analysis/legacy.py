@@ -20,7 +20,6 @@ from analysis.model import FAILED, OK, PingStep, ProblemKind, Step, few
 
 __all__ = ["LegacyLog", "first_error", "parse_legacy", "parse_real"]
 
-_EVENT = re.compile(r"^EVENT[ \t]+(\S+)[ \t]*$", re.M)
 # bash `time` (`real\t1m9.978s`), `time -p` (`real 69.97`) and `1h2m3.4s` forms.
 _TIME = r"real[ \t]+(?:(?P<h>[0-9]+)h)?(?:(?P<m>[0-9]+)m)?(?P<s>[0-9]+(?:[.,][0-9]+)?)s?"
 _REAL = re.compile(rf"^{_TIME}[ \t]*$", re.M)
