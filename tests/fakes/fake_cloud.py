@@ -24,8 +24,6 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 
@@ -35,9 +33,9 @@ def _mode(name: str) -> str:
 
 @contextmanager
 def _state() -> Iterator[dict[str, Any]]:
-    path = Path(os.environ["KARY_FAKE_STATE"])
-    path.touch()
-    with open(path, "r+") as handle:
+    path = os.environ["KARY_FAKE_STATE"]
+    with open(path, "a+") as handle:
+        handle.seek(0)
         fcntl.flock(handle, fcntl.LOCK_EX)
         text = handle.read()
         state = json.loads(text) if text.strip() else {}
@@ -74,7 +72,8 @@ def eksctl(argv: list[str]) -> None:
     if argv[:2] == ["create", "cluster"]:
         import yaml  # only here: the other fakes start faster without it
 
-        config = yaml.safe_load(Path(_flag(argv, "-f") or "").read_text())
+        with open(_flag(argv, "-f") or "") as handle:
+            config = yaml.safe_load(handle)
         name, region = config["metadata"]["name"], config["metadata"]["region"]
         mode = _mode("KARY_FAKE_EKSCTL_CREATE")
         if mode == "fail-early":
@@ -199,6 +198,8 @@ def aws(argv: list[str]) -> None:
 
 
 def _schedule_time(cron: str) -> str:
+    from datetime import datetime, timezone
+
     minute, hour, day, month, _ = cron.split()
     now = datetime.now(timezone.utc)
     when = datetime(now.year, int(month), int(day), int(hour), int(minute), tzinfo=timezone.utc)
