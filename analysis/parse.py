@@ -57,7 +57,8 @@ def read_tree(data_dir: Path) -> tuple[Parsed, list[Problem], int, int]:
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise UserError(f"--data {data_dir}: no such directory")
-    cells, strays = find_cells(data_dir)
+    unreadable: list[tuple[str, str]] = []
+    cells, strays = find_cells(data_dir, unreadable)
     if not cells:
         raise UserError(
             f"--data {data_dir}: no cells found (no topology-experiment.out or run.json below it)"
@@ -67,6 +68,7 @@ def read_tree(data_dir: Path) -> tuple[Parsed, list[Problem], int, int]:
     events, ping, runs, overlays = build_tables(results)
     problems = [p for r in results for p in r.problems]
     problems += [Problem(stray, "ignored", "not a kary file") for stray in strays]
+    problems += [Problem(d, "skipped", f"unreadable directory ({why})") for d, why in unreadable]
     problems.sort(key=lambda p: (_KIND_ORDER[p.kind], p.path))
     logs = sum(1 for c in cells if c.has_log)
     meta = {

@@ -36,17 +36,26 @@ class CellDir:
     has_record: bool
 
 
-def find_cells(data_dir: Path) -> tuple[list[CellDir], list[str]]:
+def find_cells(
+    data_dir: Path, unreadable: list[tuple[str, str]] | None = None
+) -> tuple[list[CellDir], list[str]]:
     """Every cell directory under data_dir, and the stray files found on the way.
 
     Hidden files and directories (`.git`, temp files of atomic writes) are not
     data and are passed over silently. Symlinked directories are not followed,
-    so a link loop cannot hang the walk.
+    so a link loop cannot hang the walk. Directories that cannot be listed are
+    appended to `unreadable` as (relative path, reason).
     """
     cells: list[CellDir] = []
     strays: list[str] = []
     root = str(data_dir)
-    for dirpath, dirnames, filenames in os.walk(root):
+
+    def on_error(err: OSError) -> None:
+        if unreadable is not None and err.filename is not None:
+            rel = os.path.relpath(err.filename, root).replace(os.sep, "/")
+            unreadable.append((rel, err.strerror or type(err).__name__))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         names = {f for f in filenames if not f.startswith(".")}
         rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
 from analysis_samples import kary_log, legacy_log, run_record, write_cell
 
 from analysis import read_tree
@@ -97,3 +99,19 @@ def test_the_same_cell_on_another_backend_is_no_duplicate(tmp_path: Path) -> Non
         "warning seed/4/kary-2/0/topology-experiment.out: same nodes, topology and iteration "
         "as again/4/kary-2/0: both kept (a copied folder counts twice)"
     ]
+
+
+def test_an_unlistable_directory_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_cell(tmp_path, "4/kary-2/0", legacy_log(4, "kary:2", sizes=(1,)))
+    (tmp_path / "4/kary-3").mkdir()
+    real_scandir = os.scandir
+
+    def scandir(path: str):  # type: ignore[no-untyped-def]
+        if str(path).endswith("kary-3"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    assert _problems(tmp_path) == ["skipped 4/kary-3: unreadable directory (Permission denied)"]
