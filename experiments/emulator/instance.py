@@ -276,12 +276,14 @@ def main(argv: list[str] | None = None) -> int:
         env["KARY_RANK_PREFIX"] = str(root / "ranks" / "0")
         env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
         proc = subprocess.Popen(args.command, env=env, cwd=root / "ranks" / "0")
+        pids[proc.pid] = -1  # torn down with the brokers if the group kill cannot be used
         while True:
             pid, status = os.waitpid(-1, 0)
             if pid == proc.pid:
                 proc.returncode = rc = os.waitstatus_to_exitcode(status)
+                del pids[pid]  # reaped: its pid may be reused, never signal it again
                 break
-            if pid in pids:
+            if pids.get(pid, -1) >= 0:
                 _say(f"broker rank {pids.pop(pid)} exited ({_describe(status)})")
         if rc < 0:
             rc = 128 - rc
