@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import errno
 import itertools
-import json
+import marshal
 import os
 import signal
 import sys
@@ -33,10 +33,10 @@ from typing import Any
 
 from experiments.emulator.content import ContentCache, Egress
 from experiments.emulator.wire import (
-    FRAME,
     WireError,
     async_read_frame,
     encode_frame,
+    frame_prefix,
     rank_socket,
     set_send_buffer,
     uri_for,
@@ -288,10 +288,10 @@ class Broker:
             await asyncio.sleep(self.egress.delay(len(payload) + 64))
         if conn.writer.is_closing():
             return
-        head = json.dumps(header, separators=(",", ":")).encode()
+        head = marshal.dumps(header)
         # Two writes, no await between them: the frame stays contiguous and
         # a 1 MiB blob is not copied into a joined buffer first.
-        conn.writer.write(FRAME.pack(len(head), len(payload)) + head)
+        conn.writer.write(frame_prefix(len(head), len(payload)) + head)
         if payload:
             conn.writer.write(payload)
         with contextlib.suppress(ConnectionError):

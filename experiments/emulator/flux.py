@@ -13,10 +13,8 @@ only, and little of it: every rank starts one of these per step.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from typing import Any
 
 from experiments.emulator.wire import (
     WireError,
@@ -26,6 +24,12 @@ from experiments.emulator.wire import (
     socket_dir_from_uri,
     write_frame,
 )
+
+# Only what a client start needs: json, typing and friends are imported lazily or
+# not at all (see wire.py), since every rank starts one of these per step.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["VERSION", "main"]
 
@@ -375,6 +379,8 @@ def module(argv: list[str]) -> int:
     if len(argv) < 2 or argv[1] != "content" or argv[0] not in ("reload", "stats", "load"):
         raise FluxError("only `flux module reload|stats content` is emulated")
     if argv[0] == "stats":
+        import json
+
         reply, _ = _handle().rpc({"op": "stats"})
         print(json.dumps(reply["stats"]))
         return 0

