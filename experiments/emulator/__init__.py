@@ -3,11 +3,11 @@
 - `instance`: the launcher: forks one broker process per rank, runs a command
   as rank 0, tears everything down.  `python -m experiments.emulator.instance`.
 - `broker`: one broker: content cache, archive store (rank 0), KVS (rank 0),
-  remote exec, over unix sockets wired in the TBON shape.
-- `flux`: the `flux` command the benchmark calls (`archive`, `exec`, ...).
+  remote exec (`rexec`), over unix sockets wired in the TBON shape.
+- `flux`: the `flux` command the benchmark calls (`archive`, `exec` in
+  `flux_exec`, ...), with its plumbing in `client`.
 - `wire`, `content`, `units`, `idset`: the small pieces they share.
 
-Nothing here is imported by the CLI process except `units` and `instance`'s
-helpers; the flux client imports only the standard library, so each call
-starts in a few tens of milliseconds.
+The flux client imports almost nothing (built-in modules, see `wire`), so a
+call costs little more than the interpreter's own start.
 """

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import itertools
 import marshal
 import os
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from experiments.emulator.content import ContentCache, Egress
+from experiments.emulator.rexec import exec_cwd, exec_env, run_command
 from experiments.emulator.wire import (
     WireError,
     async_read_frame,
@@ -300,7 +302,14 @@ class Broker:
     async def _dispatch(self, conn: _Conn, header: dict[str, Any], payload: bytes) -> None:
         rid = header.get("id")
         if header.get("op") == "exec":
-            await self._exec(conn, header)
+            config = self.config
+            await run_command(
+                functools.partial(self._reply, conn),
+                rid,
+                [str(a) for a in header["argv"]],
+                exec_env(header.get("env") or {}, uri_for(config.root, self.rank), config.prefix),
+                exec_cwd(header.get("cwd"), config.root, config.prefix),
+            )
             return
         try:
             reply, data = await self._handle(conn, header, payload)
@@ -375,65 +384,6 @@ class Broker:
         if faults.get("corrupt") and blob:
             return bytes([blob[0] ^ 0xFF]) + blob[1:]
         return blob
-
-    # ---- exec -------------------------------------------------------------
-
-    def _exec_env(self, env: dict[str, str]) -> dict[str, str]:
-        env = dict(env)
-        env["FLUX_URI"] = uri_for(self.config.root, self.rank)
-        env["KARY_RANK_PREFIX"] = self.config.prefix
-        return env
-
-    def _exec_cwd(self, cwd: str | None) -> str:
-        # The caller's directory, seen from this rank: ranks/<r>/... -> ranks/<self>/...
-        ranks = os.path.join(self.config.root, "ranks") + os.sep
-        if cwd and cwd.startswith(ranks):
-            rest = cwd[len(ranks) :].split(os.sep, 1)
-            cwd = os.path.join(self.config.prefix, *rest[1:])
-        return cwd if cwd and os.path.isdir(cwd) else self.config.prefix
-
-    async def _exec(self, conn: _Conn, header: dict[str, Any]) -> None:
-        rid = header.get("id")
-        argv = [str(a) for a in header["argv"]]
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=self._exec_env(header.get("env") or {}),
-                cwd=self._exec_cwd(header.get("cwd")),
-            )
-        except OSError as err:
-            await self._reply(
-                conn,
-                {
-                    "id": rid,
-                    "event": "failed",
-                    "errno": err.errno,
-                    "error": err.strerror or str(err),
-                },
-            )
-            return
-        try:
-            assert proc.stdout is not None and proc.stderr is not None
-            await asyncio.gather(
-                self._pump(conn, rid, "stdout", proc.stdout),
-                self._pump(conn, rid, "stderr", proc.stderr),
-            )
-            status = await proc.wait()
-        except asyncio.CancelledError:
-            if proc.returncode is None:
-                proc.kill()
-            raise
-        await self._reply(conn, {"id": rid, "event": "exit", "status": status})
-
-    async def _pump(self, conn: _Conn, rid: Any, stream: str, reader: asyncio.StreamReader) -> None:
-        while True:
-            data = await reader.read(65536)
-            if not data:
-                return
-            await self._reply(conn, {"id": rid, "event": "output", "stream": stream}, data)
 
 
 def run_broker(config: BrokerConfig, ready_fd: int | None = None) -> int:

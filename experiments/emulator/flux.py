@@ -16,17 +16,15 @@ from __future__ import annotations
 import os
 import sys
 
-from experiments.emulator.wire import (
-    WireError,
-    connect,
-    read_frame,
-    set_send_buffer,
-    socket_dir_from_uri,
-    write_frame,
+from experiments.emulator.client import (
+    BLOB_SIZE,
+    FluxError,
+    broker_handle,
+    option,
+    parse_options,
 )
+from experiments.emulator.wire import set_send_buffer
 
-# Only what a client start needs: json, typing and friends are imported lazily or
-# not at all (see wire.py), since every rank starts one of these per step.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -34,124 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["VERSION", "main"]
 
 VERSION = "0.66.0-kary-emulator"
-EX_NOHOST = 68
-BLOB_SIZE = 1 << 20
-
-
-class FluxError(Exception):
-    """A failed command: printed as `flux-<cmd>: message`, exit `code`."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class Handle:
-    """A connection to one broker, for request/reply calls."""
-
-    def __init__(self, path: str) -> None:
-        try:
-            self.sock = connect(path)
-        except OSError as err:
-            raise FluxError(f"cannot connect to broker at {path}: {err.strerror}") from None
-        self.buffer = bytearray(BLOB_SIZE)
-
-    def rpc(
-        self, header: dict[str, Any], payload: bytes = b""
-    ) -> tuple[dict[str, Any], bytes | memoryview]:
-        """One request and its reply; a payload is valid until the next call."""
-        try:
-            write_frame(self.sock, header, payload)
-            reply, data = read_frame(self.sock, self.buffer)
-        except WireError as err:
-            raise FluxError(str(err)) from None
-        if not reply.get("ok"):
-            raise FluxError(reply.get("error", "error"))
-        return reply, data
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-def _uri() -> str:
-    uri = os.environ.get("FLUX_URI")
-    if not uri:
-        raise FluxError("FLUX_URI is not set: run this under the kary emulator")
-    return uri
-
-
-def _socket_dir() -> str:
-    try:
-        return socket_dir_from_uri(_uri())
-    except WireError as err:
-        raise FluxError(str(err)) from None
-
-
-def _handle() -> Handle:
-    return Handle(_uri()[len("local://") :])
-
-
-def parse_options(
-    argv: list[str], with_value: dict[str, str], flags: dict[str, str], stop_at_operand: bool
-) -> tuple[dict[str, str | bool], list[str]]:
-    """getopt without its import cost: `-n X`, `-nX`, `--name X`, `--name=X`, `-lq`, `--`.
-
-    `with_value` and `flags` map every spelling ("-n", "--name") to a key.
-    With `stop_at_operand` the first operand ends the options (flux exec's
-    COMMAND...); otherwise options and operands mix (GNU style).
-    """
-    opts: dict[str, str | bool] = {}
-    rest: list[str] = []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            rest.extend(argv[i + 1 :])
-            break
-        if not arg.startswith("-") or arg == "-":
-            if stop_at_operand:
-                rest.extend(argv[i:])
-                break
-            rest.append(arg)
-            i += 1
-            continue
-        if arg.startswith("--"):
-            name, eq, value = arg.partition("=")
-            if name in with_value:
-                if not eq:
-                    i += 1
-                    if i >= len(argv):
-                        raise FluxError(f"option {name} requires an argument")
-                    value = argv[i]
-                opts[with_value[name]] = value
-            elif name in flags and not eq:
-                opts[flags[name]] = True
-            else:
-                raise FluxError(f"unrecognized option {arg!r}")
-        else:
-            j = 1
-            while j < len(arg):
-                name = "-" + arg[j]
-                if name in with_value:
-                    value = arg[j + 1 :]
-                    if not value:
-                        i += 1
-                        if i >= len(argv):
-                            raise FluxError(f"option {name} requires an argument")
-                        value = argv[i]
-                    opts[with_value[name]] = value
-                    break
-                if name not in flags:
-                    raise FluxError(f"unrecognized option {name!r}")
-                opts[flags[name]] = True
-                j += 1
-        i += 1
-    return opts, rest
-
-
-def _str(opts: dict[str, str | bool], key: str, default: str) -> str:
-    value = opts.get(key, default)
-    return value if isinstance(value, str) else default
 
 
 # ---- archive --------------------------------------------------------------
@@ -184,11 +64,11 @@ def archive_create(argv: list[str]) -> int:
         {"--overwrite": "overwrite", "-v": "verbose", "--verbose": "verbose", "--mmap": "mmap"},
         stop_at_operand=False,
     )
-    name, directory = _str(opts, "name", "main"), _str(opts, "dir", os.getcwd())
+    name, directory = option(opts, "name", "main"), option(opts, "dir", os.getcwd())
     overwrite = bool(opts.get("overwrite"))
     if not files:
         raise FluxError("no input files")
-    handle = _handle()
+    handle = broker_handle()
     set_send_buffer(handle.sock)
     entries = []
     stored: set[str] = set()
@@ -227,9 +107,9 @@ def archive_extract(argv: list[str]) -> int:
         | {"-v": "verbose", "--verbose": "verbose"},
         stop_at_operand=False,
     )
-    name, directory = _str(opts, "name", "main"), _str(opts, "dir", os.getcwd())
+    name, directory = option(opts, "name", "main"), option(opts, "dir", os.getcwd())
     overwrite, wait = bool(opts.get("overwrite")), bool(opts.get("wait"))
-    handle = _handle()
+    handle = broker_handle()
     reply, _ = handle.rpc({"op": "kvs.get", "key": f"archive.{name}", "wait": wait})
     for entry in reply["value"]["files"]:
         path = os.path.join(directory, entry["path"])
@@ -255,113 +135,13 @@ def archive_remove(argv: list[str]) -> int:
     opts, _ = parse_options(
         argv, {"-n": "name", "--name": "name"}, {"-f": "force", "--force": "force"}, False
     )
-    name, force = _str(opts, "name", "main"), bool(opts.get("force"))
+    name, force = option(opts, "name", "main"), bool(opts.get("force"))
     try:
-        _handle().rpc({"op": "kvs.unlink", "key": f"archive.{name}"})
+        broker_handle().rpc({"op": "kvs.unlink", "key": f"archive.{name}"})
     except FluxError:
         if not force:
             raise
     return 0
-
-
-# ---- exec -----------------------------------------------------------------
-
-
-def flux_exec(argv: list[str]) -> int:
-    import threading
-
-    from experiments.emulator.idset import encode_idset, parse_idset
-
-    opts, command = parse_options(
-        argv,
-        {"-r": "rank", "--rank": "rank", "-x": "exclude", "--exclude": "exclude"}
-        | {"-d": "dir", "--dir": "dir"},
-        {"-l": "label", "--label-io": "label", "-n": "noinput", "--noinput": "noinput"}
-        | {"-q": "quiet", "--quiet": "quiet", "-v": "verbose", "--verbose": "verbose"},
-        stop_at_operand=True,
-    )
-    ranks, exclude = _str(opts, "rank", "all"), _str(opts, "exclude", "")
-    cwd = _str(opts, "dir", os.getcwd())
-    label, quiet = bool(opts.get("label")), bool(opts.get("quiet"))
-    if not command:
-        raise FluxError("COMMANDS are required")
-    sock_dir = _socket_dir()
-    size = int(_handle().rpc({"op": "getattr", "name": "size"})[0]["value"])
-    try:
-        targets = parse_idset(ranks, size) - (parse_idset(exclude, size) if exclude else set())
-    except ValueError as err:
-        raise FluxError(str(err)) from None
-    if not targets:
-        raise FluxError("No targets specified")
-    outside = sorted(r for r in targets if r >= size)
-    if outside:
-        raise FluxError(f"rank {outside[0]} is not in this instance of size {size}", EX_NOHOST)
-
-    lock = threading.Lock()
-    results: dict[int, tuple[int, str | None]] = {}
-    env = dict(os.environ)
-
-    def out(stream: str, rank: int, data: bytes | memoryview) -> None:
-        sink = sys.stderr.buffer if stream == "stderr" else sys.stdout.buffer
-        with lock:
-            if label:
-                data = b"".join(
-                    f"{rank}: ".encode() + line for line in bytes(data).splitlines(True)
-                )
-            sink.write(data)
-            sink.flush()
-
-    def run(rank: int) -> None:
-        """One rank: returns via results[rank] = (exit code, failure text or None)."""
-        try:
-            sock = connect(os.path.join(sock_dir, str(rank)))
-        except OSError:
-            results[rank] = (EX_NOHOST, "No route to host")
-            return
-        try:
-            write_frame(sock, {"op": "exec", "id": rank, "argv": command, "env": env, "cwd": cwd})
-            while True:
-                header, data = read_frame(sock)  # output chunks are small: no buffer
-                event = header.get("event")
-                if event == "output":
-                    out(header["stream"], rank, data)
-                elif event == "exit":
-                    status = int(header["status"])
-                    results[rank] = (128 - status if status < 0 else status, None)
-                    return
-                elif event == "failed":
-                    code = {1: 126, 13: 126, 2: 127}.get(int(header.get("errno", 0)), 1)
-                    results[rank] = (code, header.get("error", "failed"))
-                    return
-        except WireError:
-            results[rank] = (EX_NOHOST, "lost contact with broker")
-        finally:
-            sock.close()
-
-    threads = [threading.Thread(target=run, args=(r,)) for r in sorted(targets)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-    exit_code = 0
-    exitsets: dict[str, list[int]] = {}
-    for rank in sorted(results):
-        code, failure = results[rank]
-        exit_code = max(exit_code, code)
-        if failure is not None:
-            print(f"flux-exec: Error: rank {rank}: {command[0]}: {failure}", file=sys.stderr)
-        elif code > 128:
-            import signal
-
-            name = signal.strsignal(code - 128) or f"Signal {code - 128}"
-            exitsets.setdefault(name, []).append(rank)
-        elif code > 0:
-            exitsets.setdefault(f"Exit {code}", []).append(rank)
-    if not quiet:
-        for key, failed in exitsets.items():
-            print(f"{encode_idset(failed, brackets=True)}: {key}", file=sys.stderr)
-    return exit_code
 
 
 # ---- the rest -------------------------------------------------------------
@@ -370,7 +150,7 @@ def flux_exec(argv: list[str]) -> int:
 def overlay(argv: list[str]) -> int:
     if argv[:1] != ["status"]:
         raise FluxError("only `flux overlay status` is emulated")
-    reply, _ = _handle().rpc({"op": "overlay"})
+    reply, _ = broker_handle().rpc({"op": "overlay"})
     sys.stdout.write(reply["text"])
     return 0
 
@@ -381,7 +161,7 @@ def module(argv: list[str]) -> int:
     if argv[0] == "stats":
         import json
 
-        reply, _ = _handle().rpc({"op": "stats"})
+        reply, _ = broker_handle().rpc({"op": "stats"})
         print(json.dumps(reply["stats"]))
         return 0
     request: dict[str, Any] = {"op": "reload"}
@@ -391,14 +171,14 @@ def module(argv: list[str]) -> int:
             if not value.isdigit():
                 raise FluxError(f"content: invalid purge-target-size {value!r}")
             request["purge_target_size"] = int(value)
-    _handle().rpc(request)
+    broker_handle().rpc(request)
     return 0
 
 
 def getattr_(argv: list[str]) -> int:
     if len(argv) != 1:
         raise FluxError("usage: flux getattr NAME")
-    reply, _ = _handle().rpc({"op": "getattr", "name": argv[0]})
+    reply, _ = broker_handle().rpc({"op": "getattr", "name": argv[0]})
     print(reply["value"])
     return 0
 
@@ -417,9 +197,15 @@ def _archive(argv: list[str]) -> int:
     return sub[argv[0]](argv[1:])
 
 
+def _exec(argv: list[str]) -> int:
+    from experiments.emulator.flux_exec import flux_exec
+
+    return flux_exec(argv)
+
+
 _COMMANDS = {
     "archive": _archive,
-    "exec": flux_exec,
+    "exec": _exec,
     "overlay": overlay,
     "module": module,
     "getattr": getattr_,
