@@ -76,8 +76,8 @@ def default_time_model(backend: str, link_gbps: float | None = None) -> TimeMode
     split here as 100 s per MiniCluster plus 240 s to pull the image once.
     Local numbers were measured with the emulator on a 2-core machine: three
     runs of the main job (30 nodes, kary:16, 16M and 64M, verify on) took
-    11.4-12.1 s a cell, of which distribute 7.4 s, verify 2.1 s, create 0.6 s,
-    generate 0.15 s, delete 0.07 s and clean 0.2 s per size, and 0.9 s outside
+    10.4-12.1 s a cell, of which distribute 6.3 s, verify 2.2 s, create 0.7 s,
+    generate 0.15 s, delete 0.04 s and clean 0.2 s per size, and 0.9 s outside
     the timed steps.  Per-GB figures at these small sizes include each step's
     fixed cost (interpreter start-ups on every rank); every broker shares the
     same cores, so the emulator's distribute time also grows with the node count.
@@ -85,11 +85,11 @@ def default_time_model(backend: str, link_gbps: float | None = None) -> TimeMode
     if backend == "local":
         return TimeModel(
             source="local defaults (emulator on 2 cores, main job 30/kary:16)",
-            create_s_per_gb=7.3,
-            extract_s_per_gb=90.0,
+            create_s_per_gb=9.0,
+            extract_s_per_gb=76.0,
             hop_s_per_gb=5.0,
-            verify_s_per_gb=27.0,
-            delete_s=0.07,
+            verify_s_per_gb=28.0,
+            delete_s=0.05,
             clean_s_per_gb=0.0,
             clean_s=0.2,
             generate_s_per_gb=1.9,
