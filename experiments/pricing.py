@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from experiments.calibrate import calibrate
 from experiments.clusterspec import ClusterSpec
 from experiments.cost import (
     Estimate,
@@ -36,6 +35,9 @@ def time_model_for(
         create, delete = PROVISION_SECONDS[cluster.provider]
         model = model.model_copy(update={"provision_s": create, "teardown_s": delete})
     if history is not None:
+        # pandas costs ~1 s to import; only a plan calibrated on history pays it.
+        from experiments.calibrate import calibrate
+
         model = calibrate(model, history)
     return model
 
