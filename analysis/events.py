@@ -15,6 +15,7 @@ __all__ = [
     "SETUP_EVENTS",
     "event_sort_key",
     "size_from_label",
+    "size_text",
     "split_event_label",
     "strategy_of",
     "topo_from_dirname",
@@ -102,6 +103,12 @@ def size_from_label(label: str) -> int | None:
 
 
 @lru_cache(maxsize=65536)
+def size_text(label: object) -> str:
+    """`1` (the seed's bare GB label) -> `1G`, so it reads beside kary's `16M`."""
+    text = str(label)
+    return f"{text}G" if text.isdigit() else text
+
+
 def split_event_label(name: str) -> tuple[str, str] | None:
     """`distribute-middle-nodes-0-16M` -> (`distribute-middle-nodes-0`, `16M`), or None."""
     event, sep, label = name.rpartition("-")

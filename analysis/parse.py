@@ -74,7 +74,8 @@ def read_tree(data_dir: Path) -> tuple[Parsed, list[Problem], int, int]:
     meta = {
         "format": PARSED_FORMAT,
         "kary_version": __version__,
-        "data": str(data_dir),
+        # Absolute, so the report finds each cell's run.json from any working directory.
+        "data": str(data_dir.resolve()),
         "cells": len(cells),
         "logs": logs,
         "steps": len(events),
@@ -89,7 +90,8 @@ def read_tree(data_dir: Path) -> tuple[Parsed, list[Problem], int, int]:
 
 
 def parse_tree(data_dir: Path, out_dir: Path, plots: bool = True) -> ParseResult:
-    """Parse the raw tree at data_dir into out_dir (tables, overlays, parse.json, plots/)."""
+    """Parse the raw tree at data_dir into out_dir: tables, overlays, parse.json, and with
+    `plots` the PNGs in plots/ and report.html."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     _check_dirs(data_dir, out_dir)
     parsed, problems, cells, logs = read_tree(data_dir)
@@ -98,6 +100,9 @@ def parse_tree(data_dir: Path, out_dir: Path, plots: bool = True) -> ParseResult
         from analysis.plots import write_plots  # matplotlib is slow to import
 
         written += write_plots(parsed, out_dir / "plots")
+        from analysis.report import REPORT_NAME, write_report
+
+        written.append(write_report([out_dir], out_dir / REPORT_NAME))
     return ParseResult(parsed, problems, cells, logs, written)
 
 

@@ -28,7 +28,7 @@ from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from analysis.events import SETUP_EVENTS, event_sort_key, topology_order_key
+from analysis.events import SETUP_EVENTS, event_sort_key, size_text, topology_order_key
 from analysis.output import Parsed
 from analysis.stats import summarize
 from experiments.files import write_atomic
@@ -90,8 +90,10 @@ def _topologies(values: pd.Series) -> list[str]:
 def _panels(count: int) -> tuple[Figure, list[plt.Axes]]:
     cols = min(count, 3)
     rows = -(-count // cols)
+    # Panels small enough that the page shows three side by side near their drawn
+    # size: wider ones were scaled down until their labels were too small to read.
     figure, axes = plt.subplots(
-        rows, cols, figsize=(5.2 * cols + 1.6, 3.9 * rows + 0.6), squeeze=False,
+        rows, cols, figsize=(3.9 * cols + 1.6, 3.4 * rows + 0.8), squeeze=False,
         layout="constrained",
     )  # fmt: skip
     flat = list(axes.ravel())
@@ -199,9 +201,7 @@ def _size_axis(ax: plt.Axes, sizes: pd.DataFrame) -> None:
         ax.set_xscale("log", base=2)
     if 0 < len(x) <= 12:
         ax.set_xticks(x)
-        # The seed's bare GB numbers (`1`) read as `1G` beside kary's `16M`.
-        labels = [f"{x}G" if x.isdigit() else x for x in sizes["size_label"].astype(str)]
-        ax.set_xticklabels(labels, rotation=0, fontsize=8)
+        ax.set_xticklabels([size_text(label) for label in sizes["size_label"]], rotation=0)
         ax.minorticks_off()
 
 

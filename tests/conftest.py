@@ -57,7 +57,7 @@ def _reference(*parts: str) -> Path:
     return path
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def flux_distribute() -> Path:
     """../shared/reference/flux-distribute, or skip with the reason."""
     return _reference("flux-distribute")

@@ -46,7 +46,7 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported here so `experiments.cli` stays importable while a module is edited.
-    from experiments.cli import analysis, cluster, designs, network, prices, render, run
+    from experiments.cli import analysis, cluster, designs, network, prices, render, report, run
 
     app.add_typer(designs.app, name="designs")
     app.add_typer(prices.app, name="prices")
@@ -55,6 +55,7 @@ def _register() -> None:
     render.register(app)
     run.register(app)
     analysis.register(app)
+    report.register(app)
 
 
 _register()

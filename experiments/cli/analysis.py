@@ -39,12 +39,14 @@ def register(app: typer.Typer) -> None:
     def parse_command(
         data: Path = typer.Option(Path("data/raw"), "--data", help="Raw tree to read."),
         out: Path = typer.Option(Path("data/parsed"), "--out", help="Parsed directory to write."),
-        no_plots: bool = typer.Option(False, "--no-plots", help="Write the tables only."),
+        no_plots: bool = typer.Option(
+            False, "--no-plots", help="Write the tables only (no plots, no report)."
+        ),
         strict: bool = typer.Option(
             False, "--strict", help="Exit 1 when any file was skipped or only partly parsed."
         ),
     ) -> None:
-        """Parse a raw tree into tables, a summary and plots; damaged files are listed on stderr.
+        """Parse a raw tree into tables, a summary, plots and report.html; problems go to stderr.
 
         Example:
 

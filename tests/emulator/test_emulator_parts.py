@@ -8,8 +8,8 @@ import errno
 import pytest
 
 from experiments.emulator.broker import Broker, BrokerConfig, BrokerError
-from experiments.emulator.content import ContentCache, Egress
 from experiments.emulator.client import FluxError, parse_options
+from experiments.emulator.content import ContentCache, Egress
 from experiments.emulator.idset import encode_idset, parse_idset
 from experiments.emulator.units import parse_bandwidth, parse_latency
 

@@ -1,0 +1,215 @@
+"""Which fan-out wins: per strategy, node count and size, the best topology and how sure.
+
+A strategy's time is its distribution: `distribute-all-nodes` (all),
+`distribute-leaf-nodes` (leaves), and for `middle` the sum of its waves
+(`distribute-middle-nodes-0` to the middle level, then `-1` to the leaves) in
+one iteration; an iteration where any wave failed has no total.
+
+Statistics come from `analysis.stats.summarize`, the function that writes
+summary.csv, so a single-event strategy shows exactly summary.csv's median and
+interval. "Tie" means the best topology's interval overlaps another's: the
+data cannot tell them apart, whatever the medians say.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from analysis.events import topology_order_key
+from analysis.stats import summarize
+
+__all__ = [
+    "STRATEGIES",
+    "Candidate",
+    "Verdict",
+    "number_or_none",
+    "source_label",
+    "strategy_samples",
+    "strategy_stats",
+    "verdicts",
+]
+
+# (strategy, the event name shown, what it measures)
+STRATEGIES = (
+    ("all", "distribute-all-nodes", "every rank but 0 extracts the archive"),
+    ("leaves", "distribute-leaf-nodes", "only the deepest level extracts it"),
+    (
+        "middle",
+        "distribute-middle-nodes-0 + -1",
+        "the middle level first, then the leaves (sum of both waves)",
+    ),
+)
+_EVENT = {"all": "distribute-all-nodes", "leaves": "distribute-leaf-nodes"}
+_MIDDLE_PREFIX = "distribute-middle-nodes-"
+GROUP = ["strategy", "source", "nodes", "size_bytes"]
+_KEYS = ["strategy", "source", "nodes", "topo", "size_bytes", "size_label"]
+
+
+def source_label(backend: object, cluster: object) -> str:
+    """Where timings come from: `local`, `kubernetes/gke-30`, or the seed's logs."""
+    backend = backend if isinstance(backend, str) else ""
+    cluster = cluster if isinstance(cluster, str) else ""
+    if not backend and not cluster:
+        return "seed logs"
+    return f"{backend}/{cluster}" if cluster else backend
+
+
+def strategy_samples(events: pd.DataFrame) -> pd.DataFrame:
+    """One row per (strategy, cell log, size): time_seconds (NaN when failed) and status."""
+    columns = [*_KEYS, "iteration", "log", "time_seconds", "status"]
+    if events.empty:
+        return pd.DataFrame(columns=columns)
+    frame = events.copy()
+    frame["source"] = [
+        source_label(b, c) for b, c in zip(frame["backend"], frame["cluster"], strict=True)
+    ]
+    frame["log"] = frame["source"].astype(str) + "|" + frame["uid"].astype(str)
+    frame["log"] += "|" + frame["iteration"].astype(str)
+    if "source" in events.columns:
+        frame["log"] = events["source"].astype(str).where(events["source"] != "", frame["log"])
+    frame["ok"] = (frame["status"] == "ok") & frame["time_seconds"].notna()
+    parts = []
+    for strategy, event in _EVENT.items():
+        rows = frame[frame["event"] == event].assign(strategy=strategy)
+        parts.append(rows)
+    waves = frame[frame["event"].astype(str).str.match(rf"^{_MIDDLE_PREFIX}[0-9]+$")]
+    if not waves.empty:
+        keys = ["log", "source", "nodes", "topo", "size_bytes", "size_label", "iteration"]
+        total = waves.groupby(keys, sort=False, dropna=False).agg(
+            time_seconds=("time_seconds", "sum"), ok=("ok", "all")
+        )
+        total = total.reset_index().assign(strategy="middle")
+        parts.append(total)
+    samples = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
+    samples["status"] = np.where(samples["ok"], "ok", "failed")
+    samples["time_seconds"] = samples["time_seconds"].where(samples["ok"])
+    samples["nodes"] = samples["nodes"].astype(int)
+    samples["size_bytes"] = samples["size_bytes"].astype("int64")
+    return samples[columns].reset_index(drop=True)
+
+
+def strategy_stats(samples: pd.DataFrame) -> pd.DataFrame:
+    """summarize() per (strategy, source, nodes, topology, size)."""
+    return summarize(samples, _KEYS)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One topology in a group, with its statistics."""
+
+    topo: str
+    n: int
+    failed: int
+    median: float | None
+    ci: tuple[float, float] | None
+    coverage: float | None
+
+
+@dataclass
+class Verdict:
+    """The best topology of one (strategy, source, nodes, size) group and how sure it is."""
+
+    strategy: str
+    source: str
+    nodes: int
+    size_bytes: int
+    size_label: str
+    ranked: list[Candidate]  # by median, then topology order; all-failed ones last
+    ties: list[str] = field(default_factory=list)
+
+    @property
+    def best(self) -> Candidate | None:
+        first = self.ranked[0] if self.ranked else None
+        return first if first is not None and first.median is not None else None
+
+    @property
+    def runner_up(self) -> Candidate | None:
+        timed = [c for c in self.ranked if c.median is not None]
+        return timed[1] if len(timed) > 1 else None
+
+    @property
+    def margin(self) -> tuple[float, float] | None:
+        """(seconds, fraction of the best's median) by which the runner-up is slower."""
+        best, next_ = self.best, self.runner_up
+        if best is None or next_ is None or best.median is None or next_.median is None:
+            return None
+        seconds = next_.median - best.median
+        return seconds, (seconds / best.median if best.median > 0 else math.inf)
+
+    @property
+    def status(self) -> str:
+        """decisive, tie, uncertain (too few runs for an interval), alone, or failed."""
+        best = self.best
+        if best is None:
+            return "failed"
+        if self.runner_up is None:
+            return "alone"
+        if self.ties:
+            return "tie"
+        if best.ci is None or self.runner_up.ci is None:
+            return "uncertain"
+        return "decisive"
+
+
+def number_or_none(value: object) -> float | None:
+    """A float, or None for a missing or NaN value (pandas hands back either)."""
+    if value is None:
+        return None
+    number = float(value)  # type: ignore[arg-type]
+    return None if math.isnan(number) else number
+
+
+def _candidate(row: pd.Series) -> Candidate:
+    low, high = number_or_none(row["ci_low"]), number_or_none(row["ci_high"])
+    return Candidate(
+        topo=str(row["topo"]),
+        n=int(row["n"]),
+        failed=int(row["failed"]),
+        median=number_or_none(row["median"]),
+        ci=None if low is None or high is None else (low, high),
+        coverage=number_or_none(row["ci_coverage"]),
+    )
+
+
+def verdicts(stats: pd.DataFrame) -> list[Verdict]:
+    """A Verdict per group, in strategy, source, nodes, size order."""
+    out: list[Verdict] = []
+    if stats.empty:
+        return out
+    order = {name: i for i, (name, _, _) in enumerate(STRATEGIES)}
+    groups = stats.groupby(GROUP, sort=False)
+    keyed: list[tuple[tuple[str, str, int, int], pd.DataFrame]] = [
+        ((str(k[0]), str(k[1]), int(k[2]), int(k[3])), g)  # type: ignore[call-overload]
+        for k, g in groups
+    ]
+    for key, group in sorted(keyed, key=lambda kv: (order[kv[0][0]], *kv[0][1:])):
+        strategy, source, nodes, size = key
+        ranked = sorted(
+            (_candidate(row) for _, row in group.iterrows()),
+            key=lambda c: (
+                c.median is None,
+                c.median if c.median is not None else 0.0,
+                topology_order_key(c.topo),
+            ),
+        )
+        verdict = Verdict(
+            strategy=strategy,
+            source=source,
+            nodes=nodes,
+            size_bytes=size,
+            size_label=str(group["size_label"].iloc[0]),
+            ranked=ranked,
+        )
+        best = verdict.best
+        if best is not None and best.ci is not None:
+            verdict.ties = [
+                c.topo
+                for c in ranked[1:]
+                if c.median is not None and c.ci is not None and c.ci[0] <= best.ci[1]
+            ]
+        out.append(verdict)
+    return out

@@ -1,0 +1,220 @@
+"""What the report template shows for one parsed directory: plain dicts, text already formatted.
+
+The template only lays things out; every number is worded here, so tests can
+check the words without rendering HTML.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from markupsafe import Markup
+
+from analysis.events import size_text, topology_order_key
+from analysis.output import Parsed
+from analysis.report_results import (
+    STRATEGIES,
+    Candidate,
+    Verdict,
+    strategy_samples,
+    strategy_stats,
+    verdicts,
+)
+from analysis.report_svg import Scale, overlay_parents, strip_svg, tree_svg
+from experiments.errors import UserError
+from experiments.topology import build_tree
+
+__all__ = ["design_cards", "seconds", "strategy_views"]
+
+
+def seconds(value: float | None) -> str:
+    """3.2671 -> '3.27 s'; small values keep three significant digits."""
+    if value is None:
+        return "—"
+    if value >= 100:
+        return f"{value:,.0f} s"
+    if value >= 10:
+        return f"{value:.1f} s"
+    if value >= 0.1:
+        return f"{value:.2f} s"
+    return f"{value:.3g} s"
+
+
+def _percent(fraction: float) -> str:
+    return f"{fraction:.1%}" if fraction < 0.1 else f"{fraction:.0%}"
+
+
+def _verdict_cell(verdict: Verdict) -> dict[str, Any]:
+    best, status = verdict.best, verdict.status
+    if best is None:
+        return {"status": "failed", "topo": "all failed", "median": "", "note": _fails(verdict)}
+    margin = verdict.margin
+    runner = verdict.runner_up
+    if status == "alone":
+        note = "only design at this size"
+    elif status == "tie":
+        note = "tie with " + ", ".join(verdict.ties) + ": intervals overlap"
+    elif margin is not None and runner is not None:
+        note = f"{_percent(margin[1])} ({seconds(margin[0])}) faster than {runner.topo}"
+        if status == "uncertain":
+            note += "; too few runs for an interval"
+    else:
+        note = ""
+    failed = _fails(verdict)
+    return {
+        "status": status,
+        "topo": best.topo,
+        "median": seconds(best.median),
+        "note": note,
+        "failed": failed,
+    }
+
+
+def _fails(verdict: Verdict) -> str:
+    failed = [c for c in verdict.ranked if c.failed]
+    return "; ".join(f"{c.topo}: {c.failed} failed" for c in failed)
+
+
+def _strip_cell(
+    candidate: Candidate | None,
+    samples: pd.DataFrame,
+    scale: Scale,
+    verdict: Verdict,
+    width: int,
+) -> dict[str, Any]:
+    if candidate is None:
+        return {"empty": True}
+    ok = samples[samples["status"] == "ok"].sort_values("iteration", kind="stable")
+    times = [(it, float(t)) for it, t in zip(ok["iteration"], ok["time_seconds"], strict=True)]
+    failed = [str(i) for i in samples[samples["status"] != "ok"]["iteration"]]
+    best = verdict.best is not None and verdict.best.topo == candidate.topo
+    tied = candidate.topo in verdict.ties
+    svg = strip_svg(times, failed, candidate.median, candidate.ci, scale, best=best, width=width)
+    return {
+        "empty": False,
+        "svg": Markup(svg),
+        "median": seconds(candidate.median),
+        "n": candidate.n,
+        "failed": len(failed),
+        "best": best,
+        "tied": tied,
+        "decisive": best and verdict.status == "decisive",
+    }
+
+
+def strategy_views(parsed: Parsed) -> list[dict[str, Any]]:
+    """Per strategy present: its verdict matrix and its table of iteration strips."""
+    samples = strategy_samples(parsed.events)
+    if samples.empty:
+        return []
+    all_verdicts = verdicts(strategy_stats(samples))
+    views = []
+    for strategy, event, meaning in STRATEGIES:
+        mine = [v for v in all_verdicts if v.strategy == strategy]
+        if not mine:
+            continue
+        sizes = sorted({(v.size_bytes, v.size_label) for v in mine})
+        width = 150 if len(sizes) <= 3 else (110 if len(sizes) <= 5 else 80)
+        groups = [
+            _group(samples[samples["strategy"] == strategy], mine, source, nodes, sizes, width)
+            for source, nodes in sorted({(v.source, v.nodes) for v in mine})
+        ]
+        views.append(
+            {
+                "strategy": strategy,
+                "event": event,
+                "meaning": meaning,
+                "sizes": [size_text(label) for _, label in sizes],
+                "groups": groups,
+                "many_sources": len({g["source"] for g in groups}) > 1,
+                "decisive": sum(1 for v in mine if v.status == "decisive"),
+                "ties": sum(1 for v in mine if v.status in ("tie", "uncertain")),
+                "verdicts": len(mine),
+            }
+        )
+    return views
+
+
+def _group(
+    samples: pd.DataFrame,
+    verdict_list: list[Verdict],
+    source: str,
+    nodes: int,
+    sizes: list[tuple[int, str]],
+    width: int,
+) -> dict[str, Any]:
+    """One node count of one strategy: a verdict per size, a strip per topology and size."""
+    here = samples[(samples["source"] == source) & (samples["nodes"] == nodes)]
+    by_size = {v.size_bytes: v for v in verdict_list if (v.source, v.nodes) == (source, nodes)}
+    scales: dict[int, Scale] = {}
+    for size, group_verdict in by_size.items():
+        values = list(here[here["size_bytes"] == size]["time_seconds"].dropna().astype(float))
+        values += [bound for c in group_verdict.ranked if c.ci for bound in c.ci]
+        scales[size] = Scale.of(values)
+    rows = []
+    for topo in _ordered_topologies(by_size.values()):
+        cells = []
+        for size, _ in sizes:
+            verdict: Verdict | None = by_size.get(size)
+            candidate = None
+            if verdict is not None:
+                candidate = next((c for c in verdict.ranked if c.topo == topo), None)
+            if verdict is None or candidate is None:
+                cells.append({"empty": True})
+                continue
+            part = here[(here["size_bytes"] == size) & (here["topo"] == topo)]
+            cells.append(_strip_cell(candidate, part, scales[size], verdict, width))
+        rows.append({"topo": topo, "cells": cells})
+    return {
+        "source": source,
+        "nodes": nodes,
+        "axes": [
+            f"{seconds(scales[s].low)} … {seconds(scales[s].high)}" if s in scales else ""
+            for s, _ in sizes
+        ],
+        "rows": rows,
+        "matrix": [_verdict_cell(by_size[s]) if s in by_size else None for s, _ in sizes],
+    }
+
+
+def _ordered_topologies(group: Any) -> list[str]:
+    found = {c.topo for v in group for c in v.ranked}
+    return sorted(found, key=topology_order_key)
+
+
+def design_cards(parsed: Parsed, designs: list[tuple[int, str]]) -> list[dict[str, Any]]:
+    """One card per (nodes, topology): the tree drawn, its shape, the logged overlay checked."""
+    logged: dict[tuple[int, str], list[str]] = {}
+    for uid, text in parsed.overlays.items():
+        topology, _, count = str(uid).rpartition("-")
+        if count.isdigit() and isinstance(text, list):
+            logged[(int(count), topology)] = [str(line) for line in text]
+    cards: list[dict[str, Any]] = []
+    for nodes, topo in designs:
+        try:
+            tree = build_tree(topo, nodes)
+        except UserError as err:
+            cards.append({"nodes": nodes, "topo": topo, "svg": "", "shape": str(err)})
+            continue
+        lines = logged.get((nodes, topo.replace(":", "-")))
+        if lines is None:
+            check, check_class = "no overlay in the logs", "muted"
+        elif overlay_parents(lines) == list(tree.parents):
+            check, check_class = "matches the logged flux overlay status", "good"
+        else:
+            check, check_class = "differs from the logged flux overlay status", "bad"
+        svg = tree_svg(tree)
+        cards.append(
+            {
+                "nodes": nodes,
+                "topo": topo,
+                "svg": Markup(svg),
+                "shape": f"depth {tree.depth}, fan-out ≤ {tree.max_fanout}",
+                "too_big": not svg,
+                "check": check,
+                "check_class": check_class,
+                "overlay": "\n".join(lines) if lines else "",
+            }
+        )
+    return cards

@@ -1,0 +1,178 @@
+"""kary report: the facts it states, who it says wins, and a page that stands alone."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from analysis_samples import kary_log, run_record, write_cell
+from headless_chromium import chromium, page_requests
+from typer.testing import CliRunner
+
+from analysis import load_parsed, parse_tree
+from analysis.report import REPORT_NAME
+from analysis.report_facts import Failure, collect_facts
+from analysis.report_view import strategy_views
+from experiments.cli import app
+
+runner = CliRunner()
+FAILED_STEP = "distribute-all-nodes-64M"
+
+
+def _sweep(root: Path, seconds: dict[str, float]) -> Path:
+    """4 nodes, 3 iterations per topology; kary:1's iteration 2 fails one distribute step."""
+    for topo, base in seconds.items():
+        for it in range(3):
+            rc = {FAILED_STEP: 1} if (topo, it) == ("kary:1", 2) else None
+            write_cell(
+                root,
+                f"4/{topo.replace(':', '-')}/{it}",
+                kary_log(4, topo, it, seconds=base + 0.01 * it, rc=rc),
+                run_record(4, topo, it, state="failed" if rc else "succeeded"),
+            )
+    return root
+
+
+@pytest.fixture(scope="module")
+def parsed_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """kary:2 clearly fastest, binomial next, kary:1 slowest; parsed with plots and report."""
+    base = tmp_path_factory.mktemp("report")
+    raw = _sweep(base / "raw", {"kary:1": 3.0, "kary:2": 1.0, "binomial": 1.5})
+    parse_tree(raw, base / "parsed")
+    return base / "parsed"
+
+
+def test_facts_count_cells_outcomes_and_the_failed_step(parsed_sweep: Path) -> None:
+    facts = collect_facts(load_parsed(parsed_sweep))
+    assert facts.cells == 9
+    assert dict(facts.outcomes) == {"succeeded": 8, "failed": 1}
+    assert (facts.steps, facts.steps_failed) == (90, 1)
+    assert facts.failures == [
+        Failure(4, "kary:1", "distribute-all-nodes", "64M", "exit status 1: [1-3]: Exit 1", ["2"])
+    ]
+    assert [b["cell"] for b in facts.bad_cells] == ["4/kary-1/2"]
+    assert facts.sources == ["local"]
+    assert facts.iterations == (3, 3)
+    assert facts.sizes == ["16M", "64M"]
+    # Dates come from run.json, found through the raw tree parse.json names.
+    assert (facts.started, facts.finished) == ("2026-01-01 00:00 UTC", "2026-01-01 00:01 UTC")
+    assert dict(facts.provenance)["template hash"] == "abc123"
+
+
+def test_the_winner_its_margin_and_the_failures_beside_it(parsed_sweep: Path) -> None:
+    (view,) = strategy_views(load_parsed(parsed_sweep))
+    assert (view["strategy"], view["sizes"]) == ("all", ["16M", "64M"])
+    (group,) = view["groups"]
+    small, large = group["matrix"]
+    assert small == {
+        "status": "decisive",
+        "topo": "kary:2",
+        "median": "2.02 s",
+        "note": "50% (1.00 s) faster than binomial",
+        "failed": "",
+    }
+    assert (large["topo"], large["failed"]) == ("kary:2", "kary:1: 1 failed")
+    # kary:1 at 64M has two timed iterations and one failure, drawn as a cross, never a time.
+    kary1 = next(row for row in group["rows"] if row["topo"] == "kary:1")
+    cell = kary1["cells"][1]
+    assert (cell["n"], cell["failed"]) == (2, 1)
+    assert "failed: iteration 2" in cell["svg"]
+
+
+def test_overlapping_intervals_are_a_tie_not_a_win(tmp_path: Path) -> None:
+    raw = _sweep(tmp_path / "raw", {"kary:1": 1.0, "kary:2": 1.005, "binomial": 1.0})
+    parse_tree(raw, tmp_path / "parsed", plots=False)
+    (view,) = strategy_views(load_parsed(tmp_path / "parsed"))
+    small = view["groups"][0]["matrix"][0]
+    assert small["status"] == "tie"
+    assert small["note"].startswith("tie with ")
+
+
+def test_parse_writes_a_self_contained_report(parsed_sweep: Path) -> None:
+    page = (parsed_sweep / REPORT_NAME).read_text()
+    # Nothing is fetched: no external references, no scripts, every image inline.
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert not re.search(r"url\(\s*['\"]?(https?:)?//", page)
+    assert "<script" not in page and "<link" not in page
+    images = re.findall(r'<img[^>]+src="([^"]{0,30})', page)
+    assert images and all(src.startswith("data:image/png;base64,") for src in images)
+    for anchor in ("overview", "wins", "iterations", "plots", "designs", "failures", "provenance"):
+        assert f'id="set0-{anchor}"' in page
+    assert page.count('class="design"') == 3  # one drawn tree per design
+    assert "exit status 1: [1-3]: Exit 1" in page
+    assert "4/kary-1/2" in page
+
+
+def test_parse_without_plots_writes_no_report(tmp_path: Path) -> None:
+    raw = _sweep(tmp_path / "raw", {"kary:2": 1.0})
+    result = runner.invoke(
+        app, ["parse", "--data", str(raw), "--out", str(tmp_path / "p"), "--no-plots"]
+    )
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "p" / REPORT_NAME).exists()
+    assert not (tmp_path / "p" / "plots").exists()
+
+
+def test_report_of_two_sweeps_marks_what_got_slower(parsed_sweep: Path, tmp_path: Path) -> None:
+    raw = _sweep(tmp_path / "raw", {"kary:1": 3.0, "kary:2": 2.0, "binomial": 1.5})
+    parse_tree(raw, tmp_path / "after", plots=False)
+    out = tmp_path / "compare.html"
+    result = runner.invoke(
+        app, ["report", str(parsed_sweep), str(tmp_path / "after"), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"wrote {out} (")
+    page = out.read_text()
+    assert '<section id="compare">' in page
+    slower = re.findall(r'<tr class="bad">.*?</tr>', page, flags=re.S)
+    assert slower and all("kary:2" in row and "slower" in row for row in slower)
+    assert not any("binomial" in row for row in slower)
+
+
+def test_report_of_a_folder_that_is_not_parsed_is_one_line(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["report", str(tmp_path / "nowhere")])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("kary: error: ")
+    assert "Traceback" not in result.output
+
+
+@pytest.fixture(scope="module")
+def gke_report(flux_distribute: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("gke") / "parsed"
+    parse_tree(flux_distribute / "raw-gke-max-6", out)
+    return out / REPORT_NAME
+
+
+def test_gke_reference_report_shows_strategies_iterations_and_no_failures(
+    gke_report: Path,
+) -> None:
+    page = gke_report.read_text()
+    for strategy, event in (
+        ("all", "distribute-all-nodes"),
+        ("leaves", "distribute-leaf-nodes"),
+        ("middle", "distribute-middle-nodes-0 + -1"),
+    ):
+        assert f'<h3>{strategy} <span class="event">{event}</span></h3>' in page
+    assert "No failures: all 1170 timed steps of 45 cells succeeded." in page
+    # 9 designs x 5 iterations; each strip of the 1G and 2G columns shows n=5.
+    assert page.count("n=5") == 2 * (9 + 9 + 9)
+    assert page.count("matches the logged flux overlay status") == 9
+
+
+def test_gke_reference_report_in_a_real_browser(gke_report: Path, tmp_path: Path) -> None:
+    """Headless Chromium opens the page from disk: it draws something, and asks for nothing."""
+    from PIL import Image
+
+    shot = tmp_path / "report.png"
+    with chromium(tmp_path) as browser:
+        browser.run(gke_report.as_uri(), f"--screenshot={shot}", "--window-size=1280,2400")
+    assert page_requests(browser.requests) == []
+    image = Image.open(shot).convert("RGB")
+    assert image.size == (1280, 2400)
+    colours = image.getcolors(maxcolors=1 << 20)
+    assert colours is not None
+    background = max(colours)[0] / (1280 * 2400)
+    assert background < 0.9, "the page is (almost) one colour: blank"
+    assert len(colours) > 500, "too few colours for text, cards and plots"
