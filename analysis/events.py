@@ -16,6 +16,7 @@ __all__ = [
     "event_sort_key",
     "size_from_label",
     "size_text",
+    "source_label",
     "split_event_label",
     "strategy_of",
     "topo_from_dirname",
@@ -103,6 +104,17 @@ def size_from_label(label: str) -> int | None:
 
 
 @lru_cache(maxsize=65536)
+def source_label(backend: object, cluster: object) -> str:
+    """Where timings come from: `local:vm`, `kubernetes/gke-30`, or `seed logs`."""
+    backend = backend if isinstance(backend, str) else ""
+    cluster = cluster if isinstance(cluster, str) else ""
+    if not backend and not cluster:
+        return "seed logs"
+    if not cluster or cluster.startswith(f"{backend}:"):  # local:HOST names itself
+        return cluster or backend
+    return f"{backend}/{cluster}"
+
+
 def size_text(label: object) -> str:
     """`1` (the seed's bare GB label) -> `1G`, so it reads beside kary's `16M`."""
     text = str(label)

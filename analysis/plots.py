@@ -28,7 +28,13 @@ from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from analysis.events import SETUP_EVENTS, event_sort_key, size_text, topology_order_key
+from analysis.events import (
+    SETUP_EVENTS,
+    event_sort_key,
+    size_text,
+    source_label,
+    topology_order_key,
+)
 from analysis.output import Parsed
 from analysis.stats import summarize
 from experiments.files import write_atomic
@@ -93,7 +99,7 @@ def _panels(count: int) -> tuple[Figure, list[plt.Axes]]:
     # Panels small enough that the page shows three side by side near their drawn
     # size: wider ones were scaled down until their labels were too small to read.
     figure, axes = plt.subplots(
-        rows, cols, figsize=(3.9 * cols + 1.6, 3.4 * rows + 0.8), squeeze=False,
+        rows, cols, figsize=(max(3.9 * cols + 1.6, 6.4), 3.4 * rows + 1.0), squeeze=False,
         layout="constrained",
     )  # fmt: skip
     flat = list(axes.ravel())
@@ -104,10 +110,8 @@ def _panels(count: int) -> tuple[Figure, list[plt.Axes]]:
 
 def _with_source(frame: pd.DataFrame) -> pd.DataFrame:
     """Add `source_name`: where the timings come from (backend/cluster, or the seed's logs)."""
-    backend = frame["backend"].fillna("").astype(str)
-    cluster = frame["cluster"].fillna("").astype(str)
-    name = backend.where(cluster == "", backend + "/" + cluster).replace("", "seed logs")
-    return frame.assign(source_name=name)
+    names = [source_label(b, c) for b, c in zip(frame["backend"], frame["cluster"], strict=True)]
+    return frame.assign(source_name=names)
 
 
 def _data_note(sources: list[str]) -> str:
@@ -151,10 +155,10 @@ def _time_vs_size(summary: pd.DataFrame, event: str) -> Figure:
         for source in sources
     ]
     _legend(figure, axes, "topology", order)
+    # Three short lines: a one-panel figure is narrow, and one long line was clipped.
     figure.suptitle(
-        f"{event}: time against size ({_data_note(sources)})\n"
-        "point: median over iterations; bars: its interval (see summary.csv ci_coverage); "
-        "x: failed steps",
+        f"{event}: time against size\n{_data_note(sources)}\n"
+        "point: median over iterations · bars: its interval · x: failed steps",
         fontsize=10,
     )
     return figure

@@ -17,9 +17,14 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.events import SETUP_EVENTS, event_sort_key, size_text, topology_order_key
+from analysis.events import (
+    SETUP_EVENTS,
+    event_sort_key,
+    size_text,
+    source_label,
+    topology_order_key,
+)
 from analysis.output import Parsed
-from analysis.report_results import source_label
 
 __all__ = ["Facts", "Failure", "collect_facts"]
 
@@ -217,6 +222,8 @@ def _dates_and_cost(facts: Facts, records: dict[str, dict[str, Any]], runs: pd.D
 
 def _cost(walls: list[tuple[float, dict[str, Any]]]) -> str | None:
     """List-price cost of the cells' wall time, when every cell names a priced instance."""
+    if walls and all(r.get("backend") == "local" for _, r in walls):
+        return "$0: ran on this machine (emulated Flux)"
     recorded = [r.get("cost_usd") for _, r in walls]
     if walls and all(isinstance(c, (int, float)) for c in recorded):
         total = sum(float(c) for c in recorded if isinstance(c, (int, float)))

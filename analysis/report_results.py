@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analysis.events import topology_order_key
+from analysis.events import source_label, topology_order_key
 from analysis.stats import summarize
 
 __all__ = [
@@ -27,7 +27,6 @@ __all__ = [
     "Candidate",
     "Verdict",
     "number_or_none",
-    "source_label",
     "strategy_samples",
     "strategy_stats",
     "verdicts",
@@ -47,15 +46,6 @@ _EVENT = {"all": "distribute-all-nodes", "leaves": "distribute-leaf-nodes"}
 _MIDDLE_PREFIX = "distribute-middle-nodes-"
 GROUP = ["strategy", "source", "nodes", "size_bytes"]
 _KEYS = ["strategy", "source", "nodes", "topo", "size_bytes", "size_label"]
-
-
-def source_label(backend: object, cluster: object) -> str:
-    """Where timings come from: `local`, `kubernetes/gke-30`, or the seed's logs."""
-    backend = backend if isinstance(backend, str) else ""
-    cluster = cluster if isinstance(cluster, str) else ""
-    if not backend and not cluster:
-        return "seed logs"
-    return f"{backend}/{cluster}" if cluster else backend
 
 
 def strategy_samples(events: pd.DataFrame) -> pd.DataFrame:

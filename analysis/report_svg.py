@@ -32,6 +32,10 @@ _BAND = "#d8dee4"
 
 # Past this many ranks the drawing is dots without numbers; past the limit, none.
 _LABELLED_RANKS = 48
+# A numbered rank needs 20 px of its own; a wide, shallow tree (kary:16 on 30
+# nodes) may grow the drawing to this width rather than overlap its numbers.
+_LABEL_STEP = 20.0
+_LABELLED_MAX_WIDTH = 620
 _DRAWN_RANKS = 1024
 
 
@@ -80,12 +84,16 @@ def tree_svg(tree: Tree, max_width: int = 300, max_height: int = 260) -> str:
         return ""
     slots = _layout(tree)
     width_slots = max(slots) + 1
-    labelled = tree.size <= _LABELLED_RANKS
-    radius = 9.0 if labelled else 3.0
-    step_x = min(26.0 if labelled else 8.0, (max_width - 2 * radius - 4) / max(width_slots, 1))
-    step_x = max(step_x, 1.2)
-    if not labelled:
-        radius = min(radius, max(step_x / 2.4, 0.8))
+    labelled = (
+        tree.size <= _LABELLED_RANKS and _LABEL_STEP * (width_slots - 1) + 22 <= _LABELLED_MAX_WIDTH
+    )
+    if labelled:
+        radius = 9.0
+        step_x = (max_width - 2 * radius - 4) / max(width_slots, 1)
+        step_x = max(_LABEL_STEP, min(26.0, step_x))
+    else:
+        step_x = max(1.2, min(8.0, (max_width - 10) / max(width_slots, 1)))
+        radius = min(3.0, max(step_x / 2.4, 0.8))
     step_y = min(40.0, (max_height - 2 * radius - 4) / max(tree.depth, 1))
     pad = radius + 2
     width = (width_slots - 1) * step_x + 2 * pad

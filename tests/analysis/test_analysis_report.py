@@ -11,10 +11,13 @@ from headless_chromium import chromium, page_requests
 from typer.testing import CliRunner
 
 from analysis import load_parsed, parse_tree
+from analysis.events import source_label
 from analysis.report import REPORT_NAME
 from analysis.report_facts import Failure, collect_facts
+from analysis.report_svg import tree_svg
 from analysis.report_view import strategy_views
 from experiments.cli import app
+from experiments.topology import build_tree
 
 runner = CliRunner()
 FAILED_STEP = "distribute-all-nodes-64M"
@@ -176,3 +179,45 @@ def test_gke_reference_report_in_a_real_browser(gke_report: Path, tmp_path: Path
     background = max(colours)[0] / (1280 * 2400)
     assert background < 0.9, "the page is (almost) one colour: blank"
     assert len(colours) > 500, "too few colours for text, cards and plots"
+
+
+@pytest.mark.parametrize(
+    ("topo", "nodes"), [("kary:16", 30), ("kary:2", 31), ("binomial", 48), ("kary:0", 30)]
+)
+def test_numbered_ranks_in_a_drawn_tree_never_overlap(topo: str, nodes: int) -> None:
+    svg = tree_svg(build_tree(topo, nodes))
+    circles = [
+        (float(x), float(y), float(r))
+        for x, y, r in re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)" r="([\d.]+)"', svg)
+    ]
+    assert len(circles) == nodes
+    labels = re.findall(r"<text[^>]*>(\d+)</text>", svg)
+    assert labels and sorted(map(int, labels)) == list(range(nodes))
+    for i, (x1, y1, r1) in enumerate(circles):
+        for x2, y2, r2 in circles[i + 1 :]:
+            if y1 == y2:
+                assert abs(x1 - x2) >= r1 + r2, (x1, x2)
+
+
+def test_a_large_tree_is_drawn_as_dots_and_a_huge_one_not_at_all() -> None:
+    dots = tree_svg(build_tree("kary:8", 500))
+    assert dots.count("<circle") == 500 and "<text" not in dots
+    assert tree_svg(build_tree("kary:8", 5000)) == ""
+
+
+@pytest.mark.parametrize(
+    ("backend", "cluster", "label"),
+    [
+        ("local", "local:vm", "local:vm"),
+        ("kubernetes", "gke-30", "kubernetes/gke-30"),
+        ("kubernetes", None, "kubernetes"),
+        (None, None, "seed logs"),
+    ],
+)
+def test_where_timings_come_from(backend: str | None, cluster: str | None, label: str) -> None:
+    assert source_label(backend, cluster) == label
+
+
+def test_a_local_sweep_costs_nothing_and_says_where_it_ran(parsed_sweep: Path) -> None:
+    facts = collect_facts(load_parsed(parsed_sweep))
+    assert facts.cost == "$0: ran on this machine (emulated Flux)"
