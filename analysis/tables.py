@@ -14,7 +14,7 @@ import pandas as pd
 
 from analysis.cells import CellResult
 from analysis.events import event_sort_key, strategy_of, topology_dirname, topology_order_key
-from analysis.stats import summarize
+from analysis.stats import SUMMARY_STATS, summarize
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -103,18 +103,8 @@ SUMMARY_KEYS = [
 ]
 
 _GIB = 2**30
-_ROUNDED = (
-    "median",
-    "q1",
-    "q3",
-    "min",
-    "max",
-    "ci_low",
-    "ci_high",
-    "ci_coverage",
-    "cv",
-    "seconds_per_gb",
-)
+# Every statistic in seconds or a ratio is rounded; the counts are whole already.
+_ROUNDED = (*(s for s in SUMMARY_STATS if s not in ("n", "failed")), "seconds_per_gb")
 
 
 def _text(value: object) -> str:
