@@ -103,7 +103,6 @@ def size_from_label(label: str) -> int | None:
     return int(size) if size >= 1 and size == int(size) else None
 
 
-@lru_cache(maxsize=65536)
 def source_label(backend: object, cluster: object) -> str:
     """Where timings come from: `local:vm`, `kubernetes/gke-30`, or `seed logs`."""
     backend = backend if isinstance(backend, str) else ""
@@ -121,6 +120,7 @@ def size_text(label: object) -> str:
     return f"{text}G" if text.isdigit() else text
 
 
+@lru_cache(maxsize=65536)
 def split_event_label(name: str) -> tuple[str, str] | None:
     """`distribute-middle-nodes-0-16M` -> (`distribute-middle-nodes-0`, `16M`), or None."""
     event, sep, label = name.rpartition("-")
