@@ -36,6 +36,7 @@ check: lint types test
 
 bench: setup
 	$(BIN)/python benchmarks/local_bench.py
+	$(BIN)/python benchmarks/topology_bench.py
 	$(BIN)/python benchmarks/parse_bench.py
 
 clean:
