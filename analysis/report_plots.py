@@ -55,14 +55,14 @@ def _describe(stem: str) -> tuple[str, bool, tuple[object, ...]]:
 
 
 def _read(plot_dir: Path) -> list[Plot]:
-    plots = []
+    keyed = []
     for path in plot_dir.glob("*.png"):
         data = path.read_bytes()
-        title, main, _ = _describe(path.stem)
+        title, main, order = _describe(path.stem)
         width, height = _png_size(data)
         uri = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
-        plots.append(Plot(path.stem, title, uri, width, height, main))
-    return sorted(plots, key=lambda p: (_describe(p.name)[2], p.name))
+        keyed.append(((order, path.stem), Plot(path.stem, title, uri, width, height, main)))
+    return [plot for _, plot in sorted(keyed, key=lambda kv: kv[0])]
 
 
 def collect_plots(parsed: Parsed, parsed_dir: Path) -> list[Plot]:

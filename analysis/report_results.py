@@ -57,6 +57,9 @@ def strategy_samples(events: pd.DataFrame) -> pd.DataFrame:
     frame["source"] = [
         source_label(b, c) for b, c in zip(frame["backend"], frame["cluster"], strict=True)
     ]
+    # `log` names one cell's log: the events' own `source` (its path in the raw
+    # tree), or where that is empty, where it ran + uid + iteration. The frame's
+    # `source` column has just been replaced by where it ran, hence `events`.
     frame["log"] = frame["source"].astype(str) + "|" + frame["uid"].astype(str)
     frame["log"] += "|" + frame["iteration"].astype(str)
     if "source" in events.columns:
