@@ -2,7 +2,8 @@
 
 kary's template keeps the legacy `EVENT` lines too. A step announced by an
 EVENT line that never got its KARY line was cut short (timeout, a killed pod):
-it is a failed step, not a missing one.
+it is a failed step, not a missing one. A distribution whose verify step
+failed is failed too (analysis.verify).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from analysis.events import size_from_label, split_event_label, strategy_of
 from analysis.legacy import first_error
 from analysis.logtext import LogText
 from analysis.model import FAILED, OK, ProblemKind, Step, few
+from analysis.verify import fail_unverified, verify_detail
 
 __all__ = ["KaryLog", "has_kary_lines", "parse_kary"]
 
@@ -47,6 +49,7 @@ def parse_kary(log: LogText) -> KaryLog:
     duplicates: list[str] = []
     unknown: list[str] = []
     bad_lines = 0
+    verify_details: dict[tuple[str, str], str] = {}
     # The EVENT line that opened the step now running, and where its output starts.
     pending: tuple[str, int] | None = None
     for match in _LINE.finditer(text):
@@ -86,6 +89,8 @@ def parse_kary(log: LogText) -> KaryLog:
             detail = first_error(block)
             if detail:
                 step = step._replace(reason=f"{step.reason}: {detail}")
+        if step.status == FAILED and step.event.startswith("verify-"):
+            verify_details[key] = verify_detail(block, step.reason)
         out.steps.append(step)
     if pending is not None:
         _add_unfinished(out.steps, seen, pending[0], "log ends inside this step (truncated)")
@@ -104,6 +109,9 @@ def parse_kary(log: LogText) -> KaryLog:
             out.notes.append(
                 ("warning", f"done line counts {claimed} failed step(s), the log shows {failed}")
             )
+    # After the count above: the template counts the failed verify, not the
+    # distribution it condemns.
+    out.steps = fail_unverified(out.steps, verify_details)
     return out
 
 

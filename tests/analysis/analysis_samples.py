@@ -50,12 +50,15 @@ def kary_log(
     rc: dict[str, int] | None = None,
     stop_before: str | None = None,
     done: bool = True,
+    output: dict[str, str] | None = None,
 ) -> str:
     """A log as templates/entrypoint.sh.j2 writes it; `rc` maps 'event-size' to an exit status.
 
     stop_before='event-size' cuts the log right after that step's EVENT line (a killed run).
+    output maps 'event-size' to what that step printed (instead of flux exec's `[1-N]: Exit`).
     """
     rc = rc or {}
+    output = output or {}
     cell = f"{nodes}/{topo.replace(':', '-')}/{iteration}"
     lines = [
         header(nodes, topo),
@@ -79,6 +82,9 @@ def kary_log(
                 took = round(seconds * (1 + i) * size / 2**24, 6)
                 if status:
                     failed += 1
+                if name in output:
+                    lines.append(output[name])
+                elif status:
                     lines.append(f"[1-{nodes - 1}]: Exit {status}\n")
                 lines.append(f"\nreal\t0m{took:.3f}s\nuser\t0m0.001s\nsys\t0m0.002s\n")
                 lines.append(_kary(event, label, size, took, status))
