@@ -1,13 +1,17 @@
 """`compare_parsed`: did B get slower or faster than A, beyond a factor, and do we believe it?
 
 Per (event, topology, nodes, size): the ratio of medians B/A of the ok timings,
-with the distribution-free Mann-Whitney / Hodges-Lehmann interval for the ratio
-(analysis.stats.ratio_of_medians). Marks, as asv does:
+the Mann-Whitney U test (two-sided) of A's timings against B's, and the
+distribution-free Hodges-Lehmann interval for the ratio with its exact
+coverage (analysis.stats). Marks, as asv does:
 
-    +  slower beyond the factor, and the interval excludes 1 (or too few runs to tell)
-    -  faster beyond the factor, same rule
-    ~  beyond the factor, but the interval includes 1: not distinguishable from noise
-    !  steps that failed in B but never in A (a new failure is a regression)
+    +  slower: ratio beyond the factor AND Mann-Whitney p < 0.05
+    -  faster: same rule
+    ~  beyond the factor, but p >= 0.05: not distinguishable from noise
+    ?  beyond the factor, but unsure: fewer than 3 runs on a side, or so few
+       that p < 0.05 is impossible (3 vs 3 gives at best p = 0.1)
+    !  steps that failed in B but never in A (a new failure is a regression,
+       whatever the number of runs: it is not a statistic)
        (blank) within the factor
 
 Regressions are the `+` and `!` rows. Groups found on one side only are
@@ -23,9 +27,15 @@ import pandas as pd
 
 from analysis.events import event_sort_key, topology_order_key
 from analysis.output import Parsed
-from analysis.stats import ratio_of_medians
+from analysis.stats import ALPHA, MIN_RUNS, TEST_NAME, rank_test, ratio_of_medians
 
-__all__ = ["COMPARE_COLUMNS", "Comparison", "compare_parsed", "format_comparison"]
+__all__ = [
+    "COMPARE_COLUMNS",
+    "Comparison",
+    "compare_parsed",
+    "format_comparison",
+    "test_note",
+]
 
 COMPARE_KEYS = ["event", "topo", "nodes", "size_bytes"]
 COMPARE_COLUMNS = [
@@ -45,8 +55,10 @@ COMPARE_COLUMNS = [
     "ratio_low",
     "ratio_high",
     "coverage",
+    "p_value",
+    "test",
 ]
-_MARK_ORDER = {"!": 0, "+": 1, "-": 2, "~": 3, "": 4}
+_MARK_ORDER = {"!": 0, "+": 1, "-": 2, "~": 3, "?": 4, "": 5}
 
 
 @dataclass
@@ -112,14 +124,22 @@ def _compare(
     a, failed_a = _times(before)
     b, failed_b = _times(after)
     result = ratio_of_medians(a, b)
-    ratio = low = high = coverage = None
-    mark = ""
-    if result is not None:
+    test = rank_test(a, b)
+    ratio = low = high = coverage = p_value = None
+    mark, test_text = "", ""
+    if test is not None:
+        p_value = test.p
+        enough = min(test.n_a, test.n_b) >= MIN_RUNS
+        test_text = f"p={test.p:.3f}" if enough else f"unsure ({test.n_text})"
+    if result is not None and test is not None:
         ratio, low, high, coverage = result.ratio, result.low, result.high, result.coverage
         if ratio > factor or ratio < 1 / factor:
-            no_interval = low is None or high is None
-            beyond = no_interval or (low is not None and low > 1) or (high is not None and high < 1)
-            mark = ("+" if ratio > 1 else "-") if beyond else "~"
+            if min(test.n_a, test.n_b) < MIN_RUNS or not test.can_be_significant:
+                mark = "?"
+            elif test.significant:
+                mark = "+" if ratio > 1 else "-"
+            else:
+                mark = "~"
     if failed_b and not failed_a:
         mark = "!"
     label = str(after["size_label"].iloc[0]) if "size_label" in after else ""
@@ -140,6 +160,8 @@ def _compare(
         low,
         high,
         coverage,
+        p_value,
+        test_text,
     )
 
 
@@ -148,16 +170,19 @@ def format_comparison(comparison: Comparison, only_changed: bool = False) -> str
     table = comparison.table
     if only_changed:
         table = table[table["mark"] != ""]
-    header = ("", "before", "after", "ratio", "interval", "event", "topology", "nodes", "size")
+    header = (
+        "", "before", "after", "ratio", "interval", "test", "event", "topology", "nodes", "size"
+    )  # fmt: skip
     lines = [header]
     for row in table.itertuples(index=False):
         lines.append(
             (
                 str(row.mark),
-                _seconds(row.median_before, row.failed_before),
-                _seconds(row.median_after, row.failed_after),
+                _seconds(row.median_before, row.n_before, row.failed_before),
+                _seconds(row.median_after, row.n_after, row.failed_after),
                 "n/a" if _missing(row.ratio) else f"{row.ratio:.2f}",
                 _interval(row.ratio_low, row.ratio_high, row.coverage),
+                str(row.test),
                 str(row.event),
                 str(row.topo),
                 str(row.nodes),
@@ -165,7 +190,7 @@ def format_comparison(comparison: Comparison, only_changed: bool = False) -> str
             )
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    right = {1, 2, 3, 7}
+    right = {1, 2, 3, 8}
     text = [
         "  ".join(
             cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
@@ -177,22 +202,31 @@ def format_comparison(comparison: Comparison, only_changed: bool = False) -> str
     verdict = (
         f"{int((marks == '+').sum())} slower, {int((marks == '-').sum())} faster, "
         f"{int((marks == '!').sum())} newly failing, {int((marks == '~').sum())} not significant, "
+        f"{int((marks == '?').sum())} unsure, "
         f"{int((marks == '').sum())} within x{comparison.factor:g} "
         f"({len(comparison.table)} compared"
     )
     if comparison.only_before or comparison.only_after:
         verdict += f"; {comparison.only_before} only before, {comparison.only_after} only after"
-    return "\n".join([*text, verdict + ")"]) + "\n"
+    # The verdict stays the last line: scripts and readers look there.
+    return "\n".join([*text, test_note(comparison.factor), verdict + ")"]) + "\n"
+
+
+def test_note(factor: float) -> str:
+    """What the marks claim, and the test behind them, in one line."""
+    return (
+        f"test: {TEST_NAME}, alpha {ALPHA:g}; + and - need a ratio beyond x{factor:g} "
+        f"and p < {ALPHA:g}; ? unsure: n < {MIN_RUNS} on a side, or too few runs for "
+        f"p < {ALPHA:g} (3 vs 3 gives at best p = 0.1)"
+    )
 
 
 def _missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and np.isnan(value))
 
 
-def _seconds(median: object, failed: object) -> str:
-    if _missing(median):
-        return "failed"
-    text = f"{float(median):.3f}s"  # type: ignore[arg-type]
+def _seconds(median: object, n: object, failed: object) -> str:
+    text = "failed" if _missing(median) else f"{float(median):.3f}s n={n}"  # type: ignore[arg-type]
     return f"{text} ({failed} failed)" if failed else text
 
 

@@ -38,6 +38,7 @@ _MARKS = {
     "!": ("newly failing", "bad"),
     "-": ("faster", "good"),
     "~": ("within noise", "muted"),
+    "?": ("unsure: too few runs", "muted"),
     "": ("within the factor", "muted"),
 }
 

@@ -11,6 +11,10 @@
   all pairwise log(b_j / a_i), with the exact Mann-Whitney null distribution
   (normal approximation beyond 2,500 pairs). Same rule: 95% where the sample
   allows it, otherwise the widest interval with its true coverage.
+- "Is A faster than B?": the Mann-Whitney U test, two-sided, at ALPHA = 0.05
+  (`rank_test`). Its smallest possible p for n and m runs is 2 / C(n+m, n)
+  (every run of one side below every run of the other): 0.1 for 3 vs 3, so
+  three iterations per side can never separate two designs at 0.05; four can.
 """
 
 from __future__ import annotations
@@ -23,14 +27,26 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "ALPHA",
     "CI_LEVEL",
+    "MIN_RUNS",
+    "TEST_NAME",
+    "RankTest",
     "RatioInterval",
     "median_ci_ranks",
+    "rank_test",
     "ratio_of_medians",
+    "runs_needed",
+    "smallest_p",
     "summarize",
 ]
 
 CI_LEVEL = 0.95
+ALPHA = 0.05
+TEST_NAME = "Mann-Whitney U, two-sided"
+# Fewer runs than this on a side and no claim is made: one or two timings say
+# nothing about their own noise.
+MIN_RUNS = 3
 
 
 @cache
@@ -197,3 +213,53 @@ def _normal_quantile(p: float) -> float:
     from scipy.stats import norm
 
     return float(norm.ppf(p))
+
+
+@dataclass(frozen=True)
+class RankTest:
+    """The Mann-Whitney U test (two-sided) of two samples: p and each side's n."""
+
+    p: float
+    n_a: int
+    n_b: int
+
+    @property
+    def significant(self) -> bool:
+        return self.p < ALPHA
+
+    @property
+    def can_be_significant(self) -> bool:
+        """False when these n cannot give p < ALPHA whatever the timings."""
+        return smallest_p(self.n_a, self.n_b) < ALPHA
+
+    @property
+    def n_text(self) -> str:
+        return f"n={self.n_a}" if self.n_a == self.n_b else f"n={self.n_a} vs {self.n_b}"
+
+
+def rank_test(a: np.ndarray, b: np.ndarray) -> RankTest | None:
+    """Mann-Whitney U, two-sided (scipy: exact for small samples without ties); None if empty."""
+    from scipy.stats import mannwhitneyu
+
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(x) == 0 or len(y) == 0:
+        return None
+    p = float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
+    # All timings equal on both sides leaves the statistic no variance: no evidence.
+    return RankTest(1.0 if math.isnan(p) else p, len(x), len(y))
+
+
+@cache
+def smallest_p(n: int, m: int) -> float:
+    """The smallest two-sided exact Mann-Whitney p for n and m runs: 2 / C(n+m, n)."""
+    if n == 0 or m == 0:
+        return 1.0
+    return min(1.0, 2 / math.comb(n + m, n))
+
+
+def runs_needed(alpha: float = ALPHA) -> int:
+    """The fewest runs per side (equal sides) for which p < alpha is possible at all."""
+    n = 1
+    while smallest_p(n, n) >= alpha:
+        n += 1
+    return n

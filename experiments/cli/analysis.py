@@ -73,10 +73,16 @@ def register(app: typer.Typer) -> None:
         ),
         csv: Path | None = typer.Option(None, "--csv", help="Also write the table as CSV."),
     ) -> None:
-        """Compare two parsed trees: ratio of medians per step; exit 1 if B got slower.
+        """Compare two parsed trees: ratio of medians and a Mann-Whitney test per step.
 
-        Marks: + slower beyond the factor, - faster, ~ beyond it but within noise,
-        ! fails in B and never in A. Regressions (+ and !) make the exit code 1.
+        A step is slower (+) or faster (-) only when the ratio of medians is beyond
+        the factor AND the Mann-Whitney U test (two-sided) gives p < 0.05; ~ beyond
+        the factor but p >= 0.05; ? unsure: fewer than 3 runs on a side, or too few
+        for p < 0.05 to be possible (3 vs 3 gives at best p = 0.1); ! fails in B
+        and never in A.
+
+        Exit status 0: nothing got slower. 1: something got slower (+) or newly
+        fails (!). 2: bad input (not a parsed directory, a bad --factor).
 
         Example:
 

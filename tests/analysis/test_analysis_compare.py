@@ -15,8 +15,9 @@ runner = CliRunner()
 
 
 def _tree(root: Path, slow: float = 1.0, fail: dict[str, int] | None = None) -> Path:
+    # Five iterations: with three a side, no difference can reach p < 0.05.
     for topo in ("kary:2", "binomial"):
-        for it in range(3):
+        for it in range(5):
             rc = fail if (topo, it) == ("binomial", 1) else None
             seconds = (slow if topo == "kary:2" else 1.0) + 0.01 * it
             write_cell(
@@ -44,21 +45,25 @@ def test_compare_marks_slower_and_newly_failing_and_exits_1(
     result = runner.invoke(app, ["compare", str(a), str(b), "--only-changed", "--csv", str(csv)])
     assert result.exit_code == 1
     assert result.stdout == (
-        "   before              after  ratio  interval          event"
+        "       before                  after  ratio  interval          test     event"
         "                        topology  nodes  size\n"
-        "!  2.020s  2.020s (1 failed)   1.00  [0.98, 1.02] 80%  distribute-all-nodes"
-        "         binomial      4  16M\n"
-        "+  1.010s             1.510s   1.50  [1.47, 1.52] 90%  create-archive"
+        "!  2.040s n=5  2.050s n=4 (1 failed)   1.00  [0.97, 1.03] 97%  p=0.901  "
+        "distribute-all-nodes         binomial      4  16M\n"
+        "+  1.020s n=5             1.520s n=5   1.49  [1.46, 1.52] 97%  p=0.008  create-archive"
         "               kary:2        4  16M\n"
-        "+  2.020s             3.020s   1.50  [1.47, 1.52] 90%  distribute-all-nodes"
-        "         kary:2        4  16M\n"
-        "+  3.030s             4.530s   1.50  [1.47, 1.52] 90%  verify-distribute-all-nodes"
-        "  kary:2        4  16M\n"
-        "+  4.040s             6.040s   1.50  [1.47, 1.52] 90%  delete-archive-all-nodes"
-        "     kary:2        4  16M\n"
-        "+  5.050s             7.550s   1.50  [1.47, 1.52] 90%  clean-all-nodes"
+        "+  2.040s n=5             3.040s n=5   1.49  [1.46, 1.52] 97%  p=0.008  "
+        "distribute-all-nodes         kary:2        4  16M\n"
+        "+  3.060s n=5             4.560s n=5   1.49  [1.46, 1.52] 97%  p=0.008  "
+        "verify-distribute-all-nodes  kary:2        4  16M\n"
+        "+  4.080s n=5             6.080s n=5   1.49  [1.46, 1.52] 97%  p=0.008  "
+        "delete-archive-all-nodes     kary:2        4  16M\n"
+        "+  5.100s n=5             7.600s n=5   1.49  [1.46, 1.52] 97%  p=0.008  clean-all-nodes"
         "              kary:2        4  16M\n"
-        "5 slower, 0 faster, 1 newly failing, 0 not significant, 6 within x1.1 (12 compared)\n"
+        "test: Mann-Whitney U, two-sided, alpha 0.05; + and - need a ratio beyond x1.1 and "
+        "p < 0.05; ? unsure: n < 3 on a side, or too few runs for p < 0.05 "
+        "(3 vs 3 gives at best p = 0.1)\n"
+        "5 slower, 0 faster, 1 newly failing, 0 not significant, 0 unsure, 6 within x1.1 "
+        "(12 compared)\n"
     )
     assert csv.read_text().splitlines()[0].startswith("mark,event,topo,nodes,size_label,")
 
@@ -68,7 +73,8 @@ def test_the_reverse_direction_is_faster_and_exits_0(before_after: tuple[Path, P
     result = runner.invoke(app, ["compare", str(b), str(a), "--factor", "1.2", "--only-changed"])
     assert result.exit_code == 0
     assert result.stdout.splitlines()[-1] == (
-        "0 slower, 5 faster, 0 newly failing, 0 not significant, 7 within x1.2 (12 compared)"
+        "0 slower, 5 faster, 0 newly failing, 0 not significant, 0 unsure, 7 within x1.2 "
+        "(12 compared)"
     )
 
 
@@ -77,12 +83,14 @@ def test_identical_trees_compare_clean(before_after: tuple[Path, Path]) -> None:
     result = runner.invoke(app, ["compare", str(a), str(a)])
     assert result.exit_code == 0
     assert result.stdout.splitlines()[-1] == (
-        "0 slower, 0 faster, 0 newly failing, 0 not significant, 12 within x1.1 (12 compared)"
+        "0 slower, 0 faster, 0 newly failing, 0 not significant, 0 unsure, 12 within x1.1 "
+        "(12 compared)"
     )
 
 
 def test_overlapping_noise_beyond_the_factor_is_not_significant(tmp_path: Path) -> None:
-    for name, times in (("a", (1.0, 1.0, 3.0)), ("b", (1.5, 1.5, 0.9))):
+    # Enough runs for the test (5 a side), medians 36% apart, but the runs interleave.
+    for name, times in (("a", (1.0, 1.0, 3.0, 1.1, 2.9)), ("b", (1.5, 1.5, 0.9, 1.6, 0.8))):
         root = tmp_path / name
         for it, seconds in enumerate(times):
             write_cell(
@@ -95,13 +103,64 @@ def test_overlapping_noise_beyond_the_factor_is_not_significant(tmp_path: Path) 
     assert comparison.exit_code == 0
 
 
+def _one_event_tree(root: Path, times: tuple[float, ...]) -> Path:
+    """kary:2 on 4 nodes, one iteration per time; distribute-all-nodes takes 2 x time."""
+    for it, seconds in enumerate(times):
+        log = kary_log(4, "kary:2", it, sizes=("16M",), seconds=seconds)
+        write_cell(root, f"4/kary-2/{it}", log, run_record(4, "kary:2", it))
+    parse_tree(root, root.with_name(root.name + "-parsed"), plots=False)
+    return root.with_name(root.name + "-parsed")
+
+
+def _distribute_row(before: Path, after: Path) -> dict[str, object]:
+    table = compare_parsed(load_parsed(before), load_parsed(after)).table
+    row = table[table["event"] == "distribute-all-nodes"].iloc[0]
+    return {k: row[k] for k in ("mark", "n_before", "n_after", "test")}
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "mark", "test"),
+    [
+        # One run a side: twice as slow, but one sample says nothing about noise.
+        ((1.0,), (2.0,), "?", "unsure (n=1)"),
+        ((1.0, 1.01), (2.0,), "?", "unsure (n=2 vs 1)"),
+        # 3 vs 3 all slower: the exact two-sided Mann-Whitney p is 0.1 at best.
+        ((1.0, 1.01, 1.02), (2.0, 2.01, 2.02), "?", "p=0.100"),
+        # 4 vs 4 all slower: p = 2/70 = 0.029 < 0.05, and beyond the factor.
+        ((1.0, 1.01, 1.02, 1.03), (2.0, 2.01, 2.02, 2.03), "+", "p=0.029"),
+        # Significant but within the factor is not a regression.
+        ((1.0, 1.01, 1.02, 1.03), (1.05, 1.06, 1.07, 1.08), "", "p=0.029"),
+    ],
+)
+def test_a_regression_needs_the_factor_and_the_test(
+    tmp_path: Path, before: tuple[float, ...], after: tuple[float, ...], mark: str, test: str
+) -> None:
+    a = _one_event_tree(tmp_path / "a", before)
+    b = _one_event_tree(tmp_path / "b", after)
+    assert _distribute_row(a, b) == {
+        "mark": mark, "n_before": len(before), "n_after": len(after), "test": test
+    }  # fmt: skip
+    result = runner.invoke(app, ["compare", str(a), str(b)])
+    assert result.exit_code == (1 if mark == "+" else 0), result.output
+
+
+def test_compare_help_documents_the_test_and_the_exit_codes() -> None:
+    result = runner.invoke(app, ["compare", "--help"], terminal_width=200)
+    text = " ".join(result.stdout.split())
+    assert "Mann-Whitney U" in text and "0.05" in text
+    assert "0: nothing got slower" in text
+    assert "1: something got slower" in text
+    assert "2: bad input" in text
+
+
 def test_compare_reads_the_seed_parsed_csv(flux_distribute: Path, tmp_path: Path) -> None:
     parse_tree(flux_distribute / "raw-eks-exact-6", tmp_path, plots=False)
     seed = flux_distribute / "parsed-eks-exact-6"
     result = runner.invoke(app, ["compare", str(seed), str(tmp_path), "--only-changed"])
     assert result.exit_code == 0
     assert result.stdout.splitlines()[-1] == (
-        "0 slower, 0 faster, 0 newly failing, 0 not significant, 160 within x1.1 (160 compared)"
+        "0 slower, 0 faster, 0 newly failing, 0 not significant, 0 unsure, 160 within x1.1 "
+        "(160 compared)"
     )
 
 

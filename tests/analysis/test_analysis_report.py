@@ -23,10 +23,10 @@ runner = CliRunner()
 FAILED_STEP = "distribute-all-nodes-64M"
 
 
-def _sweep(root: Path, seconds: dict[str, float]) -> Path:
+def _sweep(root: Path, seconds: dict[str, float], iterations: int = 3) -> Path:
     """4 nodes, 3 iterations per topology; kary:1's iteration 2 fails one distribute step."""
     for topo, base in seconds.items():
-        for it in range(3):
+        for it in range(iterations):
             rc = {FAILED_STEP: 1} if (topo, it) == ("kary:1", 2) else None
             write_cell(
                 root,
@@ -117,12 +117,15 @@ def test_parse_without_plots_writes_no_report(tmp_path: Path) -> None:
     assert not (tmp_path / "p" / "plots").exists()
 
 
-def test_report_of_two_sweeps_marks_what_got_slower(parsed_sweep: Path, tmp_path: Path) -> None:
-    raw = _sweep(tmp_path / "raw", {"kary:1": 3.0, "kary:2": 2.0, "binomial": 1.5})
-    parse_tree(raw, tmp_path / "after", plots=False)
+def test_report_of_two_sweeps_marks_what_got_slower(tmp_path: Path) -> None:
+    # Four runs a side: the fewest for which Mann-Whitney can reach p < 0.05.
+    before = _sweep(tmp_path / "raw-a", {"kary:1": 3.0, "kary:2": 1.0, "binomial": 1.5}, 4)
+    after = _sweep(tmp_path / "raw-b", {"kary:1": 3.0, "kary:2": 2.0, "binomial": 1.5}, 4)
+    parse_tree(before, tmp_path / "before", plots=False)
+    parse_tree(after, tmp_path / "after", plots=False)
     out = tmp_path / "compare.html"
     result = runner.invoke(
-        app, ["report", str(parsed_sweep), str(tmp_path / "after"), "--out", str(out)]
+        app, ["report", str(tmp_path / "before"), str(tmp_path / "after"), "--out", str(out)]
     )
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith(f"wrote {out} (")
@@ -131,6 +134,20 @@ def test_report_of_two_sweeps_marks_what_got_slower(parsed_sweep: Path, tmp_path
     slower = re.findall(r'<tr class="bad">.*?</tr>', page, flags=re.S)
     assert slower and all("kary:2" in row and "slower" in row for row in slower)
     assert not any("binomial" in row for row in slower)
+
+
+def test_report_of_two_sweeps_of_three_runs_is_unsure(parsed_sweep: Path, tmp_path: Path) -> None:
+    # kary:2 doubled, but 3 vs 3 runs cannot reach p < 0.05: unsure, not slower.
+    raw = _sweep(tmp_path / "raw", {"kary:1": 3.0, "kary:2": 2.0, "binomial": 1.5})
+    parse_tree(raw, tmp_path / "after", plots=False)
+    out = tmp_path / "compare.html"
+    result = runner.invoke(
+        app, ["report", str(parsed_sweep), str(tmp_path / "after"), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+    assert not re.findall(r'<tr class="bad">.*?</tr>', page, flags=re.S)
+    assert "unsure: too few runs" in page
 
 
 def test_report_of_a_folder_that_is_not_parsed_is_one_line(tmp_path: Path) -> None:
