@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from experiments.clusters import clock
 from experiments.errors import UserError
 
 __all__ = [
@@ -77,7 +78,7 @@ class Lease:
                 f"invalid --max-hours {max_hours:g}: must be above 0 and at most "
                 f"{_MAX_HOURS_LIMIT:g}"
             )
-        created = (now or datetime.now(timezone.utc)).replace(microsecond=0)
+        created = (now or clock.utc_now()).replace(microsecond=0)
         return cls(owner or current_owner(), created, created + timedelta(hours=max_hours))
 
     def labels(self) -> dict[str, str]:
@@ -101,4 +102,4 @@ class Lease:
         return cls(labels["owner"], created, expires)
 
     def expired(self, now: datetime | None = None) -> bool:
-        return (now or datetime.now(timezone.utc)) >= self.expires
+        return (now or clock.utc_now()) >= self.expires

@@ -18,10 +18,11 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from experiments.clusters import clock
 from experiments.clusters.base import ClusterState, Provider
 from experiments.clusters.lease import Lease
 from experiments.clusters.shell import CommandFailed, Shell
@@ -263,7 +264,7 @@ def _when(moment: datetime, now: datetime) -> str:
 
 def cluster_status(provider: Provider, now: datetime | None = None) -> list[str]:
     """What exists, whose it is, when it expires, when the dead-man switch fires, what it costs."""
-    now = now or datetime.now(timezone.utc)
+    now = now or clock.utc_now()
     spec = provider.spec
     where = f"{spec.name} ({spec.provider}, {provider.location})"
     state = provider.describe()
@@ -326,7 +327,7 @@ def reap_clusters(
     now: datetime | None = None,
 ) -> ReapReport:
     """Delete every expired cluster kary made for `owner` in the spec's region or zone."""
-    now = now or datetime.now(timezone.utc)
+    now = now or clock.utc_now()
     report = ReapReport([], [], [])
     for state in provider.list_clusters():
         reason = _keep_reason(state, owner, now)

@@ -8,12 +8,17 @@ import shutil
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
+
+# Every test sees this moment as "now" (kary and the fakes alike): nothing it asserts
+# may depend on how long the machine took to get there.
+FROZEN_NOW = datetime(2026, 6, 27, 15, 30, 0, tzinfo=timezone.utc)
 
 FAKES = Path(__file__).resolve().parent.parent / "fakes"
 CLUSTERS = Path(__file__).resolve().parents[2] / "clusters"
@@ -62,8 +67,34 @@ class FakeCloud:
         )
 
 
+@dataclass
+class FrozenClock:
+    """kary's clock (experiments.clusters.clock) and the fakes', moved only by the test."""
+
+    now: datetime
+    monkeypatch: pytest.MonkeyPatch
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.set(self.now + timedelta(**delta))
+
+    def set(self, now: datetime) -> None:
+        self.now = now
+        self.monkeypatch.setenv("KARY_FAKE_NOW", now.isoformat())
+
+
 @pytest.fixture
-def fake_cloud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeCloud:
+def clock(monkeypatch: pytest.MonkeyPatch) -> FrozenClock:
+    frozen = FrozenClock(FROZEN_NOW, monkeypatch)
+    frozen.set(FROZEN_NOW)
+    monkeypatch.setattr("experiments.clusters.clock.utc_now", frozen)
+    return frozen
+
+
+@pytest.fixture
+def fake_cloud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: FrozenClock) -> FakeCloud:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for program in PROGRAMS:
@@ -82,6 +113,7 @@ def fake_cloud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeCloud:
             "KARY_FAKE_SCRIPT",
             "KARY_FAKE_STATE",
             "KARY_FAKE_LOG",
+            "KARY_FAKE_NOW",
         ):
             monkeypatch.delenv(name)
     return FakeCloud(bin_dir, tmp_path / "cloud.json", tmp_path / "calls.jsonl", monkeypatch)

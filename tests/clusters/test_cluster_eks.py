@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +34,9 @@ def _up(*extra: str) -> Any:
 
 
 def test_up_creates_a_labelled_cluster_with_the_operator_and_a_dead_man_switch(
-    fake_cloud: Any, aws: Any
+    fake_cloud: Any, aws: Any, clock: Any
 ) -> None:
     asgs = aws(NAME, ["workers"])
-    before = datetime.now(timezone.utc).replace(microsecond=0)
     result = _up("--max-hours", "2")
     assert result.exit_code == 0, result.output
     config = Path(os.environ["XDG_STATE_HOME"]) / "kary" / "eksctl" / f"{NAME}.yaml"
@@ -58,7 +57,7 @@ def test_up_creates_a_labelled_cluster_with_the_operator_and_a_dead_man_switch(
     assert tags["managed-by"] == "kary" and tags["owner"] == "tester"
     lease = Lease.from_labels(tags)
     assert lease is not None and lease.expires - lease.created == timedelta(hours=2)
-    assert lease.created >= before
+    assert lease.created == clock.now
     assert rendered["managedNodeGroups"][0]["tags"] == tags
     assert rendered["managedNodeGroups"][0]["instanceType"] == "c5a.4xlarge"
     assert fake_cloud.state()["eks"][NAME]["tags"] == tags
@@ -71,15 +70,18 @@ def test_up_creates_a_labelled_cluster_with_the_operator_and_a_dead_man_switch(
     assert sizes == [(0, 0, 0)]
     assert actions[0]["StartTime"] == lease.expires
     # status shows the lease and when the switch fires.
+    clock.advance(minutes=30)
     status = runner.invoke(app, ["cluster", "status", str(EKS_30)])
     assert status.exit_code == 0, status.output
-    lines = status.stdout.splitlines()
-    assert lines[0] == f"cluster {NAME} (eks, us-east-2): ACTIVE, Kubernetes 1.33"
-    assert lines[1].startswith(f"owner tester · created {lease.created:%Y-%m-%d %H:%M} UTC")
-    assert f"expires {lease.expires:%Y-%m-%d %H:%M} UTC (in 1 h 59 min" in lines[1]
-    assert lines[2].startswith(f"dead-man switch: fires {lease.expires:%Y-%m-%d %H:%M} UTC")
-    assert lines[2].endswith(f"scales node group workers ({asgs[0]}) to 0")
-    assert lines[3].startswith("cost: $18.58/h (30 x c5a.4xlarge at $0.6160/h")
+    assert status.stdout.splitlines() == [
+        f"cluster {NAME} (eks, us-east-2): ACTIVE, Kubernetes 1.33",
+        "owner tester · created 2026-06-27 15:30 UTC (30 min 0 s ago) · "
+        "expires 2026-06-27 17:30 UTC (in 1 h 30 min)",
+        "dead-man switch: fires 2026-06-27 17:30 UTC (in 1 h 30 min): "
+        f"scales node group workers ({asgs[0]}) to 0",
+        "cost: $18.58/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.10/h); "
+        "about $9.29 so far",
+    ]
     # down removes everything.
     down = runner.invoke(app, ["cluster", "down", str(EKS_30)])
     assert down.exit_code == 0, down.output
@@ -249,8 +251,8 @@ def _seed(fake_cloud: Any, clusters: dict[str, dict[str, str]]) -> None:
     fake_cloud.write_state(state)
 
 
-def _lease(owner: str, hours_ago: float, hours: float) -> dict[str, str]:
-    created = datetime.now(timezone.utc) - timedelta(hours=hours_ago)
+def _lease(now: datetime, owner: str, hours_ago: float, hours: float) -> dict[str, str]:
+    created = now - timedelta(hours=hours_ago)
     return {
         "managed-by": "kary",
         "owner": owner,
@@ -259,13 +261,15 @@ def _lease(owner: str, hours_ago: float, hours: float) -> dict[str, str]:
     }
 
 
-def test_reap_deletes_only_expired_clusters_kary_made_for_this_owner(fake_cloud: Any) -> None:
+def test_reap_deletes_only_expired_clusters_kary_made_for_this_owner(
+    fake_cloud: Any, clock: Any
+) -> None:
     _seed(
         fake_cloud,
         {
-            "old-mine": _lease("tester", 5, 4),
-            "fresh-mine": _lease("tester", 1, 4),
-            "old-theirs": _lease("someone", 5, 4),
+            "old-mine": _lease(clock.now, "tester", 5, 4),
+            "fresh-mine": _lease(clock.now, "tester", 1, 4),
+            "old-theirs": _lease(clock.now, "someone", 5, 4),
             "hand-made": {"team": "hpc"},
         },
     )
@@ -279,15 +283,17 @@ def test_reap_deletes_only_expired_clusters_kary_made_for_this_owner(fake_cloud:
     assert result.exit_code == 0, result.output
     out = result.stdout.splitlines()
     assert out[0] == "deleted 1 expired cluster(s) of tester in us-east-2: old-mine"
-    kept = sorted(out[1:])
-    assert kept[0].startswith("kept fresh-mine (expires ")
-    assert kept[1:] == ["kept hand-made (no kary lease)", "kept old-theirs (owner someone)"]
+    assert sorted(out[1:]) == [
+        "kept fresh-mine (expires 2026-06-27 18:30 UTC (in 3 h 0 min))",
+        "kept hand-made (no kary lease)",
+        "kept old-theirs (owner someone)",
+    ]
     assert sorted(fake_cloud.state()["eks"]) == ["fresh-mine", "hand-made", "old-theirs"]
     assert "stack:eksctl-old-mine-cluster" not in fake_cloud.running()
 
 
-def test_reap_reports_a_cluster_it_could_not_delete(fake_cloud: Any) -> None:
-    _seed(fake_cloud, {"old-mine": _lease("tester", 5, 4)})
+def test_reap_reports_a_cluster_it_could_not_delete(fake_cloud: Any, clock: Any) -> None:
+    _seed(fake_cloud, {"old-mine": _lease(clock.now, "tester", 5, 4)})
     fake_cloud.fail("EKSCTL_DELETE", "fail-always")
     spec = load_cluster_spec(EKS_30)
     report = reap_clusters(provider_for(spec, Shell()), "tester", lambda line: None)

@@ -54,7 +54,7 @@ def test_the_plan_is_the_exact_gcloud_commands() -> None:
 
 
 def test_up_arms_the_switch_first_then_creates_and_down_removes_both(
-    fake_cloud: Any, monkeypatch: pytest.MonkeyPatch
+    fake_cloud: Any, clock: Any
 ) -> None:
     result = _up("--max-hours", "3")
     assert result.exit_code == 0, result.output
@@ -85,10 +85,22 @@ def test_up_arms_the_switch_first_then_creates_and_down_removes_both(
     assert status.exit_code == 0, status.output
     lines = status.stdout.splitlines()
     assert lines[0] == f"cluster {NAME} (gke, us-central1-a): RUNNING, Kubernetes 1.33.1-gke.1"
-    # The job fires at the first whole minute not before expiry.
-    fires = (lease.expires + timedelta(seconds=59)).replace(second=0)
-    assert lines[2].startswith(f"dead-man switch: fires {fires:%Y-%m-%d %H:%M} UTC (in 3 h ")
-    assert lines[2].endswith(f": Cloud Scheduler job {JOB} (ENABLED) resizes default-pool to 0")
+    assert lease.created == clock.now
+    clock.advance(minutes=90)  # status counts from kary's clock, not the machine's
+    assert lines[2] == (
+        "dead-man switch: fires 2026-06-27 18:30 UTC (in 3 h 0 min): "
+        f"Cloud Scheduler job {JOB} (ENABLED) resizes default-pool to 0"
+    )
+    later = runner.invoke(app, ["cluster", "status", str(GKE_30)]).stdout.splitlines()
+    assert later[1] == (
+        "owner tester · created 2026-06-27 15:30 UTC (1 h 30 min ago) · "
+        "expires 2026-06-27 18:30 UTC (in 1 h 30 min)"
+    )
+    assert later[2].startswith("dead-man switch: fires 2026-06-27 18:30 UTC (in 1 h 30 min): ")
+    assert later[3] == (
+        "cost: $43.68/h (30 x c2d-standard-32 at $1.4528/h + control plane $0.10/h); "
+        "about $65.53 so far"
+    )
     down = runner.invoke(app, ["cluster", "down", str(GKE_30)])
     assert down.exit_code == 0, down.output
     assert DELETE in fake_cloud.calls("gcloud")
@@ -146,8 +158,10 @@ def test_a_delete_that_keeps_failing_is_reported(fake_cloud: Any) -> None:
     )
 
 
-def test_reap_deletes_expired_clusters_of_this_owner_and_their_switches(fake_cloud: Any) -> None:
-    now = datetime.now(timezone.utc)
+def test_reap_deletes_expired_clusters_of_this_owner_and_their_switches(
+    fake_cloud: Any, clock: Any
+) -> None:
+    now = clock.now
 
     def lease(owner: str, hours_left: float) -> dict[str, str]:
         return {

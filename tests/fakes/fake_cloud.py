@@ -12,6 +12,7 @@ Environment:
   KARY_FAKE_SCHEDULER      ok | fail
   KARY_FAKE_KUBECTL        ok | fail
   KARY_FAKE_AWS            ok | no-credentials
+  KARY_FAKE_NOW            ISO time the fakes take as now (the test's frozen clock)
 Only the calls kary makes are understood; anything else exits 99 so a test notices.
 """
 
@@ -201,7 +202,9 @@ def _schedule_time(cron: str) -> str:
     from datetime import datetime, timezone
 
     minute, hour, day, month, _ = cron.split()
-    now = datetime.now(timezone.utc)
+    # The test's frozen clock, when it has one: the year depends on "now".
+    frozen = os.environ.get("KARY_FAKE_NOW")
+    now = datetime.fromisoformat(frozen) if frozen else datetime.now(timezone.utc)
     when = datetime(now.year, int(month), int(day), int(hour), int(minute), tzinfo=timezone.utc)
     if when < now:
         when = when.replace(year=now.year + 1)
