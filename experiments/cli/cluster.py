@@ -1,7 +1,13 @@
-"""`kary cluster up|down|status|reap FILE`: real clusters with a lease and a dead-man switch."""
+"""`kary cluster up|down|status|reap FILE`: real clusters with a lease and a dead-man switch.
+
+`up` starts billing, so it shows what it will run, the hourly cost and the most
+the cluster can cost before its lease expires, then asks (`--yes` skips the
+question; with no terminal and no `--yes` it refuses before any cloud call).
+"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -10,6 +16,7 @@ from experiments.clusters import (
     DEFAULT_MAX_HOURS,
     CommandFailed,
     Lease,
+    Provider,
     Shell,
     cluster_down,
     cluster_status,
@@ -17,13 +24,16 @@ from experiments.clusters import (
     cost_lines,
     current_owner,
     down_plan,
+    hourly_cost,
     provider_for,
     reap_clusters,
     terminate_as_interrupt,
     up_plan,
 )
-from experiments.clusterspec import load_cluster_spec
+from experiments.clusterspec import ClusterSpec, load_cluster_spec
 from experiments.errors import UserError
+
+__all__ = ["app", "confirm_billed"]
 
 app = typer.Typer(
     help="Create, inspect and delete EKS/GKE clusters (labelled, with a dead-man switch).",
@@ -35,6 +45,7 @@ DRY_RUN = typer.Option(False, "--dry-run", help="Print the exact commands and co
 MAX_HOURS = typer.Option(
     DEFAULT_MAX_HOURS, "--max-hours", help="Lease: the cluster expires after this many hours."
 )
+YES = typer.Option(False, "--yes", "-y", help="Create the (billed) cluster without asking.")
 
 
 def _err(line: str) -> None:
@@ -44,6 +55,41 @@ def _err(line: str) -> None:
 def _shell() -> Shell:
     # The cloud tools' progress goes to stderr, so stdout stays what kary says.
     return Shell(echo=lambda line: _err(f"  | {line}"))
+
+
+def _stdin_is_terminal() -> bool:
+    return sys.stdin.isatty()
+
+
+def confirm_billed(lines: list[str], question: str, yes: bool, no_terminal: str) -> None:
+    """Show what is about to bill, then ask; `yes` skips the question.
+
+    Without a terminal to ask on (CI, a pipe) and without `yes`, refuse with the
+    one-line `no_terminal` reason (a UserError: exit 2).  A "no" exits 1.
+    """
+    for line in lines:
+        _err(line)
+    if yes:
+        return
+    if not _stdin_is_terminal():
+        raise UserError(no_terminal)
+    if not typer.confirm(question, default=False, err=True):
+        _err("kary: nothing was created")
+        raise typer.Exit(1)
+
+
+def _up_lines(
+    spec: ClusterSpec, provider: Provider, lease: Lease, dead_man: bool, operator: bool
+) -> list[str]:
+    """The cluster, its lease, the exact commands and what it costs: dry run and question alike."""
+    labels = " ".join(f"{k}={v}" for k, v in lease.labels().items())
+    return [
+        f"{spec.provider} cluster {spec.name} in {provider.location}: "
+        + ", ".join(f"{g.count} x {g.instance_type}" for g in spec.node_groups),
+        f"lease: {labels}",
+        *up_plan(provider, lease, dead_man, operator),
+        *cost_lines(spec, lease, up=True, down=True),
+    ]
 
 
 @app.command("up")
@@ -59,8 +105,12 @@ def up(
         "--dead-man-switch/--no-dead-man-switch",
         help="Have the provider remove the workers at expiry, even without kary.",
     ),
+    yes: bool = YES,
 ) -> None:
     """Create the cluster, labelled with owner/created/expires; a failed create is deleted.
+
+    Shows the commands, the hourly cost and the most the cluster can cost before
+    it expires, then asks; --yes skips the question (needed without a terminal).
 
     Example:
 
@@ -70,19 +120,20 @@ def up(
     spec = load_cluster_spec(file)
     lease = Lease.new(max_hours)
     provider = provider_for(spec, _shell())
+    lines = _up_lines(spec, provider, lease, dead_man, operator)
     if dry_run:
         typer.echo(f"kary cluster up {file}: dry run, nothing is created")
-        typer.echo(
-            f"{spec.provider} cluster {spec.name} in {provider.location}: "
-            + ", ".join(f"{g.count} x {g.instance_type}" for g in spec.node_groups)
-        )
-        labels = " ".join(f"{k}={v}" for k, v in lease.labels().items())
-        typer.echo(f"lease: {labels}")
-        for line in up_plan(provider, lease, dead_man, operator):
-            typer.echo(line)
-        for line in cost_lines(spec, lease, up=True, down=True):
+        for line in lines:
             typer.echo(line)
         return
+    hourly = hourly_cost(spec).usd_per_hour
+    confirm_billed(
+        [f"kary cluster up {file}:", *lines],
+        f"Create {spec.name}? It bills ${hourly:,.2f}/h until it is deleted",
+        yes,
+        f"creating {spec.name} bills ${hourly:,.2f}/h and there is no terminal to confirm it: "
+        "check the plan above and add --yes",
+    )
     with terminate_as_interrupt():
         try:
             cluster_up(provider, lease, _err, dead_man=dead_man, operator=operator)

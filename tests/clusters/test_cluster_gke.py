@@ -22,7 +22,7 @@ DELETE = ["gcloud", "container", "clusters", "delete", NAME, "--zone", "us-centr
 
 
 def _up(*extra: str) -> Any:
-    return runner.invoke(app, ["cluster", "up", str(GKE_30), *extra])
+    return runner.invoke(app, ["cluster", "up", str(GKE_30), "--yes", *extra])
 
 
 def test_the_plan_is_the_exact_gcloud_commands() -> None:
