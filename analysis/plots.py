@@ -2,9 +2,11 @@
 
 - time-vs-size-<event>.png: per event, median seconds against size, one line
   per topology, one panel per node count; bars are the median's interval
-  (see analysis.stats); red crosses count failed steps, never timed.
+  (see analysis.stats), their coverage in the title, and none where n < 3;
+  red crosses count failed steps, never timed.
 - seconds-per-gb-<event>.png: per distribute event, median seconds per GiB
-  (over sizes and iterations) against topology, one line per node count.
+  (over sizes and iterations) against topology, one line per node count. No
+  interval: different sizes are not repeated runs of one measurement.
 - ping-latency-vs-hops.png: flux ping latency against route length.
 - failures.png: failed steps per event and topology, when there are any.
 """
@@ -27,6 +29,7 @@ import seaborn as sns
 from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
+from matplotlib.typing import ColorType
 
 from analysis.events import (
     SETUP_EVENTS,
@@ -116,8 +119,16 @@ def _with_source(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _data_note(sources: list[str]) -> str:
     # The emulator's timings are its own: every plot of them says so.
-    notes = [f"{s} (emulated Flux)" if s.startswith("local") else s for s in sources]
+    notes = [_source_note(s) for s in sources]
     return "data: " + ", ".join(notes)
+
+
+def _source_note(source: str) -> str:
+    if source.startswith("local"):
+        return f"{source} (emulated Flux)"
+    if source.startswith("flux"):
+        return f"{source} (real Flux)"
+    return source
 
 
 _LINESTYLES = ("-", "--", ":", "-.")
@@ -158,32 +169,52 @@ def _time_vs_size(summary: pd.DataFrame, event: str) -> Figure:
     # Three short lines: a one-panel figure is narrow, and one long line was clipped.
     figure.suptitle(
         f"{event}: time against size\n{_data_note(sources)}\n"
-        "point: median over iterations · bars: its interval · x: failed steps",
+        f"point: median over iterations · {_bars_note(rows)} · x: failed steps",
         fontsize=10,
     )
     return figure
 
 
-def _colors(count: int) -> list[object]:
+def _bars_note(rows: pd.DataFrame) -> str:
+    """What the bars are, with the coverage they actually have (it depends on n)."""
+    coverages = sorted(set(rows["ci_coverage"].dropna().astype(float)))
+    if not coverages:
+        return "no bars: fewer than 3 runs"
+    low, high = f"{coverages[0]:.0%}", f"{coverages[-1]:.0%}"
+    covers = low if low == high else f"{low}–{high}"
+    return f"bars: its interval, {covers} coverage"
+
+
+def _colors(count: int) -> list[ColorType]:
     # Distinct hues while they last; a sequential map once there are too many.
     return list(sns.color_palette("colorblind" if count <= 10 else "viridis", count))
 
 
 def _errorbar(
-    ax: plt.Axes, x: np.ndarray, line: pd.DataFrame, color: object, label: str, style: str = "-"
+    ax: plt.Axes,
+    x: np.ndarray,
+    line: pd.DataFrame,
+    color: ColorType,
+    label: str,
+    style: str = "-",
 ) -> None:
+    """The medians as a line; bars only where there is an interval (n >= 3), never a
+    zero-length bar that would read as a very sure value."""
     median = line["median"].to_numpy(dtype=float)
+    ax.plot(x, median, color=color, label=label, marker="o", ms=4, lw=1.4, linestyle=style)
+    if "ci_low" not in line:
+        return
     low = line["ci_low"].to_numpy(dtype=float)
     high = line["ci_high"].to_numpy(dtype=float)
     has_ci = ~np.isnan(low)
-    yerr = np.vstack([np.where(has_ci, median - low, 0.0), np.where(has_ci, high - median, 0.0)])
-    ax.errorbar(
-        x, median, yerr=yerr, color=color, label=label, marker="o", ms=4, capsize=3, lw=1.4,
-        linestyle=style,
-    )  # fmt: skip
+    if has_ci.any():
+        yerr = np.vstack([median[has_ci] - low[has_ci], high[has_ci] - median[has_ci]])
+        ax.errorbar(
+            x[has_ci], median[has_ci], yerr=yerr, fmt="none", ecolor=color, capsize=3, lw=1.4
+        )
 
 
-def _mark_failures(ax: plt.Axes, x: np.ndarray, line: pd.DataFrame, color: object) -> None:
+def _mark_failures(ax: plt.Axes, x: np.ndarray, line: pd.DataFrame, color: ColorType) -> None:
     failed = line["failed"].to_numpy()
     if not failed.any():
         return
@@ -229,7 +260,7 @@ def _seconds_per_gb(steps: pd.DataFrame, event: str) -> Figure:
     position = {topo: i for i, topo in enumerate(topologies)}
     lines = sorted(set(zip(stats["nodes"], stats["source_name"], strict=True)))
     palette = sns.color_palette("rocket", len(lines))
-    # Dodge the lines a little so their bars do not hide each other.
+    # Dodge the lines a little so their points do not hide each other.
     dodge = np.linspace(-0.12, 0.12, len(lines)) if len(lines) > 1 else [0.0]
     figure, ax = plt.subplots(
         figsize=(max(7.5, 0.8 * len(topologies) + 4), 4.6), layout="constrained"
@@ -241,7 +272,8 @@ def _seconds_per_gb(steps: pd.DataFrame, event: str) -> Figure:
         x = line["pos"].to_numpy(dtype=float) + shift
         timed = line["n"].to_numpy() > 0
         label = f"{nodes} nodes" if len(sources) == 1 else f"{nodes} nodes [{source}]"
-        _errorbar(ax, x[timed], line[timed], color, label)
+        # Medians only: pooled over sizes, these are not repeats, so no interval.
+        _errorbar(ax, x[timed], line[timed].drop(columns=["ci_low", "ci_high"]), color, label)
         _mark_failures(ax, x, line, color)
     ax.set_xticks(range(len(topologies)))
     ax.set_xticklabels(topologies, rotation=30 if len(topologies) > 6 else 0)
@@ -249,7 +281,8 @@ def _seconds_per_gb(steps: pd.DataFrame, event: str) -> Figure:
     ax.set_ylabel("seconds per GiB (median)")
     ax.set_title(
         f"{event}: seconds per GiB against fan-out\n"
-        f"median over sizes and iterations\n{_data_note(sources)}",
+        "median over sizes and iterations; no interval: sizes are not repeated runs\n"
+        f"{_data_note(sources)}",
         fontsize=10,
     )
     ax.legend(title="nodes", loc="center left", bbox_to_anchor=(1.0, 0.5))

@@ -24,7 +24,8 @@ from analysis.output import Parsed, load_parsed
 from analysis.report_facts import Facts, collect_facts
 from analysis.report_plots import collect_plots
 from analysis.report_results import number_or_none
-from analysis.report_view import design_cards, seconds, strategy_views
+from analysis.report_view import design_cards, seconds, strategy_views, test_rule
+from analysis.stats import ALPHA
 from experiments import __version__
 from experiments.errors import UserError
 from experiments.files import write_atomic
@@ -230,6 +231,8 @@ def build_report(parsed_dirs: Sequence[Path]) -> str:
         comparisons=comparisons,
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         version=__version__,
+        test_rule=test_rule(),
+        alpha=f"{ALPHA:g}",
     )
 
 

@@ -7,8 +7,13 @@ one iteration; an iteration where any wave failed has no total.
 
 Statistics come from `analysis.stats.summarize`, the function that writes
 summary.csv, so a single-event strategy shows exactly summary.csv's median and
-interval. "Tie" means the best topology's interval overlaps another's: the
-data cannot tell them apart, whatever the medians say.
+interval. Whether the best topology beats the others is a test, not a look at
+the intervals (three runs' [min, max] covers the median only 75% of the time):
+the Mann-Whitney U test, two-sided, of the best's timings against each other
+topology's (`analysis.stats.rank_test`). "Clear" means p < ALPHA against every
+other; "tie" that the test could have separated them at these runs and did
+not; "unsure" that the runs are too few for p < ALPHA at all (3 vs 3 gives at
+best p = 0.1).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.events import source_label, topology_order_key
-from analysis.stats import summarize
+from analysis.stats import MIN_RUNS, RankTest, rank_test, summarize
 
 __all__ = [
     "STRATEGIES",
@@ -102,6 +107,16 @@ class Candidate:
     coverage: float | None
 
 
+def decides(test: RankTest) -> bool:
+    """The test separates the two samples: enough runs on each side and p < ALPHA."""
+    return min(test.n_a, test.n_b) >= MIN_RUNS and test.significant
+
+
+def could_decide(test: RankTest) -> bool:
+    """These runs could give p < ALPHA at all (whatever the timings)."""
+    return min(test.n_a, test.n_b) >= MIN_RUNS and test.can_be_significant
+
+
 @dataclass
 class Verdict:
     """The best topology of one (strategy, source, nodes, size) group and how sure it is."""
@@ -112,7 +127,13 @@ class Verdict:
     size_bytes: int
     size_label: str
     ranked: list[Candidate]  # by median, then topology order; all-failed ones last
-    ties: list[str] = field(default_factory=list)
+    # The best's timings against each other timed topology's, by topology.
+    tests: dict[str, RankTest] = field(default_factory=dict)
+
+    @property
+    def ties(self) -> list[str]:
+        """Timed topologies the test does not separate from the best, in ranked order."""
+        return [topo for topo, test in self.tests.items() if not decides(test)]
 
     @property
     def best(self) -> Candidate | None:
@@ -135,17 +156,22 @@ class Verdict:
 
     @property
     def status(self) -> str:
-        """decisive, tie, uncertain (too few runs for an interval), alone, or failed."""
-        best = self.best
-        if best is None:
+        """clear, tie, unsure, alone, or failed.
+
+        clear: p < ALPHA against every other timed topology. tie: some other
+        topology's test could reach p < ALPHA at these runs and did not.
+        unsure: the rest, where the runs are too few for the test to decide.
+        """
+        if self.best is None:
             return "failed"
         if self.runner_up is None:
             return "alone"
-        if self.ties:
+        ties = [self.tests[topo] for topo in self.ties]
+        if not ties:
+            return "clear"
+        if any(could_decide(test) for test in ties):
             return "tie"
-        if best.ci is None or self.runner_up.ci is None:
-            return "uncertain"
-        return "decisive"
+        return "unsure"
 
 
 def number_or_none(value: object) -> float | None:
@@ -168,11 +194,25 @@ def _candidate(row: pd.Series) -> Candidate:
     )
 
 
-def verdicts(stats: pd.DataFrame) -> list[Verdict]:
-    """A Verdict per group, in strategy, source, nodes, size order."""
+def _ok_times(samples: pd.DataFrame) -> dict[tuple[str, str, int, int, str], list[float]]:
+    """The ok timings per (strategy, source, nodes, size, topology)."""
+    ok = samples[samples["status"] == "ok"]
+    keys = zip(ok["strategy"], ok["source"], ok["nodes"], ok["size_bytes"], ok["topo"], strict=True)
+    times: dict[tuple[str, str, int, int, str], list[float]] = {}
+    for (strategy, source, nodes, size, topo), value in zip(
+        keys, ok["time_seconds"].to_numpy(dtype=float), strict=True
+    ):
+        key = (str(strategy), str(source), int(nodes), int(size), str(topo))
+        times.setdefault(key, []).append(float(value))
+    return times
+
+
+def verdicts(stats: pd.DataFrame, samples: pd.DataFrame) -> list[Verdict]:
+    """A Verdict per group of `stats` (from `samples`), in strategy, source, nodes, size order."""
     out: list[Verdict] = []
     if stats.empty:
         return out
+    times = _ok_times(samples)
     order = {name: i for i, (name, _, _) in enumerate(STRATEGIES)}
     groups = stats.groupby(GROUP, sort=False)
     keyed: list[tuple[tuple[str, str, int, int], pd.DataFrame]] = [
@@ -198,11 +238,12 @@ def verdicts(stats: pd.DataFrame) -> list[Verdict]:
             ranked=ranked,
         )
         best = verdict.best
-        if best is not None and best.ci is not None:
-            verdict.ties = [
-                c.topo
-                for c in ranked[1:]
-                if c.median is not None and c.ci is not None and c.ci[0] <= best.ci[1]
-            ]
+        if best is not None:
+            mine = times[(*key, best.topo)]
+            for other in ranked[1:]:
+                theirs = times[(*key, other.topo)] if other.median is not None else []
+                test = rank_test(np.asarray(mine), np.asarray(theirs)) if theirs else None
+                if test is not None:
+                    verdict.tests[other.topo] = test
         out.append(verdict)
     return out

@@ -179,11 +179,13 @@ def strip_svg(
     scale: Scale,
     best: bool = False,
     width: int = 150,
+    coverage: float | None = None,
 ) -> str:
     """One group's iterations on a shared axis: dots, the median tick, its interval band.
 
     `times` is (iteration, seconds) per ok step; `failed` lists failed iterations,
-    drawn as red crosses at the right end, never as a time.
+    drawn as red crosses at the right end, never as a time. The band's tooltip
+    states its coverage (75% for three runs' [min, max]).
     """
     height, mid, pad = 24, 12.0, 5.0
     cross_room = 14.0 if failed else 0.0
@@ -199,10 +201,11 @@ def strip_svg(
     ]
     if ci is not None:
         x1, x2 = x_of(ci[0]), x_of(ci[1])
+        covers = f", {coverage:.0%} coverage" if coverage is not None else ""
         parts.append(
             f'<rect x="{_fmt(x1)}" y="{mid - 6}" width="{_fmt(max(x2 - x1, 1.5))}" height="12" '
-            f'rx="3" fill="{_BEST_BAND if best else _BAND}"><title>interval of the median: '
-            f"{ci[0]:.3f}–{ci[1]:.3f} s</title></rect>"
+            f'rx="3" fill="{_BEST_BAND if best else _BAND}"><title>interval of the median '
+            f"(n={len(times)}{covers}): {ci[0]:.3f}–{ci[1]:.3f} s</title></rect>"
         )
     if median is not None and math.isfinite(median):
         xm = x_of(median)

@@ -17,15 +17,17 @@ from analysis.report_results import (
     STRATEGIES,
     Candidate,
     Verdict,
+    could_decide,
     strategy_samples,
     strategy_stats,
     verdicts,
 )
 from analysis.report_svg import Scale, overlay_parents, strip_svg, tree_svg
+from analysis.stats import ALPHA, MIN_RUNS, TEST_NAME, RankTest, runs_needed, smallest_p
 from experiments.errors import UserError
 from experiments.topology import build_tree
 
-__all__ = ["design_cards", "seconds", "strategy_views"]
+__all__ = ["coverage_text", "design_cards", "seconds", "strategy_views", "test_rule"]
 
 
 def seconds(value: float | None) -> str:
@@ -45,27 +47,64 @@ def _percent(fraction: float) -> str:
     return f"{fraction:.1%}" if fraction < 0.1 else f"{fraction:.0%}"
 
 
+def coverage_text(coverage: float | None) -> str:
+    """0.75 -> '75%', 0.9375 -> '94%': how often such an interval holds the median."""
+    return "" if coverage is None else f"{coverage:.0%}"
+
+
+def test_rule() -> str:
+    """What a clear verdict takes, in one sentence."""
+    return (
+        f"{TEST_NAME}, p < {ALPHA:g} against every other topology; it needs at least "
+        f"{runs_needed()} runs a side (3 vs 3 gives at best p = {smallest_p(3, 3):.2g})"
+    )
+
+
+def _p_text(test: RankTest) -> str:
+    return f"p={test.p:.3f}" if test.p >= 0.001 else "p<0.001"
+
+
+def _too_few(test: RankTest) -> str:
+    """Why this test cannot decide: too few runs for any test, or for p < ALPHA."""
+    runs = f"{test.n_a} vs {test.n_b} runs"
+    if min(test.n_a, test.n_b) < MIN_RUNS:
+        return f"{runs} are too few for a test"
+    best_p = smallest_p(test.n_a, test.n_b)
+    return f"{runs} cannot reach p < {ALPHA:g} (Mann-Whitney at best p={best_p:.2g})"
+
+
 def _verdict_cell(verdict: Verdict) -> dict[str, Any]:
     best, status = verdict.best, verdict.status
     if best is None:
         return {"status": "failed", "topo": "all failed", "median": "", "note": _fails(verdict)}
     margin = verdict.margin
     runner = verdict.runner_up
+    longer = ""
+    if margin is not None and runner is not None:
+        # The runner-up's time over the best's: "took 154% longer", never "154% faster".
+        longer = f"{runner.topo} took {_percent(margin[1])} ({seconds(margin[0])}) longer"
     if status == "alone":
         note = "only design at this size"
+    elif status == "clear":
+        weakest = max(verdict.tests.values(), key=lambda t: t.p)
+        note = f"{longer}; Mann-Whitney p ≤ {weakest.p:.3f} against every other ({weakest.n_text})"
     elif status == "tie":
-        note = "tie with " + ", ".join(verdict.ties) + ": intervals overlap"
-    elif margin is not None and runner is not None:
-        note = f"{_percent(margin[1])} ({seconds(margin[0])}) faster than {runner.topo}"
-        if status == "uncertain":
-            note += "; too few runs for an interval"
+        tied = [verdict.tests[topo] for topo in verdict.ties]
+        test = next(t for t in tied if could_decide(t))
+        topo = verdict.ties[tied.index(test)]
+        note = (
+            f"tie with {', '.join(verdict.ties)}: Mann-Whitney {_p_text(test)} against "
+            f"{topo} ({test.n_text}), not below {ALPHA:g}"
+        )
     else:
-        note = ""
+        assert runner is not None
+        note = f"{longer}, but {_too_few(verdict.tests[runner.topo])}"
     failed = _fails(verdict)
     return {
         "status": status,
         "topo": best.topo,
         "median": seconds(best.median),
+        "n": best.n,
         "note": note,
         "failed": failed,
     }
@@ -90,16 +129,20 @@ def _strip_cell(
     failed = [str(i) for i in samples[samples["status"] != "ok"]["iteration"]]
     best = verdict.best is not None and verdict.best.topo == candidate.topo
     tied = candidate.topo in verdict.ties
-    svg = strip_svg(times, failed, candidate.median, candidate.ci, scale, best=best, width=width)
+    svg = strip_svg(
+        times, failed, candidate.median, candidate.ci, scale, best=best, width=width,
+        coverage=candidate.coverage,
+    )  # fmt: skip
     return {
         "empty": False,
         "svg": Markup(svg),
         "median": seconds(candidate.median),
         "n": candidate.n,
+        "coverage": coverage_text(candidate.coverage),
         "failed": len(failed),
         "best": best,
         "tied": tied,
-        "decisive": best and verdict.status == "decisive",
+        "best_is_clear": best and verdict.status == "clear",
     }
 
 
@@ -108,7 +151,7 @@ def strategy_views(parsed: Parsed) -> list[dict[str, Any]]:
     samples = strategy_samples(parsed.events)
     if samples.empty:
         return []
-    all_verdicts = verdicts(strategy_stats(samples))
+    all_verdicts = verdicts(strategy_stats(samples), samples)
     views = []
     for strategy, event, meaning in STRATEGIES:
         mine = [v for v in all_verdicts if v.strategy == strategy]
@@ -128,8 +171,10 @@ def strategy_views(parsed: Parsed) -> list[dict[str, Any]]:
                 "sizes": [size_text(label) for _, label in sizes],
                 "groups": groups,
                 "many_sources": len({g["source"] for g in groups}) > 1,
-                "decisive": sum(1 for v in mine if v.status == "decisive"),
-                "ties": sum(1 for v in mine if v.status in ("tie", "uncertain")),
+                # Not "clear": a template's `s.clear` would find dict.clear first.
+                "n_clear": sum(1 for v in mine if v.status == "clear"),
+                "n_tie": sum(1 for v in mine if v.status == "tie"),
+                "n_unsure": sum(1 for v in mine if v.status == "unsure"),
                 "verdicts": len(mine),
             }
         )

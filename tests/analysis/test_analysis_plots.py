@@ -1,12 +1,18 @@
-"""Plots: one small tree, every expected PNG, failures drawn, stale plots replaced."""
+"""Plots: one small tree, every expected PNG, failures drawn, stale plots replaced, no
+interval where there are no repeats."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib.pyplot as plt
+import numpy as np
+from analysis_samples import kary_log, run_record, write_cell
+from matplotlib.collections import LineCollection
+from matplotlib.figure import Figure
 from typer.testing import CliRunner
 
-from analysis import parse_tree
+from analysis import parse_tree, plots
 from experiments.cli import app
 
 runner = CliRunner()
@@ -55,3 +61,49 @@ def test_figures_are_closed_one_by_one(small_tree: Path, tmp_path: Path) -> None
     with matplotlib.rc_context({"figure.max_open_warning": 2}):
         parse_tree(small_tree, tmp_path)
     assert plt.get_fignums() == []
+
+
+def _bars(figure: Figure) -> list[np.ndarray]:
+    """Every error bar drawn in the figure, as (2, 2) segments."""
+    return [
+        np.asarray(segment)
+        for ax in figure.axes
+        for collection in ax.collections
+        if isinstance(collection, LineCollection)
+        for segment in collection.get_segments()
+    ]
+
+
+def test_seconds_per_gb_draws_no_interval_across_sizes(small_tree: Path, tmp_path: Path) -> None:
+    # Two sizes x three iterations: six values that are not six repeats of one thing.
+    steps = parse_tree(small_tree, tmp_path, plots=False).parsed.events
+    figure = plots._seconds_per_gb(steps, "distribute-all-nodes")
+    try:
+        assert _bars(figure) == []
+        (ax,) = figure.axes
+        assert "no interval: sizes are not repeated runs" in ax.get_title()
+        assert len(ax.get_lines()) == 1  # one line of medians (4 nodes)
+    finally:
+        plt.close(figure)
+
+
+def test_fewer_than_three_runs_draw_no_error_bar(tmp_path: Path) -> None:
+    # kary:2 has three runs per size (an interval, 75% coverage); kary:1 has two (none).
+    for topo, runs in (("kary:2", 3), ("kary:1", 2)):
+        for it in range(runs):
+            write_cell(
+                tmp_path / "raw",
+                f"4/{topo.replace(':', '-')}/{it}",
+                kary_log(4, topo, it, seconds=1.0 + 0.1 * it),
+                run_record(4, topo, it),
+            )
+    summary = parse_tree(tmp_path / "raw", tmp_path / "out", plots=False).parsed.summary
+    figure = plots._time_vs_size(summary, "distribute-all-nodes")
+    try:
+        bars = _bars(figure)
+        # One bar per size of kary:2, none for kary:1, and none of zero length.
+        assert len(bars) == 2
+        assert all(np.ptp(bar[:, 1]) > 0 for bar in bars)
+        assert "bars: its interval, 75% coverage" in figure.get_suptitle()
+    finally:
+        plt.close(figure)

@@ -68,32 +68,61 @@ def test_the_winner_its_margin_and_the_failures_beside_it(parsed_sweep: Path) ->
     assert (view["strategy"], view["sizes"]) == ("all", ["16M", "64M"])
     (group,) = view["groups"]
     small, large = group["matrix"]
+    # Three runs each, [min, max] ranges apart: still not clear, since 3 vs 3 runs
+    # cannot give Mann-Whitney p < 0.05. The margin says who took longer.
     assert small == {
-        "status": "decisive",
+        "status": "unsure",
         "topo": "kary:2",
         "median": "2.02 s",
-        "note": "50% (1.00 s) faster than binomial",
+        "n": 3,
+        "note": "binomial took 50% (1.00 s) longer, but 3 vs 3 runs cannot reach p < 0.05 "
+        "(Mann-Whitney at best p=0.1)",
         "failed": "",
     }
+    assert (view["n_clear"], view["n_tie"], view["n_unsure"]) == (0, 0, 2)
     assert (large["topo"], large["failed"]) == ("kary:2", "kary:1: 1 failed")
     # kary:1 at 64M has two timed iterations and one failure, drawn as a cross, never a time.
     kary1 = next(row for row in group["rows"] if row["topo"] == "kary:1")
     cell = kary1["cells"][1]
-    assert (cell["n"], cell["failed"]) == (2, 1)
+    assert (cell["n"], cell["failed"], cell["coverage"]) == (2, 1, "")
     assert "failed: iteration 2" in cell["svg"]
+    # Three runs' interval is [min, max]: the strip says it covers the median 75% of the time.
+    kary2 = next(row for row in group["rows"] if row["topo"] == "kary:2")
+    assert kary2["cells"][0]["coverage"] == "75%"
+    assert "interval of the median (n=3, 75% coverage)" in kary2["cells"][0]["svg"]
 
 
-def test_overlapping_intervals_are_a_tie_not_a_win(tmp_path: Path) -> None:
-    raw = _sweep(tmp_path / "raw", {"kary:1": 1.0, "kary:2": 1.005, "binomial": 1.0})
+def test_a_verdict_is_clear_only_where_mann_whitney_says_so(tmp_path: Path) -> None:
+    # Four runs each, every kary:2 run below every other: p = 2 / C(8, 4) = 0.029 < 0.05.
+    raw = _sweep(tmp_path / "raw", {"kary:1": 3.0, "kary:2": 1.0, "binomial": 1.5}, 4)
+    parse_tree(raw, tmp_path / "parsed", plots=False)
+    (view,) = strategy_views(load_parsed(tmp_path / "parsed"))
+    small = view["groups"][0]["matrix"][0]
+    assert small["status"] == "clear"
+    assert small["note"] == (
+        "binomial took 49% (1.00 s) longer; Mann-Whitney p ≤ 0.029 against every other (n=4)"
+    )
+    strip = view["groups"][0]["rows"][0]["cells"][0]
+    assert (strip["n"], strip["coverage"]) == (4, "88%")
+
+
+def test_a_tie_is_a_test_that_could_decide_and_did_not(tmp_path: Path) -> None:
+    raw = _sweep(tmp_path / "raw", {"kary:1": 1.0, "kary:2": 1.005, "binomial": 1.0}, 4)
     parse_tree(raw, tmp_path / "parsed", plots=False)
     (view,) = strategy_views(load_parsed(tmp_path / "parsed"))
     small = view["groups"][0]["matrix"][0]
     assert small["status"] == "tie"
-    assert small["note"].startswith("tie with ")
+    assert small["note"].startswith("tie with binomial, kary:2: Mann-Whitney p=1.000 against ")
+    assert small["note"].endswith("(n=4), not below 0.05")
 
 
 def test_parse_writes_a_self_contained_report(parsed_sweep: Path) -> None:
     page = (parsed_sweep / REPORT_NAME).read_text()
+    # n = 3: nothing is called clear, and the page says which test would be needed.
+    assert 'class="win clear"' not in page
+    assert "Mann-Whitney U, two-sided, p &lt; 0.05 against every other topology" in page
+    assert "n=3 · 75%" in page
+    assert "0 clear, 0 tied, 2 unsure of 2" in page
     # Nothing is fetched: no external references, no scripts, every image inline.
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
     assert not re.search(r"url\(\s*['\"]?(https?:)?//", page)
@@ -176,8 +205,11 @@ def test_gke_reference_report_shows_strategies_iterations_and_no_failures(
     ):
         assert f'<h3>{strategy} <span class="event">{event}</span></h3>' in page
     assert "No failures: all 1170 timed steps of 45 cells succeeded." in page
-    # 9 designs x 5 iterations; each strip of the 1G and 2G columns shows n=5.
-    assert page.count("n=5") == 2 * (9 + 9 + 9)
+    # 9 designs x 5 iterations; each strip of the 1G and 2G columns shows n=5 and
+    # its interval's coverage ([min, max] of five runs: 94%).
+    assert page.count("n=5 · 94%") == 2 * (9 + 9 + 9)
+    # Five runs a side can reach p < 0.05; on these timings Mann-Whitney separates one.
+    assert "1 clear, 5 tied, 0 unsure of 6" in page
     assert page.count("matches the logged flux overlay status") == 9
 
 
