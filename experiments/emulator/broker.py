@@ -11,8 +11,9 @@ What it does, as flux-core's broker does for the commands kary uses:
 - `exec`: runs a command as this rank (FLUX_URI and KARY_RANK_PREFIX set for
   it) and streams its output and exit status back; a client that goes away
   takes its process with it.
-- `getattr`, `overlay`, `stats`, `reload`: broker attributes, the overlay
-  text, content-cache statistics, and a content-module reload.
+- `getattr`, `overlay`, `stats`, `reload`, `dropcache`: broker attributes,
+  the overlay text, content-cache statistics, a content-module reload, and
+  dropping the cache (`flux content dropcache`).
 
 Replies to a child broker go through this node's `Egress` (shared bandwidth,
 latency); the request up to the parent waits `latency` too.
@@ -342,6 +343,9 @@ class Broker:
             return {}, b""
         if op == "stats":
             return {"stats": self.cache.stats()}, b""
+        if op == "dropcache":
+            self.cache.drop()  # rank 0's blobs stay in its backing store, as in flux-core
+            return {}, b""
         if op == "reload":
             limit = header.get("purge_target_size")
             self.cache.clear(int(limit) if limit is not None else self.config.purge_target_size)

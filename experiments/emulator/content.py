@@ -58,6 +58,14 @@ class ContentCache:
             self.size -= len(evicted)
             self.evictions += 1
 
+    def drop(self) -> None:
+        """Drop every cached blob, counters kept, as `flux content dropcache` does.
+
+        Nothing here is ever dirty: rank 0 writes its backing store before caching.
+        """
+        self._blobs.clear()
+        self.size = 0
+
     def clear(self, limit: int | None = None) -> None:
         """Empty the cache and its counters, as a module reload does."""
         self._blobs.clear()

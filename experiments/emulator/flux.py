@@ -3,6 +3,7 @@
     flux archive create|extract|remove ...   flux exec -r IDSET [-x IDSET] CMD...
     flux overlay status                      flux module reload|stats content ...
     flux getattr NAME                        flux version
+    flux module stats [--parse KEY] content  flux content dropcache
 
 Messages and exit codes follow flux-core: errors go to stderr as
 `flux-<cmd>: ...` with exit 1; `flux exec` prints `[ranks]: Exit N` for ranks
@@ -156,13 +157,22 @@ def overlay(argv: list[str]) -> int:
 
 
 def module(argv: list[str]) -> int:
+    parse_key = None
+    if argv[:1] == ["stats"] and len(argv) >= 3 and argv[1] in ("-p", "--parse"):
+        parse_key, argv = argv[2], [argv[0], *argv[3:]]
     if len(argv) < 2 or argv[1] != "content" or argv[0] not in ("reload", "stats", "load"):
-        raise FluxError("only `flux module reload|stats content` is emulated")
+        raise FluxError("only `flux module reload|stats [--parse KEY] content` is emulated")
     if argv[0] == "stats":
         import json
 
         reply, _ = broker_handle().rpc({"op": "stats"})
-        print(json.dumps(reply["stats"]))
+        stats = reply["stats"]
+        if parse_key is None:
+            print(json.dumps(stats))
+        elif parse_key in stats:
+            print(stats[parse_key])
+        else:
+            raise FluxError(f"{parse_key}: No such file or directory")
         return 0
     request: dict[str, Any] = {"op": "reload"}
     for arg in argv[2:]:
@@ -172,6 +182,13 @@ def module(argv: list[str]) -> int:
                 raise FluxError(f"content: invalid purge-target-size {value!r}")
             request["purge_target_size"] = int(value)
     broker_handle().rpc(request)
+    return 0
+
+
+def content(argv: list[str]) -> int:
+    if argv != ["dropcache"]:
+        raise FluxError("only `flux content dropcache` is emulated")
+    broker_handle().rpc({"op": "dropcache"})
     return 0
 
 
@@ -208,6 +225,7 @@ _COMMANDS = {
     "exec": _exec,
     "overlay": overlay,
     "module": module,
+    "content": content,
     "getattr": getattr_,
     "version": version,
 }
