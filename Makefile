@@ -15,8 +15,13 @@ $(BIN)/kary: pyproject.toml
 
 setup: $(BIN)/kary
 
+# Real flux-core for the demo: the `flux` on PATH, else the build script beside
+# this checkout (builds flux-core 0.88 once, ~5 min, cached); else the emulator.
+FLUX_BUILD ?= ../shared/tools/build-flux-core
+FLUX_BIN = $(shell command -v flux >/dev/null 2>&1 || { [ -x $(FLUX_BUILD) ] && $(FLUX_BUILD); })
+
 demo: setup
-	$(BIN)/kary run --exact-nodes 30 --topo kary:16 --iters 1
+	PATH="$(if $(FLUX_BIN),$(FLUX_BIN):)$$PATH" $(BIN)/kary run --exact-nodes 30 --topo kary:16 --iters 1
 	$(BIN)/kary parse --data data/raw --out data/parsed
 	@echo "plots and report: data/parsed/ (open data/parsed/report.html)"
 

@@ -224,6 +224,10 @@ def _cost(walls: list[tuple[float, dict[str, Any]]]) -> str | None:
     """List-price cost of the cells' wall time, when every cell names a priced instance."""
     if walls and all(r.get("backend") == "local" for _, r in walls):
         return "$0: ran on this machine (emulated Flux)"
+    if walls and all(r.get("backend") == "flux" for _, r in walls):
+        if all(r.get("place") == "test-instance" for _, r in walls):
+            return "$0: ran on this machine (real Flux, flux start --test-size)"
+        return "not billed by kary: ran inside a Flux allocation (the site's accounting applies)"
     recorded = [r.get("cost_usd") for _, r in walls]
     if walls and all(isinstance(c, (int, float)) for c in recorded):
         total = sum(float(c) for c in recorded if isinstance(c, (int, float)))
@@ -283,6 +287,9 @@ def _provenance(parsed: Parsed, records: dict[str, dict[str, Any]]) -> list[tupl
     ]
     if not rows[5][1]:
         rows[5] = ("template hash", "not recorded (no run.json)")
+    places = sorted(set(_texts(r.get("place") for r in values)))
+    if places:  # real Flux: a local test instance, or nested in an allocation
+        rows.insert(3, ("where Flux ran", ", ".join(places)))
     if meta.get("ci_method"):
         rows.append(("intervals", str(meta["ci_method"])))
     if meta.get("note"):

@@ -39,6 +39,7 @@ __all__ = [
 ]
 
 GIB = 2**30
+BLOBS_PER_GB = 1024  # flux archive stores files as 1 MiB blobs
 
 
 class TimeModel(BaseModel):
@@ -58,13 +59,28 @@ class TimeModel(BaseModel):
     image_pull_s: float
     provision_s: float = 0.0
     teardown_s: float = 0.0
+    # Where every rank shares one machine's cores (the emulator, a `flux start
+    # --test-size` instance) each copy a rank receives costs CPU time that no
+    # other rank can overlap: distribution takes at least (nodes - 1) x GB x this.
+    shared_cpu_s_per_gb: float = 0.0
+    # One-way latency per TBON hop.  flux archive extract loads one 1 MiB blob at
+    # a time, so every blob costs a round trip per level it climbs.
+    link_latency_s: float = 0.0
+    broker_start_s: float = 0.0  # per broker, on top of run_overhead_s
+    verify_s: float = 0.0  # per verify step: the fixed cost of a `flux exec` to every target
     calibrated_from: int = 0  # history rows used
     # Measured seconds per GB for designs the history holds, keyed "nodes/topo".
     design_s_per_gb: dict[str, float] = {}
 
-    def distribute_s_per_gb(self, fanout: int, depth: int) -> float:
+    def distribute_s_per_gb(self, fanout: int, depth: int, nodes: int = 1) -> float:
         feed = fanout * 8.0 / self.link_gbps if self.link_gbps else 0.0
-        return max(self.extract_s_per_gb, feed) + max(depth - 1, 0) * self.hop_s_per_gb
+        cpu = max(nodes - 1, 0) * self.shared_cpu_s_per_gb
+        round_trips = BLOBS_PER_GB * 2 * self.link_latency_s * depth
+        return (
+            max(self.extract_s_per_gb, feed, cpu)
+            + max(depth - 1, 0) * self.hop_s_per_gb
+            + round_trips
+        )
 
 
 def default_time_model(backend: str, link_gbps: float | None = None) -> TimeModel:
@@ -82,6 +98,8 @@ def default_time_model(backend: str, link_gbps: float | None = None) -> TimeMode
     fixed cost (interpreter start-ups on every rank); every broker shares the
     same cores, so the emulator's distribute time also grows with the node count.
     """
+    if backend == "flux":
+        return _flux_time_model(link_gbps)
     if backend == "local":
         return TimeModel(
             source="local defaults (emulator on 2 cores, main job 30/kary:16)",
@@ -114,6 +132,55 @@ def default_time_model(backend: str, link_gbps: float | None = None) -> TimeMode
     )
 
 
+def _flux_time_model(link_gbps: float | None) -> TimeModel:
+    """Real flux-core 0.88: a test instance on this machine, or nested in an allocation.
+
+    Test instance: measured with `kary run --backend flux` on a 2-core machine,
+    main job (30 brokers, kary:16, 16M and 64M, verify on), one run: 37.8 s wall,
+    of which distribute 4.35 s (16M) and 15.7 s (64M), i.e. about 8.3 s per GB
+    per receiving rank, as every broker shares the same two cores (8 brokers at
+    256M, kary:1/2/7, gave 7.9-9.3 s/GB per rank); create 0.44 s and 2.13 s
+    (about 30 s/GB: hashing and content-sqlite on one core); verify 1.0 s and
+    1.45 s (0.85 s fixed for a flux exec to 29 ranks, then ~9 s/GB); clean
+    0.25-0.3 s; and 11.5 s outside the steps, mostly 30 brokers starting and
+    stopping (4 brokers: 2.7 s).  In an allocation every broker has its own
+    node: per-GB numbers are the cloud's, the nested instance starts in seconds.
+    """
+    from experiments.backends.flux import ALLOCATION, current_place
+
+    if current_place() == ALLOCATION:
+        return TimeModel(
+            source="flux allocation defaults (cloud per-GB rates, nested instance start-up)",
+            create_s_per_gb=9.5,
+            extract_s_per_gb=2.45,
+            link_gbps=link_gbps,
+            verify_s_per_gb=2.0,
+            verify_s=0.5,
+            delete_s=0.03,
+            clean_s_per_gb=0.21,
+            clean_s=0.05,
+            generate_s_per_gb=1.0,
+            run_overhead_s=5.0,
+            broker_start_s=0.1,
+            image_pull_s=0.0,
+        )
+    return TimeModel(
+        source="flux test-instance defaults (flux-core 0.88 on 2 cores, main job 30/kary:16)",
+        create_s_per_gb=30.0,
+        extract_s_per_gb=0.0,
+        shared_cpu_s_per_gb=8.3,
+        verify_s_per_gb=9.0,
+        verify_s=0.85,
+        delete_s=0.015,
+        clean_s_per_gb=0.0,
+        clean_s=0.25,
+        generate_s_per_gb=2.7,
+        run_overhead_s=1.2,
+        broker_start_s=0.35,
+        image_pull_s=0.0,
+    )
+
+
 @dataclass(frozen=True)
 class CellTime:
     cell: Cell
@@ -124,7 +191,7 @@ class CellTime:
 def predict_cell(cell: Cell, model: TimeModel, verify: bool) -> CellTime:
     tree = build_tree(cell.topo, cell.nodes)
     parts = {
-        "overhead": model.run_overhead_s,
+        "overhead": model.run_overhead_s + model.broker_start_s * cell.nodes,
         "generate": 0.0,
         "create": 0.0,
         "distribute": 0.0,
@@ -135,7 +202,9 @@ def predict_cell(cell: Cell, model: TimeModel, verify: bool) -> CellTime:
     # Feeding its children is what bounds a broker; the busiest one sets the pace.
     measured = model.design_s_per_gb.get(f"{cell.nodes}/{cell.topo}")
     rate = (
-        measured if measured is not None else model.distribute_s_per_gb(tree.max_fanout, tree.depth)
+        measured
+        if measured is not None
+        else model.distribute_s_per_gb(tree.max_fanout, tree.depth, cell.nodes)
     )
     for size in cell.sizes:
         gb = size / GIB
@@ -145,7 +214,7 @@ def predict_cell(cell: Cell, model: TimeModel, verify: bool) -> CellTime:
             parts["create"] += gb * model.create_s_per_gb
             parts["distribute"] += gb * rate * len(waves)
             if verify:
-                parts["verify"] += gb * model.verify_s_per_gb * len(waves)
+                parts["verify"] += (gb * model.verify_s_per_gb + model.verify_s) * len(waves)
             parts["delete"] += model.delete_s
             parts["clean"] += model.clean_s + gb * model.clean_s_per_gb
     return CellTime(cell, sum(parts.values()), parts)

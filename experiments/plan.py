@@ -33,6 +33,7 @@ MIB = 2**20
 # Small sizes keep a local run to seconds; the cloud default is the seed's 1-10 GB.
 DEFAULT_SIZES: dict[str, list[int]] = {
     "local": [16 * MIB, 64 * MIB],
+    "flux": [16 * MIB, 64 * MIB],
     "kubernetes": [g * GIB for g in range(1, 11)],
 }
 

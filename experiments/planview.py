@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from experiments.backends import UNBILLED, describe_backend
+from experiments.backends.flux import ALLOCATION, current_place
 from experiments.cost import Estimate
 from experiments.plan import Plan
 from experiments.validate import format_size
@@ -65,11 +67,7 @@ def plan_text(plan: Plan, estimate: Estimate, backend: str, cluster_name: str | 
     lines.append(f"time: {format_duration(estimate.seconds)} ({parts or 'nothing to run'})")
     lines.append(f"time model: {estimate.model.source}")
     if estimate.instance_type is None:
-        lines.append(
-            "cost: $0.00 (nothing billed: runs on this machine)"
-            if backend == "local"
-            else "cost: unknown (no --cluster FILE to price; the cluster's own bill applies)"
-        )
+        lines.append(_unpriced_cost_line(backend))
     else:
         lines.append(
             f"cost: {estimate.nodes_billed} nodes ({estimate.instance_type} workers)"
@@ -112,3 +110,14 @@ def plan_json(
         "seed": plan.spec.seed,
         "time_model": estimate.model.model_dump(),
     }
+
+
+def _unpriced_cost_line(backend: str) -> str:
+    if backend == "flux" and current_place() == ALLOCATION:
+        return (
+            "cost: not billed by kary (runs in your Flux allocation; "
+            "your site's accounting applies)"
+        )
+    if backend in UNBILLED:
+        return f"cost: $0.00 (nothing billed: {describe_backend(backend)})"
+    return "cost: unknown (no --cluster FILE to price; the cluster's own bill applies)"

@@ -12,9 +12,10 @@ from experiments.cost import (
     estimate_plan,
     load_price_catalog,
 )
+from experiments.errors import UserError
 from experiments.plan import Plan
 
-__all__ = ["PROVISION_SECONDS", "estimate_for", "time_model_for"]
+__all__ = ["PROVISION_SECONDS", "estimate_for", "time_model_for", "with_emulated_links"]
 
 # (create, delete) seconds: eksctl builds CloudFormation stacks for the control
 # plane and the node group (15-25 min seen); GKE creates a zonal cluster faster.
@@ -26,11 +27,15 @@ def time_model_for(
     cluster: ClusterSpec | None,
     history: Path | None,
     catalog_path: Path | None = None,
+    link_bandwidth: str | None = None,
+    link_latency: str | None = None,
 ) -> TimeModel:
     link = None
     if cluster is not None:
         link = load_price_catalog(catalog_path).network_gbps.get(cluster.instance_type)
     model = default_time_model(backend, link_gbps=link)
+    if link_bandwidth or link_latency:
+        model = with_emulated_links(model, link_bandwidth, link_latency)
     if cluster is not None:
         create, delete = PROVISION_SECONDS[cluster.provider]
         model = model.model_copy(update={"provision_s": create, "teardown_s": delete})
@@ -51,7 +56,27 @@ def estimate_for(
     up: bool = False,
     down: bool = False,
     catalog_path: Path | None = None,
+    link_bandwidth: str | None = None,
+    link_latency: str | None = None,
 ) -> Estimate:
-    model = time_model_for(backend, cluster, history, catalog_path)
+    model = time_model_for(backend, cluster, history, catalog_path, link_bandwidth, link_latency)
     catalog = load_price_catalog(catalog_path) if cluster is not None else None
     return estimate_plan(plan, model, verify, cluster, catalog, provision=up, teardown=down)
+
+
+def with_emulated_links(
+    model: TimeModel, link_bandwidth: str | None, link_latency: str | None
+) -> TimeModel:
+    """The model on the emulator's shaped links (--link-bandwidth / --link-latency)."""
+    from experiments.emulator.units import parse_bandwidth, parse_latency
+
+    update: dict[str, float] = {}
+    try:
+        if link_bandwidth:
+            update["link_gbps"] = parse_bandwidth(link_bandwidth) * 8 / 1e9
+        if link_latency:
+            update["link_latency_s"] = parse_latency(link_latency)
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    source = f"{model.source}; links {link_bandwidth or 'unshaped'}, {link_latency or 'no'} latency"
+    return model.model_copy(update={**update, "source": source})

@@ -354,6 +354,7 @@ def run_plan(
             try:
                 backend.up()
                 try:
+                    backend.check_cells(cells)
                     _run_cells(runner, cells, summary, reporter, before_cell, which)
                 finally:
                     with _shielded():

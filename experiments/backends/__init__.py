@@ -13,21 +13,48 @@ from experiments.errors import UserError
 
 __all__ = [
     "BACKENDS",
+    "UNBILLED",
     "Backend",
     "BackendError",
     "BackendSettings",
     "RunResult",
     "backend_class",
     "check_backend_name",
+    "default_backend",
+    "describe_backend",
     "make_backend",
 ]
 
-# name -> "module:Class"; the first is the default.
+# name -> "module:Class".  The local default is `default_backend()`.
 _REGISTRY: dict[str, str] = {
+    "flux": "experiments.backends.flux:FluxBackend",
     "local": "experiments.backends.local:LocalBackend",
     "kubernetes": "experiments.backends.kubernetes:KubernetesBackend",
 }
 BACKENDS: tuple[str, ...] = tuple(_REGISTRY)
+# Backends kary never bills: they run where kary runs (this machine, or the Flux
+# allocation kary was started in, whose site does its own accounting).
+UNBILLED: tuple[str, ...] = ("local", "flux")
+
+
+def default_backend() -> str:
+    """Real Flux when flux-core's `flux` is on PATH, otherwise the emulator ("local")."""
+    from experiments.backends.flux import flux_on_path
+
+    return "flux" if flux_on_path() else "local"
+
+
+def describe_backend(name: str) -> str:
+    """Where cells of backend `name` run, in words for the plan and the run line."""
+    if name == "local":
+        return "emulated Flux on this machine"
+    if name == "flux":
+        from experiments.backends.flux import current_place
+
+        if current_place() == "allocation":
+            return "real Flux, nested in this Flux allocation"
+        return "real Flux (flux start --test-size) on this machine"
+    return name
 
 
 def check_backend_name(name: str) -> str:

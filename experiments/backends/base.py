@@ -3,6 +3,7 @@
 The runner is handed one Backend and calls, in order::
 
     with backend:                     # up() ... down(), down() also on error / Ctrl-C
+        backend.check_cells(cells)    # refuse what cannot run here, before anything starts
         result = backend.run(cell, rendered, timeout)   # once per cell
 
 A backend knows how to start the rendered benchmark (`rendered.entrypoint_sh`
@@ -15,6 +16,7 @@ never writes into the raw tree (the runner does, atomically).
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -107,6 +109,9 @@ class Backend(abc.ABC):
 
     def up(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Prepare for a series of cells."""
+
+    def check_cells(self, cells: Sequence[Cell]) -> None:  # noqa: B027 - optional hook
+        """After `up()`, before any cell starts: UserError if a cell cannot run here."""
 
     @abc.abstractmethod
     def run(self, cell: Cell, rendered: Rendered, timeout: float | None) -> RunResult:

@@ -22,7 +22,12 @@ from typing import Any
 
 import typer
 
-from experiments.backends import check_backend_name
+from experiments.backends import (
+    UNBILLED,
+    check_backend_name,
+    default_backend,
+    describe_backend,
+)
 from experiments.clusterspec import ClusterSpec, load_cluster_spec
 from experiments.cost import Estimate
 from experiments.errors import UserError
@@ -42,6 +47,8 @@ class Prepared:
     render: RenderOptions
     template_dir: Path | None
     cluster: ClusterSpec | None
+    link_bandwidth: str | None = None
+    link_latency: str | None = None
 
 
 def _strategies(values: list[str]) -> list[str]:
@@ -61,7 +68,7 @@ def prepare(
     strategy: list[str],
     data_dir: Path,
     name: str,
-    backend: str,
+    backend: str | None,
     cluster_file: Path | None,
     history: Path | None,
     template: Path | None,
@@ -74,9 +81,12 @@ def prepare(
     force: bool,
     up: bool,
     down: bool,
+    link_bandwidth: str | None = None,
+    link_latency: str | None = None,
 ) -> Prepared:
     """Flags -> spec -> plan -> estimate; every check happens here, before anything runs."""
-    check_backend_name(backend)
+    if backend is not None:
+        check_backend_name(backend)
     if iters < 1:
         raise UserError(f"invalid --iters {iters}: must be >= 1")
     if order not in ("given", "random"):
@@ -87,8 +97,16 @@ def prepare(
             "and entrypoint.sh.j2"
         )
     cluster = load_cluster_spec(cluster_file) if cluster_file is not None else None
-    if cluster is not None and backend == "local":
-        backend = "kubernetes"  # a cluster file means the run happens on that cluster
+    emulated_links = bool(link_bandwidth or link_latency)
+    if backend is None:
+        # A cluster file means the run happens on that cluster; emulated links mean
+        # the emulator; otherwise real Flux when flux-core is on PATH, else the emulator.
+        if cluster is not None:
+            backend = "kubernetes"
+        else:
+            backend = "local" if emulated_links else default_backend()
+    if emulated_links and backend != "local":
+        raise UserError("--link-bandwidth and --link-latency emulate links: local backend only")
     if (up or down) and cluster is None:
         raise UserError("--up and --down need --cluster FILE")
     if order == "random" and seed is None:
@@ -114,16 +132,26 @@ def prepare(
         raise UserError(
             f"the plan needs {plan.max_nodes} nodes but {cluster.path} has {cluster.nodes} workers"
         )
-    # Verifying every rank's copy is cheap locally and on by default there.
-    verify = (backend == "local") if verify is None else verify
+    # Verifying every rank's copy is cheap where kary runs, and on by default there.
+    verify = (backend in UNBILLED) if verify is None else verify
     render = RenderOptions(
         name=name,
         image=image_ref(image),
         verify=verify,
         purge_target_size=parse_size(purge_target_size) if purge_target_size else None,
     )
-    estimate = estimate_for(plan, backend, verify, cluster, history, up=up, down=down)
-    return Prepared(plan, estimate, render, template, cluster)
+    estimate = estimate_for(
+        plan,
+        backend,
+        verify,
+        cluster,
+        history,
+        up=up,
+        down=down,
+        link_bandwidth=link_bandwidth,
+        link_latency=link_latency,
+    )
+    return Prepared(plan, estimate, render, template, cluster, link_bandwidth, link_latency)
 
 
 def show_plan(prepared: Prepared, as_json: bool, cluster_lines: list[str] | None = None) -> None:
@@ -172,7 +200,12 @@ ITERS = typer.Option(1, "--iters", help="Iterations per design.")
 STRATEGY = typer.Option([], "--strategy", help="all, leaves, middle (repeatable or comma list).")
 DATA_DIR = typer.Option(Path("data/raw"), "--data-dir", help="Raw tree to write cells into.")
 NAME = typer.Option("flux-sample", "--name", help="MiniCluster name (hosts are NAME-rank).")
-BACKEND = typer.Option("local", "--backend", help="local (emulated Flux here) or kubernetes.")
+BACKEND = typer.Option(
+    None,
+    "--backend",
+    help="flux (real flux-core: here, or nested in a Flux allocation), local (emulated "
+    "Flux here) or kubernetes.  Default: flux when `flux` is on PATH, else local.",
+)
 CLUSTER = typer.Option(
     None, "--cluster", help="Cluster file (clusters/*.yaml) to run on and price."
 )
@@ -193,10 +226,15 @@ JSON = typer.Option(False, "--json", help="Print the plan as one JSON object.")
 
 
 LINK_BANDWIDTH = typer.Option(
-    None, "--link-bandwidth", help="Local only: emulated link per node, e.g. 1Gbit."
+    None,
+    "--link-bandwidth",
+    help="Emulator only (implies --backend local): link per node, e.g. 1Gbit; "
+    "the plan's time model uses it too.",
 )
 LINK_LATENCY = typer.Option(
-    None, "--link-latency", help="Local only: emulated latency per hop, e.g. 200us."
+    None,
+    "--link-latency",
+    help="Emulator only (implies --backend local): latency per hop, e.g. 200us.",
 )
 TIMEOUT = typer.Option(
     None, "--timeout", help="Seconds per cell (default: 4x its predicted time, at least 300)."
@@ -228,7 +266,7 @@ SWEEP_FLAGS: list[tuple[str, Any, Any]] = [
     ("strategy", list[str], STRATEGY),
     ("data_dir", Path, DATA_DIR),
     ("name", str, NAME),
-    ("backend", str, BACKEND),
+    ("backend", str | None, BACKEND),
     ("cluster", Path | None, CLUSTER),
     ("history", Path | None, HISTORY),
     ("template", Path | None, TEMPLATE),
@@ -241,6 +279,8 @@ SWEEP_FLAGS: list[tuple[str, Any, Any]] = [
     ("force", bool, FORCE),
     ("up", bool, UP),
     ("down", bool, DOWN),
+    ("link_bandwidth", str | None, LINK_BANDWIDTH),
+    ("link_latency", str | None, LINK_LATENCY),
 ]
 
 
@@ -303,8 +343,6 @@ def register(app: typer.Typer) -> None:
             ("yes", bool, YES),
             ("as_json", bool, RUN_JSON),
             ("timeout", float | None, TIMEOUT),
-            ("link_bandwidth", str | None, LINK_BANDWIDTH),
-            ("link_latency", str | None, LINK_LATENCY),
             ("max_cost", float | None, MAX_COST),
             ("max_hours", float | None, MAX_HOURS),
         ]
@@ -315,8 +353,6 @@ def register(app: typer.Typer) -> None:
         yes: bool,
         as_json: bool,
         timeout: float | None,
-        link_bandwidth: str | None,
-        link_latency: str | None,
         max_cost: float | None,
         max_hours: float | None,
         **flags: Any,
@@ -344,8 +380,6 @@ def register(app: typer.Typer) -> None:
             yes=yes,
             as_json=as_json,
             timeout=timeout,
-            link_bandwidth=link_bandwidth,
-            link_latency=link_latency,
             up=flags["up"],
             down=flags["down"],
             max_cost=max_cost,
@@ -389,8 +423,6 @@ def run_prepared(
     yes: bool = False,
     as_json: bool = False,
     timeout: float | None = None,
-    link_bandwidth: str | None = None,
-    link_latency: str | None = None,
     up: bool = False,
     down: bool = False,
     max_cost: float | None = None,
@@ -406,16 +438,14 @@ def run_prepared(
     plan, spec = prepared.plan, prepared.plan.spec
     if timeout is not None and timeout <= 0:
         raise UserError(f"invalid --timeout {timeout:g}: must be > 0 seconds")
-    if spec.backend != "local" and (link_bandwidth or link_latency):
-        raise UserError("--link-bandwidth and --link-latency emulate links: local backend only")
     # --up/--down and --max-cost: checked now, before anything starts or is billed.
     guard = _sweep_guard(prepared, up, down, max_hours, max_cost)
     guard.cap.check_plan(prepared.estimate.cost_usd)
     settings = BackendSettings(
         render=prepared.render,
         cluster=prepared.cluster,
-        link_bandwidth=link_bandwidth,
-        link_latency=link_latency,
+        link_bandwidth=prepared.link_bandwidth,
+        link_latency=prepared.link_latency,
     )
     backend = make_backend(spec.backend, settings)
     if not plan.cells:
@@ -427,9 +457,9 @@ def run_prepared(
             with dataclasses.replace(guard, up=False).session():
                 pass
         return 0
-    if spec.backend != "local":
+    if spec.backend not in UNBILLED:
         _confirm_billed(prepared, yes, guard.plan_lines())
-    where = "emulated Flux on this machine" if spec.backend == "local" else spec.backend
+    where = describe_backend(spec.backend)
     typer.echo(
         f"kary run: {_cells(len(plan.cells))} on {where}; predicted "
         f"{format_duration(prepared.estimate.seconds)}; raw results in {spec.data_dir}"

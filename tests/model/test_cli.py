@@ -72,7 +72,7 @@ def test_designs_generate_writes_the_seed_rule(tmp_path: Path) -> None:
         ),
         (
             ["plan", "--exact-nodes", "30", "--topo", "kary:16", "--backend", "slurm"],
-            "kary: error: unknown backend 'slurm': choose from local, kubernetes\n",
+            "kary: error: unknown backend 'slurm': choose from flux, local, kubernetes\n",
         ),
         (
             ["plan", "--exact-nodes", "30", "--topo", "kary:16", "--sizes", "2"],
@@ -102,7 +102,11 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], line: str) -> None:
 
 def test_plan_for_the_main_job(tmp_path: Path) -> None:
     result = runner.invoke(
-        app, ["plan", "--exact-nodes", "30", "--topo", "kary:16", "--data-dir", str(tmp_path)]
+        app,
+        [
+            *("plan", "--exact-nodes", "30", "--topo", "kary:16"),
+            *("--backend", "local", "--data-dir", str(tmp_path)),
+        ],
     )
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
@@ -112,7 +116,7 @@ def test_plan_for_the_main_job(tmp_path: Path) -> None:
     )
     assert lines[2].split() == ["cell", "nodes", "topology", "predicted"]
     assert lines[3].split()[:3] == ["30/kary-16/0", "30", "kary:16"]
-    assert lines[-1] == "cost: $0.00 (nothing billed: runs on this machine)"
+    assert lines[-1] == "cost: $0.00 (nothing billed: emulated Flux on this machine)"
 
 
 def test_plan_json_on_a_cluster_prices_the_sweep(tmp_path: Path, flux_distribute: Path) -> None:

@@ -12,7 +12,8 @@ from experiments.cli import app
 from experiments.record import read_record
 
 runner = CliRunner()
-SMALL = ["--exact-nodes", "4", "--topo", "kary:2", "--sizes", "1M"]
+# The emulator, named: without --backend kary picks real Flux when it is on PATH.
+SMALL = ["--exact-nodes", "4", "--topo", "kary:2", "--sizes", "1M", "--backend", "local"]
 
 
 def test_dry_run_is_exactly_plan(tmp_path: Path) -> None:
@@ -43,7 +44,7 @@ def test_a_local_run_records_the_cell_then_has_nothing_left(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--backend", "slurm"], "unknown backend 'slurm': choose from local, kubernetes"),
+        (["--backend", "slurm"], "unknown backend 'slurm': choose from flux, local, kubernetes"),
         (
             ["--link-bandwidth", "1G"],
             "invalid bandwidth '1G': expected e.g. 1Gbit, 100mbit or 50MBps "

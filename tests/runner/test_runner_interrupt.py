@@ -51,6 +51,8 @@ def _kary(data_dir: Path, scratch: Path) -> subprocess.Popen[str]:
             "kary:3",
             "--sizes",
             "1M",
+            "--backend",
+            "local",
             "--data-dir",
             str(data_dir),
         ],

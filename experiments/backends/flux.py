@@ -1,0 +1,393 @@
+"""The flux backend: each cell runs on real flux-core, wherever kary finds it.
+
+Two places, chosen in `up()` and recorded in run.json as `place`:
+
+- ``allocation``: kary runs inside a Flux instance (FLUX_URI is set: a user's
+  `flux alloc` or batch job on an HPC cluster).  Each cell is a nested instance,
+  ``flux batch -N <nodes> --broker-opts=-Stbon.topo=<topo>`` running the
+  rendered entrypoint; kary follows its output with ``flux job attach`` and on
+  a timeout or Ctrl-C cancels it (``flux cancel``).  The job also carries a
+  time limit a minute past kary's timeout, so it ends even if kary is killed.
+- ``test-instance``: on this machine otherwise, ``flux start --test-size=<nodes>
+  -Stbon.topo=<topo>`` running the entrypoint, under `session_guard` so that no
+  broker outlives the cell, a timeout, a Ctrl-C or a crash of kary.
+
+Where all ranks share one filesystem (a test instance, or an allocation whose
+hostlist repeats a host) the entrypoint gets KARY_RANK_ROOT, under which each
+rank uses a folder named by its own rank; on real nodes it is unset.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
+from experiments.backends.session_guard import kill_session, session_members
+from experiments.errors import UserError
+from experiments.plan import Cell
+from experiments.render import Rendered
+
+__all__ = [
+    "ALLOCATION",
+    "HOW_TO_GET_FLUX",
+    "TEST_INSTANCE",
+    "FluxBackend",
+    "current_place",
+    "flux_on_path",
+    "parse_flux_version",
+]
+
+HOW_TO_GET_FLUX = (
+    "put flux-core's `flux` on PATH: your site's install (e.g. `module load flux`), "
+    "`spack install flux-core`, your distribution's flux-core package, or build it "
+    "from source (see the README, 'Real Flux')"
+)
+ALLOCATION = "allocation"
+TEST_INSTANCE = "test-instance"
+_QUERY_TIMEOUT_S = 60.0
+_CANCEL_WAIT_S = 30.0
+_GUARD_GRACE_S = 10.0
+# A job id as `flux batch` prints it with FLUX_F58_FORCE_ASCII (f58), or decimal.
+_JOBID = re.compile(r"^(f[1-9A-HJ-NP-Za-km-z]+|[0-9]+)$")
+
+
+def flux_on_path() -> str | None:
+    """Where `flux` (flux-core) is on PATH, or None."""
+    return shutil.which("flux")
+
+
+def current_place() -> str:
+    """Where a cell would run now: inside the Flux instance of FLUX_URI, or a test instance."""
+    return ALLOCATION if os.environ.get("FLUX_URI") else TEST_INSTANCE
+
+
+def parse_flux_version(text: str) -> str:
+    """The `commands:` version from `flux version` output; ValueError if it has none."""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "commands" and value.split():
+            return value.split()[0]
+    raise ValueError("no 'commands:' line")
+
+
+class FluxBackend(Backend):
+    """Cells run on real flux-core; timings are Flux's own."""
+
+    name = "flux"
+
+    def __init__(self, *, workdir: Path | None = None) -> None:
+        self.workdir = workdir
+        self.flux: str | None = None
+        self.flux_version: str | None = None
+        self.place: str | None = None
+        self.instance_nodes: int | None = None
+        self.shared_filesystem = True
+
+    @classmethod
+    def from_settings(cls, settings: BackendSettings) -> FluxBackend:
+        return cls(workdir=settings.workdir)
+
+    # ---- up: which flux, where ------------------------------------------
+
+    def up(self) -> None:
+        self.flux = flux_on_path()
+        if self.flux is None:
+            raise UserError(f"--backend flux needs flux-core: {HOW_TO_GET_FLUX}")
+        text = self._query(["version"], "its version")
+        try:
+            self.flux_version = parse_flux_version(text)
+        except ValueError:
+            raise UserError(
+                f"`{self.flux} version` printed no 'commands: <version>' line: "
+                "is this flux-core's flux?"
+            ) from None
+        self.place = current_place()
+        if self.place == TEST_INSTANCE:
+            return
+        nodes = self._query(["resource", "list", "-s", "all", "-no", "{nnodes}"], "its nodes")
+        if not nodes.strip().isdigit():
+            raise UserError(
+                f"`flux resource list` printed {nodes.strip()[:60]!r}, not a node count"
+            )
+        self.instance_nodes = int(nodes)
+        hosts = self._query(["hostlist", "-e", "-d", " ", "instance"], "its hosts").split()
+        # One disk per host: ranks share a filesystem only where a host repeats.
+        self.shared_filesystem = len(hosts) != len(set(hosts))
+
+    def _query(self, args: list[str], what: str) -> str:
+        """Run `flux ARGS` for a fact about this Flux; any failure is a one-line UserError."""
+        command = [self.flux or "flux", *args]
+        shown = " ".join(["flux", *args])
+        try:
+            done = subprocess.run(
+                command,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=_QUERY_TIMEOUT_S,
+                env=_flux_env(os.environ),
+            )
+        except (OSError, subprocess.TimeoutExpired) as err:
+            raise UserError(f"cannot ask Flux for {what} (`{shown}`): {err}") from None
+        if done.returncode != 0:
+            why = _last_line(done.stderr) or f"exit status {done.returncode}"
+            hint = ""
+            if os.environ.get("FLUX_URI"):
+                hint = " (FLUX_URI is set: is that instance still running?)"
+            raise UserError(f"cannot ask Flux for {what} (`{shown}`): {why}{hint}")
+        return done.stdout
+
+    def check_cells(self, cells: Sequence[Cell]) -> None:
+        if self.place != ALLOCATION or self.instance_nodes is None or not cells:
+            return
+        biggest = max(cells, key=lambda c: c.nodes)
+        if biggest.nodes > self.instance_nodes:
+            raise UserError(
+                f"cell {biggest.id} needs {biggest.nodes} nodes but this Flux instance has "
+                f"{self.instance_nodes}: ask for a bigger allocation or plan fewer nodes"
+            )
+
+    # ---- run ---------------------------------------------------------------
+
+    def run(self, cell: Cell, rendered: Rendered, timeout: float | None) -> RunResult:
+        if self.place is None:
+            raise BackendError("run() before up()")
+        folder = Path(tempfile.mkdtemp(prefix="kary-flux-", dir=self._scratch_base()))
+        try:
+            entrypoint = folder / "entrypoint.sh"
+            entrypoint.write_text(rendered.entrypoint_sh)
+            if self.place == TEST_INSTANCE:
+                return self._run_test_instance(cell, folder, entrypoint, timeout)
+            return self._run_in_allocation(cell, folder, entrypoint, timeout)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _scratch_base(self) -> str | None:
+        # flux start's rundir (and its socket paths) go under TMPDIR=folder, and
+        # unix socket paths must stay under ~107 bytes.
+        for base in (self.workdir, tempfile.gettempdir(), "/tmp"):
+            if base is not None and len(str(base)) < 60:
+                return str(base)
+        raise UserError("no short scratch folder for Flux's sockets: set TMPDIR to a short path")
+
+    def _provenance(self, cell: Cell, wall: float, **extra: Any) -> dict[str, Any]:
+        return {
+            "flux_version": self.flux_version,
+            "place": self.place,
+            "image": None,  # no container: the flux on PATH ran it
+            "instance_type": None,
+            "flux": {"brokers": cell.nodes, "wall_seconds": round(wall, 3), **extra},
+        }
+
+    def _run_test_instance(
+        self, cell: Cell, folder: Path, entrypoint: Path, timeout: float | None
+    ) -> RunResult:
+        env = _flux_env(os.environ, drop_uri=True)
+        env["TMPDIR"] = str(folder)
+        env["KARY_RANK_ROOT"] = str(folder / "ranks")
+        command = [
+            sys.executable,
+            "-m",
+            "experiments.backends.session_guard",
+            "--",
+            self.flux or "flux",
+            "start",
+            f"--test-size={cell.nodes}",
+            f"-Stbon.topo={cell.topo}",
+            "bash",
+            str(entrypoint),
+        ]
+        started = time.monotonic()
+        try:
+            guard = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                cwd=folder,
+                env=env,
+            )
+        except OSError as exc:
+            raise BackendError(f"cannot start flux: {exc}") from None
+        timed_out = False
+        try:
+            out, err = guard.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _stop_guard(guard)
+            out, err = guard.communicate()
+        except BaseException:
+            _stop_guard(guard)
+            guard.communicate()
+            raise
+        finally:
+            left = _stop_guard(guard)
+        wall = time.monotonic() - started
+        rc: int | None = guard.returncode
+        messages = _messages(err)
+        error = None
+        if timed_out:
+            rc, error = None, f"timed out after {timeout:g} s"
+        elif rc is not None and rc >= 128 and not out:
+            error = "flux start died: " + ("; ".join(messages[-3:]) or f"exit status {rc}")
+            rc = None
+        if left:
+            error = (error + "; " if error else "") + f"flux processes survived: {left}"
+        provenance = self._provenance(cell, wall, messages=messages[-20:], cores=os.cpu_count())
+        provenance["cluster"] = f"flux:{socket.gethostname()}"
+        return RunResult(
+            log=out.decode("utf-8", "replace"),
+            rc=rc,
+            timed_out=timed_out,
+            error=error,
+            provenance=provenance,
+        )
+
+    def _run_in_allocation(
+        self, cell: Cell, folder: Path, entrypoint: Path, timeout: float | None
+    ) -> RunResult:
+        env = _flux_env(os.environ)
+        if self.shared_filesystem:
+            env["KARY_RANK_ROOT"] = str(folder / "ranks")
+        command = [
+            self.flux or "flux",
+            "batch",
+            f"-N{cell.nodes}",
+            f"--broker-opts=-Stbon.topo={cell.topo}",
+            "--output=kvs",
+            f"--job-name=kary-{cell.id.replace('/', '-')}",
+        ]
+        if timeout is not None:
+            # The job ends by itself a minute after kary would have cancelled it.
+            command.append(f"--time-limit={int(timeout) + 60}s")
+        command.append(str(entrypoint))
+        started = time.monotonic()
+        submitted = _run_flux(command, env, "flux batch")
+        jobid = submitted.strip()
+        if not _JOBID.match(jobid):
+            raise BackendError(f"flux batch printed {jobid[:60]!r}, not a job id")
+        timed_out = False
+        try:
+            attach = subprocess.Popen(
+                [self.flux or "flux", "job", "attach", jobid],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+            )
+        except OSError as exc:
+            self._cancel(jobid, env)
+            raise BackendError(f"cannot follow job {jobid}: {exc}") from None
+        try:
+            out, err = attach.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            self._cancel(jobid, env)
+            attach.kill()
+            out, err = attach.communicate()
+        except BaseException:
+            self._cancel(jobid, env)
+            attach.kill()
+            attach.communicate()
+            raise
+        wall = time.monotonic() - started
+        rc: int | None = None if timed_out else attach.returncode
+        hosts = _run_flux(
+            [self.flux or "flux", "jobs", "-no", "{nodelist}", jobid], env, "flux jobs"
+        ).strip()
+        error = f"timed out after {timeout:g} s (job {jobid} cancelled)" if timed_out else None
+        provenance = self._provenance(
+            cell, wall, messages=_messages(err)[-20:], instance_nodes=self.instance_nodes
+        )
+        provenance.update(
+            {"cluster": f"flux:{socket.gethostname()}", "jobid": jobid, "hosts": hosts or None}
+        )
+        return RunResult(
+            log=out.decode("utf-8", "replace"),
+            rc=rc,
+            timed_out=timed_out,
+            error=error,
+            provenance=provenance,
+        )
+
+    def _cancel(self, jobid: str, env: dict[str, str]) -> None:
+        """Cancel the job and wait until Flux has cleaned it up (its brokers are gone)."""
+        flux = self.flux or "flux"
+        for command in (
+            [flux, "cancel", jobid],
+            [flux, "job", "wait-event", "-t", f"{_CANCEL_WAIT_S:g}", jobid, "clean"],
+        ):
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                subprocess.run(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=_CANCEL_WAIT_S + 5,
+                    env=env,
+                )
+
+
+def _flux_env(base: os._Environ[str] | dict[str, str], drop_uri: bool = False) -> dict[str, str]:
+    env = dict(base)
+    # A caller's rank settings would send every rank to one folder; a test instance
+    # must not find the caller's instance.  ASCII job ids are easy to check.
+    for name in ("KARY_RANK_PREFIX", "KARY_RANK_ROOT", *(("FLUX_URI",) if drop_uri else ())):
+        env.pop(name, None)
+    env["FLUX_F58_FORCE_ASCII"] = "1"
+    return env
+
+
+def _run_flux(command: list[str], env: dict[str, str], shown: str) -> str:
+    try:
+        done = subprocess.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=_QUERY_TIMEOUT_S,
+            env=env,
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise BackendError(f"{shown}: {err}") from None
+    if done.returncode != 0:
+        raise BackendError(
+            f"{shown}: {_last_line(done.stderr) or f'exit status {done.returncode}'}"
+        )
+    return done.stdout
+
+
+def _stop_guard(guard: subprocess.Popen[bytes]) -> list[int]:
+    """Stop the guard (it tears the instance down); the pids of its session still alive."""
+    if guard.poll() is None:
+        try:
+            guard.send_signal(signal.SIGTERM)
+            guard.wait(timeout=_GUARD_GRACE_S)
+        except subprocess.TimeoutExpired:
+            guard.kill()
+            guard.wait()
+    # The guard is the session leader: whatever is left in its session is ours.
+    if session_members(guard.pid):
+        return kill_session(guard.pid)
+    return []
+
+
+def _messages(err: bytes) -> list[str]:
+    return [line for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
