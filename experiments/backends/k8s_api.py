@@ -170,7 +170,7 @@ def connect(context: str | None, policy: RetryPolicy) -> KubeApi:
     except (ConfigException, OSError, TypeError, ValueError) as err:
         raise UserError(
             f"no usable kubeconfig ({_reason(err)}): point KUBECONFIG at your cluster, e.g. "
-            "`aws eks update-kubeconfig --name NAME` or `gcloud container clusters "
+            "`eksctl utils write-kubeconfig --cluster NAME` or `gcloud container clusters "
             "get-credentials NAME`, or create one with `kary cluster up FILE`"
         ) from None
     if context is None:

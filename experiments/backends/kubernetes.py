@@ -118,7 +118,7 @@ class KubernetesBackend(Backend):
         switch = None
         if spec is not None:
             switch = (
-                f"aws eks update-kubeconfig --name {spec.name} --region {spec.region}"
+                f"eksctl utils write-kubeconfig --cluster {spec.name} --region {spec.region}"
                 if spec.provider == "eks"
                 else f"gcloud container clusters get-credentials {spec.name} --zone {spec.zone}"
             )

@@ -1,20 +1,22 @@
-"""EKS through eksctl and the aws CLI; the dead-man switch through boto3.
+"""EKS: eksctl creates and deletes, boto3 asks (EKS, CloudFormation, the dead-man switch).
 
 `eksctl create cluster -f` gets a copy of the user's ClusterConfig with kary's
 lease added to metadata.tags (which eksctl puts on the cluster and its
 CloudFormation stacks) and to every node group's tags.  A failed create can
 leave half a stack behind (`eksctl-NAME-cluster` without its node group), so
-"is anything left" also asks CloudFormation, not just EKS.
+"is anything left" also asks CloudFormation, not just EKS.  No step needs the
+`aws` CLI: questions go to the AWS APIs through boto3 (experiments/clusters/
+aws_api.py) and `eksctl utils write-kubeconfig` points kubectl at the cluster.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 
 import yaml
 
+from experiments.clusters.aws_api import AwsApi, SessionFactory
 from experiments.clusters.base import (
     ClusterState,
     DeadManStatus,
@@ -25,14 +27,12 @@ from experiments.clusters.base import (
 )
 from experiments.clusters.deadman import (
     DeadManError,
-    SessionFactory,
     arm_eks_switch,
-    default_session,
     eks_node_groups,
     eks_switch_status,
 )
 from experiments.clusters.lease import Lease
-from experiments.clusters.shell import Command, CommandFailed, Shell
+from experiments.clusters.shell import Command, Shell
 from experiments.clusterspec import ClusterSpec
 from experiments.errors import UserError
 from experiments.files import write_atomic
@@ -41,9 +41,13 @@ __all__ = ["EksProvider"]
 
 CREATE_TIMEOUT_S = 3600.0
 DELETE_TIMEOUT_S = 3600.0
-QUERY_TIMEOUT_S = 120.0
-_NOT_FOUND = "ResourceNotFoundException"
+KUBECONFIG_TIMEOUT_S = 120.0
+_NOT_FOUND = ("ResourceNotFoundException",)
 _GONE_STACK = ("DELETE_COMPLETE",)
+# What kary reads of each answer (experiments.toolout shapes).
+_CLUSTER = {"cluster": {"name": str, "status?": str, "version?": str, "tags?": dict}}
+_CLUSTER_PAGE = {"clusters": [str]}
+_STACK_PAGE = {"StackSummaries": [{"StackName": str, "StackStatus": str}]}
 
 
 class EksProvider(Provider):
@@ -57,7 +61,7 @@ class EksProvider(Provider):
         session_factory: SessionFactory | None = None,
     ) -> None:
         super().__init__(spec, shell, state_dir)
-        self.session_factory = session_factory or default_session
+        self.aws = AwsApi(spec.region, session_factory)
 
     @property
     def config_path(self) -> Path:
@@ -74,11 +78,6 @@ class EksProvider(Provider):
                 group["tags"] = {**(group.get("tags") or {}), **labels}
         header = f"# Written by kary from {self.spec.path}: the lease tags are kary's.\n"
         return header + yaml.safe_dump(raw, sort_keys=False)
-
-    def _aws(self, *args: str, timeout: float = QUERY_TIMEOUT_S) -> Command:
-        return Command(
-            ("aws", *args, "--region", self.spec.region, "--output", "json"), timeout, "aws"
-        )
 
     def create_steps(self, lease: Lease, dead_man: bool, operator: bool) -> list[Step]:
         create = Command(
@@ -100,15 +99,15 @@ class EksProvider(Provider):
             steps.append(Step(self.dead_man_shown(lease), lambda: self._arm(lease)))
         kubeconfig = Command(
             (
-                "aws",
-                "eks",
-                "update-kubeconfig",
-                "--name",
+                "eksctl",
+                "utils",
+                "write-kubeconfig",
+                "--cluster",
                 self.spec.name,
                 "--region",
                 self.spec.region,
             ),
-            QUERY_TIMEOUT_S,
+            KUBECONFIG_TIMEOUT_S,
             "point kubectl at the cluster",
         )
         steps.append(command_step(self.shell, kubeconfig))
@@ -124,9 +123,8 @@ class EksProvider(Provider):
         )
 
     def _arm(self, lease: Lease) -> None:
-        session = self.session_factory(self.spec.region)
         try:
-            arm_eks_switch(session, self.spec.name, eks_node_groups(self.spec.raw), lease.expires)
+            arm_eks_switch(self.aws, self.spec.name, eks_node_groups(self.spec.raw), lease.expires)
         except DeadManError as err:
             raise UserError(f"{err} (--no-dead-man-switch skips it)") from None
 
@@ -147,27 +145,24 @@ class EksProvider(Provider):
         )
 
     def _describe(self, name: str) -> ClusterState | None:
-        try:
-            out = self.shell.run(self._aws("eks", "describe-cluster", "--name", name), capture=True)
-        except CommandFailed as err:
-            if _NOT_FOUND in err.tail:
-                return None
-            raise
-        cluster = json.loads(out)["cluster"]
+        found = self.aws.call("eks", "describe_cluster", _CLUSTER, missing=_NOT_FOUND, name=name)
+        if found is None:
+            return None
+        cluster = found["cluster"]
         return ClusterState(
             name=cluster["name"],
             location=self.spec.region,
-            status=str(cluster.get("status", "UNKNOWN")),
+            status=str(cluster.get("status") or "UNKNOWN"),
             version=cluster.get("version"),
-            labels=dict(cluster.get("tags") or {}),
+            labels={str(k): str(v) for k, v in (cluster.get("tags") or {}).items()},
         )
 
     def describe(self) -> ClusterState | None:
         return self._describe(self.spec.name)
 
     def list_clusters(self) -> list[ClusterState]:
-        out = self.shell.run(self._aws("eks", "list-clusters"), capture=True)
-        states = [self._describe(name) for name in json.loads(out).get("clusters", [])]
+        pages = self.aws.pages("eks", "list_clusters", _CLUSTER_PAGE)
+        states = [self._describe(name) for page in pages for name in page["clusters"]]
         return [s for s in states if s is not None]
 
     def leftovers(self, name: str | None = None) -> list[str]:
@@ -175,18 +170,19 @@ class EksProvider(Provider):
         left = []
         if self._describe(name) is not None:
             left.append(f"EKS cluster {name}")
-        out = self.shell.run(self._aws("cloudformation", "list-stacks"), capture=True)
-        for stack in json.loads(out).get("StackSummaries", []):
-            if stack["StackName"].startswith(f"eksctl-{name}-") and (
-                stack.get("StackStatus") not in _GONE_STACK
-            ):
-                left.append(f"CloudFormation stack {stack['StackName']} ({stack['StackStatus']})")
+        for page in self.aws.pages("cloudformation", "list_stacks", _STACK_PAGE):
+            for stack in page["StackSummaries"]:
+                if stack["StackName"].startswith(f"eksctl-{name}-") and (
+                    stack["StackStatus"] not in _GONE_STACK
+                ):
+                    left.append(
+                        f"CloudFormation stack {stack['StackName']} ({stack['StackStatus']})"
+                    )
         return left
 
     def dead_man_status(self) -> DeadManStatus | None:
-        session = self.session_factory(self.spec.region)
         try:
-            return eks_switch_status(session, self.spec.name, eks_node_groups(self.spec.raw))
+            return eks_switch_status(self.aws, self.spec.name, eks_node_groups(self.spec.raw))
         except DeadManError as err:
             return DeadManStatus(None, str(err))
 

@@ -176,6 +176,8 @@ def cluster_up(
 ) -> None:
     """Create the cluster and everything kary needs on it; on any failure delete what was made."""
     spec = provider.spec
+    # Never make what cannot be deleted: the delete tool must be there before the create runs.
+    provider.shell.require(provider.delete_command().argv[0])
     existing = provider.describe()
     if existing is not None:
         raise UserError(
@@ -194,7 +196,13 @@ def cluster_up(
             raise
         echo(f"kary: creating {spec.name} failed ({_reason(err)}); deleting what was made")
         with shielded(echo):
-            delete_cluster(provider, echo)
+            try:
+                delete_cluster(provider, echo)
+            except (UserError, CommandFailed) as cleanup:
+                raise UserError(
+                    f"creating cluster {spec.name} failed ({_reason(err)}), and deleting what "
+                    f"was made did not finish: {cleanup}"
+                ) from None
         echo(f"kary: deleted what the failed create of {spec.name} made")
         if isinstance(err, CommandFailed):
             raise UserError(
@@ -209,6 +217,17 @@ def cluster_up(
     )
 
 
+def _leftovers(provider: Provider, name: str) -> list[str]:
+    """What is left of `name`; when the provider cannot say, one line that says so."""
+    try:
+        return provider.leftovers(name)
+    except (UserError, CommandFailed) as err:
+        raise UserError(
+            f"could not check what is left of {name}: {err}. It bills while it exists: "
+            f"check with `kary cluster status {provider.spec.path}` or in the console"
+        ) from None
+
+
 def delete_cluster(provider: Provider, echo: Echo, name: str | None = None) -> None:
     """Delete cluster `name` (default: the spec's): retry once, then insist nothing is left."""
     name = name or provider.spec.name
@@ -218,7 +237,7 @@ def delete_cluster(provider: Provider, echo: Echo, name: str | None = None) -> N
         try:
             provider.shell.run(command)
         except CommandFailed as err:
-            left = provider.leftovers(name)
+            left = _leftovers(provider, name)
             if not left:
                 break  # nothing was there to delete, or the delete got far enough
             if attempt == 2:
@@ -228,7 +247,7 @@ def delete_cluster(provider: Provider, echo: Echo, name: str | None = None) -> N
                 ) from None
             echo(f"kary: delete failed ({err}); trying once more")
             continue
-        left = provider.leftovers(name)
+        left = _leftovers(provider, name)
         if left:
             raise UserError(
                 f"`{command}` finished but {', '.join(left)} still exist; "

@@ -1,4 +1,4 @@
-"""Run the cloud CLIs (eksctl, aws, gcloud, kubectl) with a timeout on every call.
+"""Run the cloud CLIs (eksctl, gcloud, kubectl) with a timeout on every call.
 
 Each call runs in its own process group, so a timeout or Ctrl-C stops the tool
 and anything it started.  Output is redacted before it is shown or kept.
@@ -24,7 +24,6 @@ __all__ = ["Command", "CommandFailed", "CommandTimedOut", "Shell"]
 # Where to get each tool when it is missing.
 INSTALL_HINTS = {
     "eksctl": "https://eksctl.io/installation/",
-    "aws": "https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html",
     "gcloud": "https://cloud.google.com/sdk/docs/install",
     "kubectl": "https://kubernetes.io/docs/tasks/tools/",
 }

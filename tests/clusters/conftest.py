@@ -1,4 +1,5 @@
-"""Fake cloud CLIs on a PATH that holds nothing else, and a moto AWS for the dead-man switch."""
+"""Fake cloud CLIs on a PATH that holds nothing else, a fake AWS API over the same state,
+and a moto AWS for the dead-man switch."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ FAKES = Path(__file__).resolve().parent.parent / "fakes"
 CLUSTERS = Path(__file__).resolve().parents[2] / "clusters"
 PROGRAMS = ("eksctl", "aws", "gcloud", "kubectl")
 
+sys.path.insert(0, str(FAKES))
+from fake_aws_api import FakeAwsApi  # noqa: E402
+
 
 @dataclass
 class FakeCloud:
@@ -33,6 +37,7 @@ class FakeCloud:
     state_path: Path
     log_path: Path
     monkeypatch: pytest.MonkeyPatch
+    api: FakeAwsApi
 
     def state(self) -> dict[str, Any]:
         text = self.state_path.read_text() if self.state_path.exists() else ""
@@ -52,6 +57,11 @@ class FakeCloud:
 
     def fail(self, variable: str, mode: str) -> None:
         self.monkeypatch.setenv(f"KARY_FAKE_{variable}", mode)
+
+    def prints(self, call: str, text: str) -> None:
+        """The fake call whose argv starts with `call` prints `text` and exits 0."""
+        odd = json.loads(os.environ.get("KARY_FAKE_STDOUT") or "{}")
+        self.monkeypatch.setenv("KARY_FAKE_STDOUT", json.dumps({**odd, call: text}))
 
     def remove(self, program: str) -> None:
         (self.bin_dir / program).unlink()
@@ -94,7 +104,9 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FrozenClock:
 
 
 @pytest.fixture
-def fake_cloud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: FrozenClock) -> FakeCloud:
+def fake_cloud(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: FrozenClock
+) -> Iterator[FakeCloud]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for program in PROGRAMS:
@@ -107,6 +119,14 @@ def fake_cloud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: FrozenClo
     monkeypatch.setenv("KARY_FAKE_LOG", str(tmp_path / "calls.jsonl"))
     monkeypatch.setenv("KARY_OWNER", "tester")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    # boto3 signs with throwaway keys; every session kary makes answers from the fake state.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    api = FakeAwsApi(tmp_path / "cloud.json", tmp_path / "calls.jsonl")
+    monkeypatch.setattr(
+        "experiments.clusters.aws_api.default_session",
+        lambda region: api.attach(boto3.session.Session(region_name=region)),
+    )
     for name in list(os.environ):
         if name.startswith("KARY_FAKE_") and name not in (
             "KARY_FAKE_PYTHON",
@@ -116,17 +136,19 @@ def fake_cloud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: FrozenClo
             "KARY_FAKE_NOW",
         ):
             monkeypatch.delenv(name)
-    return FakeCloud(bin_dir, tmp_path / "cloud.json", tmp_path / "calls.jsonl", monkeypatch)
+    cloud = FakeCloud(bin_dir, tmp_path / "cloud.json", tmp_path / "calls.jsonl", monkeypatch, api)
+    # What the fake API does not answer, moto does: no boto3 call ever leaves the machine.
+    with mock_aws():
+        yield cloud
+    # What boto3 does, kary asks boto3: the aws CLI is never called.
+    assert cloud.calls("aws") == [], cloud.calls("aws")
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """moto in place of AWS (throwaway credentials); yields `prime_node_groups`."""
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+def aws(fake_cloud: FakeCloud, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """moto's side of AWS (node groups, Auto Scaling): `prime_node_groups` fills it."""
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-2")
-    with mock_aws():
-        yield prime_node_groups
+    return prime_node_groups
 
 
 def prime_node_groups(name: str, groups: list[str], region: str = "us-east-2") -> list[str]:

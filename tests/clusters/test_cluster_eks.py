@@ -33,6 +33,10 @@ def _up(*extra: str) -> Any:
     return runner.invoke(app, ["cluster", "up", str(EKS_30), "--yes", *extra])
 
 
+def _deletes(fake_cloud: Any) -> list[list[str]]:
+    return [c for c in fake_cloud.calls("eksctl") if c[1] == "delete"]
+
+
 def test_up_creates_a_labelled_cluster_with_the_operator_and_a_dead_man_switch(
     fake_cloud: Any, aws: Any, clock: Any
 ) -> None:
@@ -41,16 +45,24 @@ def test_up_creates_a_labelled_cluster_with_the_operator_and_a_dead_man_switch(
     assert result.exit_code == 0, result.output
     config = Path(os.environ["XDG_STATE_HOME"]) / "kary" / "eksctl" / f"{NAME}.yaml"
     assert [c[:4] for c in fake_cloud.calls()] == [
-        ["aws", "eks", "describe-cluster", "--name"],
+        ["boto3", "eks", "DescribeCluster", f"name={NAME}"],
         ["eksctl", "create", "cluster", "-f"],
-        ["aws", "eks", "update-kubeconfig", "--name"],
+        ["boto3", "eks", "DescribeNodegroup", f"clusterName={NAME}"],
+        [
+            "boto3",
+            "autoscaling",
+            "PutScheduledUpdateGroupAction",
+            f"AutoScalingGroupName={asgs[0]}",
+        ],
+        ["eksctl", "utils", "write-kubeconfig", "--cluster"],
         ["kubectl", "apply", "-f", MANIFEST],
         ["kubectl", "-n", "operator-system", "rollout"],
     ]
-    assert fake_cloud.calls("eksctl") == [["eksctl", "create", "cluster", "-f", str(config)]]
-    assert fake_cloud.calls("aws")[1] == [
-        "aws", "eks", "update-kubeconfig", "--name", NAME, "--region", "us-east-2",
-    ]  # fmt: skip
+    assert fake_cloud.calls("eksctl") == [
+        ["eksctl", "create", "cluster", "-f", str(config)],
+        ["eksctl", "utils", "write-kubeconfig", "--cluster", NAME, "--region", "us-east-2"],
+    ]
+    assert fake_cloud.state()["kubecontext"] == NAME
     # The rendered config is the user's plus the lease, on the cluster and on every group.
     rendered = yaml.safe_load(config.read_text())
     tags = rendered["metadata"]["tags"]
@@ -86,6 +98,11 @@ def test_up_creates_a_labelled_cluster_with_the_operator_and_a_dead_man_switch(
     down = runner.invoke(app, ["cluster", "down", str(EKS_30)])
     assert down.exit_code == 0, down.output
     assert fake_cloud.calls("eksctl")[-1] == DELETE
+    # Gone is checked with EKS and CloudFormation.
+    assert fake_cloud.calls()[-2:] == [
+        ["boto3", "eks", "DescribeCluster", f"name={NAME}"],
+        ["boto3", "cloudformation", "ListStacks"],
+    ]
     assert fake_cloud.running() == []
     assert runner.invoke(app, ["cluster", "status", str(EKS_30)]).stdout == (
         f"cluster {NAME} (eks, us-east-2): not found\n"
@@ -113,7 +130,7 @@ def test_a_delete_that_fails_once_is_retried(fake_cloud: Any, aws: Any) -> None:
     result = _up()
     assert result.exit_code == 2
     assert "delete failed" in result.stderr and "trying once more" in result.stderr
-    assert fake_cloud.calls("eksctl")[1:] == [DELETE, DELETE]
+    assert _deletes(fake_cloud) == [DELETE, DELETE]
     assert fake_cloud.running() == []
 
 
@@ -123,7 +140,7 @@ def test_a_delete_that_leaves_a_stack_is_retried(fake_cloud: Any, aws: Any) -> N
     fake_cloud.fail("EKSCTL_DELETE", "partial-once")
     result = runner.invoke(app, ["cluster", "down", str(EKS_30)])
     assert result.exit_code == 0, result.output
-    assert fake_cloud.calls("eksctl")[1:] == [DELETE, DELETE]
+    assert _deletes(fake_cloud) == [DELETE, DELETE]
     assert fake_cloud.running() == []
 
 
@@ -135,7 +152,8 @@ def test_a_delete_that_keeps_failing_says_what_is_left_and_how_to_retry(
     result = _up()
     assert result.exit_code == 2
     last = result.stderr.splitlines()[-1]
-    assert last.startswith(f"kary: error: could not delete {NAME}: ")
+    assert last.startswith(f"kary: error: creating cluster {NAME} failed (`eksctl create ")
+    assert f"and deleting what was made did not finish: could not delete {NAME}: " in last
     assert f"Still there: EKS cluster {NAME}, CloudFormation stack eksctl-{NAME}-cluster" in last
     assert f"run `{' '.join(DELETE)}` again" in last
     assert "Traceback" not in result.output
@@ -185,7 +203,11 @@ def test_a_dead_man_switch_that_cannot_be_armed_deletes_the_cluster(
 def test_without_the_switch_and_operator_only_the_cluster_is_made(fake_cloud: Any) -> None:
     result = _up("--no-dead-man-switch", "--no-operator")
     assert result.exit_code == 0, result.output
-    assert [c[0] for c in fake_cloud.calls()] == ["aws", "eksctl", "aws"]
+    assert [c[:3] for c in fake_cloud.calls()] == [
+        ["boto3", "eks", "DescribeCluster"],
+        ["eksctl", "create", "cluster"],
+        ["eksctl", "utils", "write-kubeconfig"],
+    ]
     assert fake_cloud.running() == [f"eks:{NAME}", f"stack:eksctl-{NAME}-cluster",
                                     f"stack:eksctl-{NAME}-nodegroup-workers"]  # fmt: skip
 
@@ -207,7 +229,7 @@ def test_up_refuses_a_cluster_that_exists_and_deletes_nothing(fake_cloud: Any) -
         f"kary: error: cluster {NAME} already exists in us-east-2 (ACTIVE); use it without "
         f"--up, or delete it first with `kary cluster down {EKS_30}`"
     )
-    assert [c[:2] for c in fake_cloud.calls("eksctl")] == [["eksctl", "create"]]
+    assert _deletes(fake_cloud) == []
     assert f"eks:{NAME}" in fake_cloud.running()
 
 
@@ -218,25 +240,31 @@ def test_down_with_nothing_there_says_so(fake_cloud: Any) -> None:
     assert fake_cloud.calls("eksctl") == []
 
 
-def test_missing_eksctl_is_one_line(fake_cloud: Any) -> None:
+def test_missing_eksctl_is_one_line_before_anything_is_asked(fake_cloud: Any) -> None:
     fake_cloud.remove("eksctl")
     result = _up("--no-dead-man-switch")
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1] == (
         "kary: error: eksctl is not on PATH: install it (https://eksctl.io/installation/)"
     )
-    assert fake_cloud.running() == []
+    assert fake_cloud.calls() == []
 
 
-def test_no_aws_credentials_is_one_line(fake_cloud: Any) -> None:
-    fake_cloud.fail("AWS", "no-credentials")
-    result = runner.invoke(app, ["cluster", "status", str(EKS_30)])
-    assert result.exit_code == 2
-    assert result.stderr == (
-        "kary: error: `aws eks describe-cluster --name kary-topology-30 --region us-east-2 "
-        "--output json` failed (exit 253): Unable to locate credentials. You can configure "
-        'credentials by running "aws configure".\n'
+def test_no_aws_credentials_is_one_line_before_anything_is_made(
+    fake_cloud: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    credentials = (
+        "kary: error: no AWS credentials found: run `aws configure`, set AWS_PROFILE, or export "
+        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY\n"
     )
+    result = runner.invoke(app, ["cluster", "status", str(EKS_30)])
+    assert (result.exit_code, result.stderr) == (2, credentials)
+    result = _up()
+    assert result.exit_code == 2
+    assert result.stderr.endswith(credentials)
+    assert fake_cloud.calls("eksctl") == []
 
 
 def _seed(fake_cloud: Any, clusters: dict[str, dict[str, str]]) -> None:

@@ -43,7 +43,7 @@ def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def apiserver() -> Iterator[FakeApiServer]:
-    """The cluster's API: what `aws eks update-kubeconfig` would point kubectl at."""
+    """The cluster's API: what `eksctl utils write-kubeconfig` would point kubectl at."""
     scenario = Scenario(log=BENCHMARK_LOG, delete_s=0.0)
     with FakeApiServer(FakeCluster(scenario=scenario)) as server:
         write_kubeconfig(Path(os.environ["KUBECONFIG"]), server.url, context=CONTEXT)
@@ -112,7 +112,7 @@ def test_up_run_down_end_to_end_leaves_a_result_and_no_cluster(
     assert record["instance_type"] == "c5a.4xlarge" and record["zones"] == ["us-east-2b"]
     assert record["flux_version"] == "0.66.0"
     assert record["image_digest"].startswith("sha256:")
-    assert [c[1] for c in fake_cloud.calls("eksctl")] == ["create", "delete"]
+    assert [c[1] for c in fake_cloud.calls("eksctl")] == ["create", "utils", "delete"]
     assert fake_cloud.running() == []
     assert apiserver.cluster.miniclusters == {}
 
@@ -150,7 +150,7 @@ def test_a_kubeconfig_on_another_cluster_is_refused(
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1] == (
         f"kary: error: the kubeconfig context 'kind-laptop' is not cluster {NAME} from "
-        f"--cluster: point kubectl at it with `aws eks update-kubeconfig --name {NAME} "
+        f"--cluster: point kubectl at it with `eksctl utils write-kubeconfig --cluster {NAME} "
         "--region us-east-2`"
     )
     assert apiserver.cluster.created == []

@@ -1,7 +1,11 @@
 # ruff: noqa: E501 - messages copy the real tools' one-line errors
 """Fake eksctl, aws, gcloud and kubectl for tests: record argv, keep a tiny cloud state.
 
-Called as `fake_cloud.py PROG ARGS...` by the wrapper scripts beside it.
+Called as `fake_cloud.py PROG ARGS...` by the wrapper scripts beside it.  kary
+asks AWS through boto3 (see fake_aws_api.py, which reads the same state), so
+the fake `aws` only records its call and prints nothing, like the `aws` of the
+bug report that once ended `kary cluster up` in a JSONDecodeError; the tests
+check that nobody calls it.
 Environment:
   KARY_FAKE_STATE  JSON file: which clusters, stacks and scheduler jobs "exist"
   KARY_FAKE_LOG    JSON lines: one {"prog": ..., "argv": [...]} per call
@@ -11,7 +15,8 @@ Environment:
   KARY_FAKE_GCLOUD_DELETE  ok | fail-once | fail-always
   KARY_FAKE_SCHEDULER      ok | fail
   KARY_FAKE_KUBECTL        ok | fail
-  KARY_FAKE_AWS            ok | no-credentials
+  KARY_FAKE_STDOUT         JSON {"PROG ARG ARG": "text"}: a call whose argv starts so prints
+                           that text and exits 0 instead (odd-output tests)
   KARY_FAKE_NOW            ISO time the fakes take as now (the test's frozen clock)
 Only the calls kary makes are understood; anything else exits 99 so a test notices.
 """
@@ -111,6 +116,16 @@ def eksctl(argv: list[str]) -> None:
                 state["stacks"][stack] = {"region": region, "status": "CREATE_COMPLETE"}
         print(f'[✔]  EKS cluster "{name}" in "{region}" region is ready')
         return
+    if argv[:2] == ["utils", "write-kubeconfig"]:
+        name = _flag(argv, "--cluster")
+        with _state() as state:
+            if name not in state["eks"]:
+                _fail(
+                    f"Error: unable to describe cluster control plane: ResourceNotFoundException: No cluster found for name: {name}."
+                )
+            state["kubecontext"] = name
+        print(f'[✔]  saved kubeconfig as "{os.environ.get("KUBECONFIG", "~/.kube/config")}"')
+        return
     if argv[:2] == ["delete", "cluster"]:
         name, region = _flag(argv, "--name"), _flag(argv, "--region")
         mode = _mode("KARY_FAKE_EKSCTL_DELETE")
@@ -142,60 +157,7 @@ def eksctl(argv: list[str]) -> None:
 
 
 def aws(argv: list[str]) -> None:
-    if _mode("KARY_FAKE_AWS") == "no-credentials":
-        _fail(
-            '\nUnable to locate credentials. You can configure credentials by running "aws configure".',
-            253,
-        )
-    region = _flag(argv, "--region")
-    if argv[:2] == ["eks", "describe-cluster"]:
-        name = _flag(argv, "--name")
-        with _state() as state:
-            cluster = state["eks"].get(name)
-        if cluster is None or cluster["region"] != region:
-            _fail(
-                f"\nAn error occurred (ResourceNotFoundException) when calling the DescribeCluster operation: No cluster found for name: {name}.",
-                254,
-            )
-        print(
-            json.dumps(
-                {
-                    "cluster": {
-                        "name": name,
-                        "status": cluster["status"],
-                        "version": cluster["version"],
-                        "tags": cluster["tags"],
-                    }
-                }
-            )
-        )
-        return
-    if argv[:2] == ["eks", "list-clusters"]:
-        with _state() as state:
-            names = [n for n, c in state["eks"].items() if c["region"] == region]
-        print(json.dumps({"clusters": names}))
-        return
-    if argv[:2] == ["eks", "update-kubeconfig"]:
-        name = _flag(argv, "--name")
-        with _state() as state:
-            if name not in state["eks"]:
-                _fail(
-                    f"\nAn error occurred (ResourceNotFoundException) when calling the DescribeCluster operation: No cluster found for name: {name}.",
-                    254,
-                )
-            state["kubecontext"] = name
-        print(f"Added new context arn:aws:eks:{region}:123456789012:cluster/{name} to kubeconfig")
-        return
-    if argv[:2] == ["cloudformation", "list-stacks"]:
-        with _state() as state:
-            stacks = [
-                {"StackName": s, "StackStatus": v["status"]}
-                for s, v in state["stacks"].items()
-                if v["region"] == region
-            ]
-        print(json.dumps({"StackSummaries": stacks}))
-        return
-    _fail(f"fake aws: unsupported {argv}", 99)
+    """kary never calls the aws CLI: record the call (done in main), print nothing."""
 
 
 def _schedule_time(cron: str) -> str:
@@ -345,10 +307,24 @@ def kubectl(argv: list[str]) -> None:
     _fail(f"fake kubectl: unsupported {argv}", 99)
 
 
+def _odd_stdout(prog: str, argv: list[str]) -> str | None:
+    """The text KARY_FAKE_STDOUT says this call prints instead of its answer, if any."""
+    odd = json.loads(os.environ.get("KARY_FAKE_STDOUT") or "{}")
+    words = [prog, *argv]
+    for prefix, text in odd.items():
+        if words[: len(prefix.split())] == prefix.split():
+            return str(text)
+    return None
+
+
 def main() -> None:
     prog, argv = sys.argv[1], sys.argv[2:]
     with open(os.environ["KARY_FAKE_LOG"], "a") as log:
         log.write(json.dumps({"prog": prog, "argv": argv}) + "\n")
+    odd = _odd_stdout(prog, argv)
+    if odd is not None:
+        sys.stdout.write(odd)
+        return
     {"eksctl": eksctl, "aws": aws, "gcloud": gcloud, "kubectl": kubectl}[prog](argv)
 
 
