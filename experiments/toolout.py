@@ -110,12 +110,23 @@ def _mismatch(value: Any, shape: Shape, path: str) -> str | None:
     return None
 
 
-def check_shape(command: str, value: Any, expect: Shape, verb: str = "answered") -> Any:
-    """`value` (already parsed, e.g. a boto3 answer) if it has the shape; else ToolOutputError."""
+def _who(command: str, quote: bool) -> str:
+    return f"`{command}`" if quote else command
+
+
+def check_shape(
+    command: str, value: Any, expect: Shape, verb: str = "answered", quote: bool = True
+) -> Any:
+    """`value` (already parsed, e.g. a boto3 answer) if it has the shape; else ToolOutputError.
+
+    `command` is named in backticks; with `quote=False` it is a phrase (`the
+    Kubernetes API at URL, asked to list pods,`).
+    """
     problem = _mismatch(value, expect, "")
     if problem is not None:
         raise ToolOutputError(
-            f"`{command}` {verb} something kary cannot use: {problem} (expected {describe(expect)})"
+            f"{_who(command, quote)} {verb} something kary cannot use: {problem} "
+            f"(expected {describe(expect)})"
         )
     return value
 
@@ -129,19 +140,26 @@ def _snippet(text: str) -> str:
     return shown + (f" and {more} more line{'s' if more > 1 else ''}" if more else "")
 
 
-def read_json(command: str, output: str | bytes, expect: Shape = dict) -> Any:
+def read_json(
+    command: str,
+    output: str | bytes,
+    expect: Shape = dict,
+    verb: str = "printed",
+    quote: bool = True,
+) -> Any:
     """Parse `command`'s output as JSON of shape `expect`; anything else is a ToolOutputError."""
     text = output.decode("utf-8", errors="replace") if isinstance(output, bytes) else output
+    who = _who(command, quote)
     wanted = f"expected JSON: {describe(expect)}"
     if not text.strip():
-        raise ToolOutputError(f"`{command}` printed nothing ({wanted})")
+        raise ToolOutputError(f"{who} {verb} nothing ({wanted})")
     try:
         value = json.loads(text)
     except ValueError:
         raise ToolOutputError(
-            f"`{command}` printed something that is not JSON: {_snippet(text)} ({wanted})"
+            f"{who} {verb} something that is not JSON: {_snippet(text)} ({wanted})"
         ) from None
-    return check_shape(command, value, expect, verb="printed")
+    return check_shape(command, value, expect, verb=verb, quote=quote)
 
 
 def read_line(command: str, output: str, pattern: str, expected: str) -> str:

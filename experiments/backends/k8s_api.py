@@ -7,7 +7,6 @@ dropped or refused connection) are retried with exponential backoff up to
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
 from experiments.errors import UserError
+from experiments.toolout import Shape, ToolOutputError, read_json
 
 __all__ = [
     "CRD_GROUP",
@@ -104,22 +104,27 @@ class KubeApi:
             + (f" {self.context!r}" if self.context else "")
         )
 
-    def call(self, doing: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """fn(*args, **kwargs)'s answer as plain JSON, retried on transient errors.
+    def call(
+        self, doing: str, fn: Callable[..., Any], *args: Any, expect: Shape = dict, **kwargs: Any
+    ) -> Any:
+        """fn(*args, **kwargs)'s answer as plain JSON of shape `expect`, retried when transient.
 
         The client's typed models are skipped on purpose: they refuse objects
         missing fields the API spec calls required, which real servers and
-        operators do leave out; kary reads the few fields it needs from the JSON.
-        ApiException is raised for errors that are neither transient nor auth.
+        operators do leave out; kary reads the few fields it needs from the JSON,
+        checked by experiments.toolout (an empty, non-JSON or wrong-shape answer
+        is ApiUnavailable, one line).  ApiException is raised for errors that are
+        neither transient nor auth.
         """
         data = self._call(doing, fn, args, kwargs)
         try:
-            return json.loads(data) if data else {}
-        except ValueError:
-            raise ApiUnavailable(
-                f"the Kubernetes API at {self.host} answered with something not JSON when "
-                f"asked to {doing}"
-            ) from None
+            return read_json(self.asked(doing), data, expect, verb="answered", quote=False)
+        except ToolOutputError as err:
+            raise ApiUnavailable(str(err)) from None
+
+    def asked(self, doing: str) -> str:
+        """How an odd answer names its source: `the Kubernetes API at URL, asked to DOING,`."""
+        return f"the Kubernetes API at {self.host}, asked to {doing},"
 
     def call_text(self, doing: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
         """Like `call`, for answers that are text (pod logs)."""

@@ -11,6 +11,15 @@ import re
 from typing import Any
 
 __all__ = [
+    "CRD_RESOURCES",
+    "DEPLOYMENT",
+    "EVENT_LIST",
+    "JOB_LIST",
+    "MINICLUSTER",
+    "NODE_LIST",
+    "POD_LIST",
+    "VERSION",
+    "WATCH_EVENT",
     "container_state",
     "describe_pods",
     "dig",
@@ -28,6 +37,43 @@ _INDEX_KEYS = ("batch.kubernetes.io/job-completion-index", "job-index")
 _KARY_META = re.compile(r"^KARY (\{.*\})\s*$", re.MULTILINE)
 _FLUX_VERSION = re.compile(r"(?:flux-core|commands:)\s+v?(\d+\.\d+\.\d+\S*)")
 _EVENTS_KEPT = 20
+
+
+# The fields kary reads of each answer, as experiments.toolout shapes: all optional
+# (servers leave fields out), but where present of the type the code below expects.
+_CONTAINER_STATUS = {
+    "name?": str,
+    "image?": str,
+    "imageID?": str,
+    "state?": {"terminated?": {"exitCode?": int}, "waiting?": dict, "running?": dict},
+}
+_POD = {
+    "metadata?": {"name?": str, "labels?": dict, "annotations?": dict},
+    "spec?": {"nodeName?": str, "containers?": [{"name?": str}]},
+    "status?": {"phase?": str, "containerStatuses?": [_CONTAINER_STATUS]},
+}
+_JOB = {
+    "metadata?": {"resourceVersion?": str},
+    "status?": {"conditions?": [{"type?": str, "status?": str}]},
+}
+_NODE = {"metadata?": {"name?": str, "labels?": dict}}
+_EVENT = {"involvedObject?": dict, "count?": int}
+
+
+def _list_of(item: Any) -> dict[str, Any]:
+    return {"items?": [item], "metadata?": {"resourceVersion?": str}}
+
+
+VERSION = {"gitVersion?": str}
+CRD_RESOURCES = {"resources?": [{"name": str}]}
+DEPLOYMENT = {"spec?": {"template?": {"spec?": {"containers?": [{"name?": str, "image?": str}]}}}}
+MINICLUSTER = {"metadata?": {"labels?": dict}}
+JOB_LIST = _list_of(_JOB)
+POD_LIST = _list_of(_POD)
+NODE_LIST = _list_of(_NODE)
+EVENT_LIST = _list_of(_EVENT)
+# One line of a watch: ERROR events carry a Status ({"code": 410, ...}) as their object.
+WATCH_EVENT = {"type": str, "object?": {**_JOB, "code?": int, "reason?": str, "message?": str}}
 
 
 def dig(obj: Any, *path: str) -> Any:

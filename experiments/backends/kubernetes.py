@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import urllib3
 import yaml
-from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
 
 from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
 from experiments.backends.k8s_api import (
@@ -31,6 +31,15 @@ from experiments.backends.k8s_api import (
     is_transient,
 )
 from experiments.backends.k8s_report import (
+    CRD_RESOURCES,
+    DEPLOYMENT,
+    EVENT_LIST,
+    JOB_LIST,
+    MINICLUSTER,
+    NODE_LIST,
+    POD_LIST,
+    VERSION,
+    WATCH_EVENT,
     describe_pods,
     dig,
     event_lines,
@@ -41,6 +50,7 @@ from experiments.backends.k8s_report import (
 )
 from experiments.errors import UserError
 from experiments.redact import redact
+from experiments.toolout import ToolOutputError, read_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -151,7 +161,7 @@ class KubernetesBackend(Backend):
                 f"--cluster: point kubectl at it with `{self.require_context}`"
             )
         try:
-            version = api.call("answer", api.version.get_code)
+            version = api.call("answer", api.version.get_code, expect=VERSION)
             self._check_crd(api)
         except ApiUnavailable as err:
             api.close()
@@ -184,6 +194,7 @@ class KubernetesBackend(Backend):
                 api.custom.get_api_resources,
                 CRD_GROUP,
                 CRD_VERSION,
+                expect=CRD_RESOURCES,
             )
         except ApiException as err:
             if err.status == 404:
@@ -206,6 +217,7 @@ class KubernetesBackend(Backend):
             api.apps.read_namespaced_deployment,
             OPERATOR_DEPLOYMENT,
             OPERATOR_NAMESPACE,
+            expect=DEPLOYMENT,
         )
         containers = dig(deployment, "spec", "template", "spec", "containers") or []
         if not containers:
@@ -218,6 +230,7 @@ class KubernetesBackend(Backend):
             api.core.list_namespaced_pod,
             OPERATOR_NAMESPACE,
             label_selector="control-plane=controller-manager",
+            expect=POD_LIST,
         )
         for pod in dig(pods, "items") or []:
             for status in dig(pod, "status", "containerStatuses") or []:
@@ -227,7 +240,7 @@ class KubernetesBackend(Backend):
         return facts
 
     def _refresh_nodes(self, api: KubeApi) -> None:
-        nodes = self._optional(api, "list nodes", api.core.list_node)
+        nodes = self._optional(api, "list nodes", api.core.list_node, expect=NODE_LIST)
         for node in dig(nodes, "items") or []:
             labels = dig(node, "metadata", "labels") or {}
             self._nodes[dig(node, "metadata", "name")] = (
@@ -310,15 +323,23 @@ class KubernetesBackend(Backend):
                         f"the API refused MiniCluster {name}: {_api_message(err)}"
                     ) from None
             # A MiniCluster of this name is left from an interrupted run: remove it if kary's.
-            old = api.call(
-                "read a MiniCluster",
-                api.custom.get_namespaced_custom_object,
-                CRD_GROUP,
-                CRD_VERSION,
-                ns,
-                CRD_PLURAL,
-                name,
-            )
+            try:
+                old = api.call(
+                    "read a MiniCluster",
+                    api.custom.get_namespaced_custom_object,
+                    CRD_GROUP,
+                    CRD_VERSION,
+                    ns,
+                    CRD_PLURAL,
+                    name,
+                    expect=MINICLUSTER,
+                )
+            except ApiUnavailable as err:
+                # Whose it is cannot be told: it is not kary's to delete.
+                raise _NotOurs(
+                    f"a MiniCluster {name} exists in namespace {ns} and kary cannot tell whose "
+                    f"it is ({err}): delete it or choose another --name"
+                ) from None
             labels = dig(old, "metadata", "labels") or {}
             if labels.get("app.kubernetes.io/managed-by") != "kary":
                 raise _NotOurs(
@@ -398,33 +419,58 @@ class KubernetesBackend(Backend):
                         api.batch.list_namespaced_job,
                         ns,
                         field_selector=selector,
+                        expect=JOB_LIST,
                     )
                     for job in jobs.get("items") or []:
                         seen = True
                         if (outcome := job_outcome(job)) is not None:
                             return outcome
                     resource_version = dig(jobs, "metadata", "resourceVersion")
-                stream = watch.Watch()
-                for event in stream.stream(
-                    api.batch.list_namespaced_job,
+                # With _preload_content=False the client hands back the raw HTTP response.
+                response: Any = api.batch.list_namespaced_job(
                     ns,
                     field_selector=selector,
                     resource_version=resource_version,
+                    watch=True,
                     timeout_seconds=window,
                     _request_timeout=window + self.policy.request_timeout_s,
-                    deserialize=False,
-                ):
-                    job = event.get("object") or {}
-                    seen = True
-                    resource_version = dig(job, "metadata", "resourceVersion") or resource_version
-                    if event["type"] == "DELETED":
-                        return "Failed", "the Job was deleted before it finished"
-                    if (outcome := job_outcome(job)) is not None:
-                        stream.stop()
-                        return outcome
-                    if time.monotonic() >= deadline:
-                        stream.stop()
-                        return None
+                    _preload_content=False,
+                )
+                try:
+                    # Each line is one event; read here (not by kubernetes.watch, whose
+                    # json.loads would raise on an odd line) so an odd line is one message.
+                    for line in iter_resp_lines(response):
+                        if not line.strip():
+                            continue
+                        event = read_json(
+                            api.asked(f"watch Job {name}"),
+                            line,
+                            WATCH_EVENT,
+                            verb="streamed",
+                            quote=False,
+                        )
+                        job = event.get("object") or {}
+                        if event["type"] == "ERROR":
+                            if job.get("code") == 410:  # too old a resourceVersion: list again
+                                resource_version = None
+                                break
+                            raise ApiException(
+                                status=job.get("code"),
+                                reason=f"{job.get('reason')}: {job.get('message')}",
+                            )
+                        seen = True
+                        resource_version = (
+                            dig(job, "metadata", "resourceVersion") or resource_version
+                        )
+                        if event["type"] == "DELETED":
+                            return "Failed", "the Job was deleted before it finished"
+                        if (outcome := job_outcome(job)) is not None:
+                            return outcome
+                        if time.monotonic() >= deadline:
+                            return None
+                finally:
+                    response.close()
+                    response.release_conn()
                 failures = 0  # a watch that ran out its window is healthy
             except ApiException as err:
                 if err.status in (401, 403):
@@ -439,10 +485,18 @@ class KubernetesBackend(Backend):
             except (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError) as err:
                 failures = self._backoff(api, failures, err, f"report Job {name}")
                 resource_version = None
+            except ToolOutputError as err:
+                # An odd line (a proxy cut a line short, say): list again, as after a drop.
+                failures = self._backoff(api, failures, err, f"report Job {name}")
+                resource_version = None
 
     def _pods(self, api: KubeApi, ns: str, name: str) -> list[dict[str, Any]]:
         pods = api.call(
-            "list pods", api.core.list_namespaced_pod, ns, label_selector=f"job-name={name}"
+            "list pods",
+            api.core.list_namespaced_pod,
+            ns,
+            label_selector=f"job-name={name}",
+            expect=POD_LIST,
         )
         return list(pods.get("items") or [])
 
@@ -499,7 +553,9 @@ class KubernetesBackend(Backend):
         return facts
 
     def _events(self, api: KubeApi, ns: str, name: str) -> list[str]:
-        events = self._optional(api, "list events", api.core.list_namespaced_event, ns)
+        events = self._optional(
+            api, "list events", api.core.list_namespaced_event, ns, expect=EVENT_LIST
+        )
         return event_lines(list(dig(events, "items") or []), name)
 
     def _delete_and_wait(self, api: KubeApi, ns: str, name: str) -> str | None:

@@ -14,12 +14,11 @@ permission to resize node pools (e.g. roles/container.clusterAdmin).
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 from experiments.clusters.base import (
     DEAD_MAN_NAME,
@@ -33,6 +32,8 @@ from experiments.clusters.base import (
 from experiments.clusters.lease import Lease
 from experiments.clusters.shell import Command, CommandFailed, Shell
 from experiments.clusterspec import ClusterSpec, GkeSpec
+from experiments.errors import UserError
+from experiments.toolout import read_json, read_line
 
 __all__ = ["GkeProvider"]
 
@@ -42,6 +43,18 @@ QUERY_TIMEOUT_S = 120.0
 NODE_POOL = "default-pool"
 _SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 _NOT_FOUND = ("NOT_FOUND", "was not found", "Not found")
+# What kary reads of gcloud's output (experiments.toolout shapes and patterns).
+_CLUSTER = {
+    "name": str,
+    "status?": str,
+    "location?": str,
+    "zone?": str,
+    "currentMasterVersion?": str,
+    "resourceLabels?": dict,
+}
+_JOB = {"scheduleTime?": str, "state?": str}
+# Project ids: 6-30 of a-z, 0-9, '-'; old ones may carry a domain prefix (example.com:proj).
+_PROJECT_ID = r"(?:[a-z0-9.-]+:)?[a-z][-a-z0-9]{4,28}[a-z0-9]"
 
 
 def _not_found(err: CommandFailed) -> bool:
@@ -89,12 +102,16 @@ class GkeProvider(Provider):
         return Command(("gcloud", *args, *self._project_flags()), timeout, what)
 
     def project(self, resolve: bool = True) -> str:
-        """The spec's project, else gcloud's configured one (a local read)."""
-        if self._project is None and resolve and shutil.which("gcloud"):
-            out = self.shell.run(
-                Command(("gcloud", "config", "get-value", "project"), 60, "project"), capture=True
-            ).strip()
-            self._project = out or None
+        """The spec's project, else gcloud's configured one (a local read); PROJECT unresolved."""
+        if self._project is None and resolve:
+            command = Command(("gcloud", "config", "get-value", "project"), 60, "project")
+            self._project = read_line(
+                str(command),
+                self.shell.run(command, capture=True),
+                _PROJECT_ID,
+                "a project id: set project in the cluster file or run "
+                "`gcloud config set project ID`",
+            )
         return self._project or "PROJECT"
 
     def create_command(self, lease: Lease) -> Command:
@@ -125,14 +142,14 @@ class GkeProvider(Provider):
             return account
         if not resolve:
             return "PROJECT_NUMBER-compute@developer.gserviceaccount.com"
-        number = self.shell.run(
-            Command(
-                ("gcloud", "projects", "describe", self.project(), "--format=value(projectNumber)"),
-                QUERY_TIMEOUT_S,
-                "project number",
-            ),
-            capture=True,
-        ).strip()
+        command = Command(
+            ("gcloud", "projects", "describe", self.project(), "--format=value(projectNumber)"),
+            QUERY_TIMEOUT_S,
+            "project number",
+        )
+        number = read_line(
+            str(command), self.shell.run(command, capture=True), "[0-9]+", "a project number"
+        )
         return f"{number}-compute@developer.gserviceaccount.com"
 
     def switch_command(self, lease: Lease, resolve: bool = True) -> Command:
@@ -203,14 +220,14 @@ class GkeProvider(Provider):
             if not _not_found(err):
                 raise
 
-    def _state(self, raw: dict[str, object]) -> ClusterState:
-        labels = raw.get("resourceLabels") or {}
+    def _state(self, raw: dict[str, Any]) -> ClusterState:
+        """A cluster as gcloud prints it, already checked to have the shape _CLUSTER."""
         return ClusterState(
-            name=str(raw["name"]),
-            location=str(raw.get("location") or raw.get("zone") or self.gke.zone),
-            status=str(raw.get("status", "UNKNOWN")),
-            version=str(raw["currentMasterVersion"]) if raw.get("currentMasterVersion") else None,
-            labels=dict(labels) if isinstance(labels, dict) else {},
+            name=raw["name"],
+            location=raw.get("location") or raw.get("zone") or self.gke.zone,
+            status=raw.get("status") or "UNKNOWN",
+            version=raw.get("currentMasterVersion") or None,
+            labels={str(k): str(v) for k, v in (raw.get("resourceLabels") or {}).items()},
         )
 
     def _describe(self, name: str) -> ClusterState | None:
@@ -218,11 +235,12 @@ class GkeProvider(Provider):
             "container", "clusters", "describe", name, "--zone", self.gke.zone, "--format", "json"
         )
         try:
-            return self._state(json.loads(self.shell.run(command, capture=True)))
+            out = self.shell.run(command, capture=True)
         except CommandFailed as err:
             if _not_found(err):
                 return None
             raise
+        return self._state(read_json(str(command), out, _CLUSTER))
 
     def describe(self) -> ClusterState | None:
         return self._describe(self.spec.name)
@@ -231,7 +249,8 @@ class GkeProvider(Provider):
         command = self._gcloud(
             "container", "clusters", "list", "--zone", self.gke.zone, "--format", "json"
         )
-        return [self._state(raw) for raw in json.loads(self.shell.run(command, capture=True))]
+        found = read_json(str(command), self.shell.run(command, capture=True), [_CLUSTER])
+        return [self._state(raw) for raw in found]
 
     def leftovers(self, name: str | None = None) -> list[str]:
         state = self._describe(name or self.spec.name)
@@ -243,15 +262,19 @@ class GkeProvider(Provider):
             "--location", self.gke.region, "--format", "json",
         )  # fmt: skip
         try:
-            job = json.loads(self.shell.run(command, capture=True))
+            job = read_json(str(command), self.shell.run(command, capture=True), _JOB)
         except CommandFailed as err:
             if _not_found(err):
                 return None
             return DeadManStatus(None, f"could not read the dead-man switch: {err}")
+        except UserError as err:  # odd output: status still shows the rest
+            return DeadManStatus(None, f"could not read the dead-man switch: {err}")
         when = job.get("scheduleTime")
-        fires_at = _parse_rfc3339(when) if isinstance(when, str) else None
-        return DeadManStatus(
-            fires_at,
-            f"Cloud Scheduler job {self.job_name} ({job.get('state', '?')}) resizes "
-            f"{NODE_POOL} to 0",
+        fires_at = _parse_rfc3339(when) if when else None
+        detail = (
+            f"Cloud Scheduler job {self.job_name} ({job.get('state') or '?'}) resizes "
+            f"{NODE_POOL} to 0"
         )
+        if when and fires_at is None:
+            detail += f" (its scheduleTime {when!r} is not a time)"
+        return DeadManStatus(fires_at, detail)

@@ -58,10 +58,11 @@ class FakeCloud:
     def fail(self, variable: str, mode: str) -> None:
         self.monkeypatch.setenv(f"KARY_FAKE_{variable}", mode)
 
-    def prints(self, call: str, text: str) -> None:
-        """The fake call whose argv starts with `call` prints `text` and exits 0."""
+    def prints(self, call: str, text: str, skip: int = 0) -> None:
+        """Fake calls whose argv starts with `call` print `text` and exit 0 (after `skip`)."""
         odd = json.loads(os.environ.get("KARY_FAKE_STDOUT") or "{}")
-        self.monkeypatch.setenv("KARY_FAKE_STDOUT", json.dumps({**odd, call: text}))
+        odd[call] = {"text": text, "skip": skip}
+        self.monkeypatch.setenv("KARY_FAKE_STDOUT", json.dumps(odd))
 
     def remove(self, program: str) -> None:
         (self.bin_dir / program).unlink()

@@ -15,8 +15,9 @@ Environment:
   KARY_FAKE_GCLOUD_DELETE  ok | fail-once | fail-always
   KARY_FAKE_SCHEDULER      ok | fail
   KARY_FAKE_KUBECTL        ok | fail
-  KARY_FAKE_STDOUT         JSON {"PROG ARG ARG": "text"}: a call whose argv starts so prints
-                           that text and exits 0 instead (odd-output tests)
+  KARY_FAKE_STDOUT         JSON {"PROG ARG ARG": {"text": T, "skip": N}}: calls whose argv
+                           starts so, after the first N, print T and exit 0 instead
+                           (odd-output tests)
   KARY_FAKE_NOW            ISO time the fakes take as now (the test's frozen clock)
 Only the calls kary makes are understood; anything else exits 99 so a test notices.
 """
@@ -311,9 +312,12 @@ def _odd_stdout(prog: str, argv: list[str]) -> str | None:
     """The text KARY_FAKE_STDOUT says this call prints instead of its answer, if any."""
     odd = json.loads(os.environ.get("KARY_FAKE_STDOUT") or "{}")
     words = [prog, *argv]
-    for prefix, text in odd.items():
+    for prefix, how in odd.items():
         if words[: len(prefix.split())] == prefix.split():
-            return str(text)
+            with _state() as state:
+                seen = _count(state, f"odd-{prefix}")
+            if seen > int(how.get("skip", 0)):
+                return str(how["text"])
     return None
 
 

@@ -3,8 +3,10 @@
 It plays the Flux Operator too: creating a MiniCluster makes an indexed Job of
 the same name and one pod per rank (`NAME-INDEX-RAND`); after `Scenario.run_s`
 the Job turns Complete or Failed (or never ends).  Faults are injected per
-path prefix: an HTTP status, or "drop" to close the connection unanswered.
-Every request is recorded as (method, path, query).
+path prefix: an HTTP status, "drop" to close the connection unanswered,
+`("body", bytes)` to answer 200 with those bytes, `("stream", bytes)` to
+answer a watch with those lines, or "pass" to answer as usual.  Every request
+is recorded as (method, path, query).
 """
 
 from __future__ import annotations
@@ -207,6 +209,24 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _send_raw(self, status: int, data: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _stream_raw(self, data: bytes) -> None:
+        """A watch that sends `data` as one chunk, then ends."""
+        self.protocol_version = "HTTP/1.1"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
+        self.close_connection = True
+
     def _status(self, code: int, reason: str, message: str) -> None:
         self._send(
             code,
@@ -243,6 +263,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if isinstance(fault, int):
             self._status(fault, "InternalError", f"injected {fault}")
+            return
+        if isinstance(fault, tuple) and fault[0] == "body":
+            self._send_raw(200, fault[1])
+            return
+        if isinstance(fault, tuple) and fault[0] == "stream":
+            self._stream_raw(fault[1])
             return
         if cluster.token and self.headers.get("Authorization") != f"Bearer {cluster.token}":
             self._status(401, "Unauthorized", "Unauthorized")
