@@ -7,6 +7,24 @@ path prefix: an HTTP status, "drop" to close the connection unanswered,
 `("body", bytes)` to answer 200 with those bytes, `("stream", bytes)` to
 answer a watch with those lines, or "pass" to answer as usual.  Every request
 is recorded as (method, path, query).
+
+Why hand-written rather than kmock (the maintained Kubernetes mock server on
+the package index), checked with kmock 0.8 in a scratch venv:
+- installing it breaks pytest: its auto-loaded pytest plugin imports
+  pytest_asyncio, which it does not declare ("Error while loading plugin
+  'pytest11' ... No module named 'pytest_asyncio'");
+- it serves from an asyncio/aiohttp loop, while the backend drives the
+  synchronous `kubernetes` client from plain code: every test would need that
+  loop in a thread, which kmock does not support;
+- it has no way to drop a connection unanswered (grep: only the client side
+  disconnecting is handled), which the retry tests need;
+- it needs Python >= 3.11 (kary: >= 3.10), says of itself that it is freshly
+  released with breaking changes to come, and brings about ten packages
+  (aiohttp, yarl, multidict, attrs, jsonpatch, ...);
+- its generic object store would not replace the part that matters here, the
+  Flux Operator's behaviour (MiniCluster -> indexed Job -> ranked pods that
+  finish, fail or linger), which would be hand-written as kmock reactions.
+Watches, 5xx, logs and raw bodies are each a few lines below.
 """
 
 from __future__ import annotations
