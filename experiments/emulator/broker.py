@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from experiments.emulator.content import ContentCache, Egress
+from experiments.emulator.cpu import CpuCosts, burn
 from experiments.emulator.rexec import exec_cwd, exec_env, run_command
 from experiments.emulator.wire import (
     WireError,
@@ -70,6 +71,7 @@ class BrokerConfig:
     bandwidth: float | None = None
     latency: float = 0.0
     purge_target_size: int = 16 << 20
+    cpu: CpuCosts = field(default_factory=CpuCosts)
     # Fault injection for tests: {"corrupt": True} flips a byte of every blob
     # handed to a local client; {"kill_after_loads": N} SIGKILLs this broker
     # after serving N blobs to local clients.
@@ -204,6 +206,7 @@ class Broker:
 
     async def _load_upstream(self, key: str) -> bytes:
         _, data = await self._upstream({"op": "load", "hash": key})
+        burn(self.config.cpu.relay_ms, len(data))
         return data
 
     async def store(self, key: str, blob: bytes) -> None:
@@ -329,6 +332,7 @@ class Broker:
             blob = await self.load(header["hash"])
             if conn.child is None:
                 blob = self._local_faults(blob)
+            burn(self.config.cpu.serve_ms, len(blob))
             return {}, blob
         if op == "store":
             await self.store(header["hash"], payload)

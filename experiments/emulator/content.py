@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from typing import Any
 
 __all__ = ["BLOB_SIZE", "DEFAULT_PURGE_TARGET_SIZE", "ContentCache", "Egress"]
 
@@ -73,18 +74,21 @@ class ContentCache:
         if limit is not None:
             self.limit = limit
 
-    def stats(self) -> dict[str, int]:
-        """flux-core's `module stats content` keys, plus the emulator's counters."""
+    def stats(self) -> dict[str, Any]:
+        """flux-core 0.88's `module stats content`; the emulator's own counters under "emulator"."""
         return {
             "count": len(self._blobs),
             "valid": len(self._blobs),
             "dirty": 0,
             "size": self.size,
             "flush-batch-count": 0,
-            "purge-target-size": self.limit,
-            "hits": self.hits,
-            "misses": self.misses,
-            "evictions": self.evictions,
+            "mmap": {"tags": {}, "blobs": 0},
+            "emulator": {
+                "purge-target-size": self.limit,
+                "hits": self.hits,
+                "misses": self.misses,
+                "evictions": self.evictions,
+            },
         }
 
 

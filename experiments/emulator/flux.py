@@ -24,6 +24,7 @@ from experiments.emulator.client import (
     option,
     parse_options,
 )
+from experiments.emulator.cpu import burn, client_cost
 from experiments.emulator.wire import set_send_buffer
 
 TYPE_CHECKING = False
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["VERSION", "main"]
 
-VERSION = "0.66.0-kary-emulator"
+VERSION = "0.88.0-kary-emulator"  # emulates (and is calibrated to) flux-core 0.88
 
 
 # ---- archive --------------------------------------------------------------
@@ -95,8 +96,8 @@ def archive_create(argv: list[str]) -> int:
                 "excl": not overwrite,
             }
         )
-    except FluxError as err:
-        raise FluxError(f"{err}: use --overwrite to replace the archive") from None
+    except FluxError:
+        raise FluxError(f"archive.{name}: key exists") from None  # flux-core's words
     return 0
 
 
@@ -111,7 +112,11 @@ def archive_extract(argv: list[str]) -> int:
     name, directory = option(opts, "name", "main"), option(opts, "dir", os.getcwd())
     overwrite, wait = bool(opts.get("overwrite")), bool(opts.get("wait"))
     handle = broker_handle()
-    reply, _ = handle.rpc({"op": "kvs.get", "key": f"archive.{name}", "wait": wait})
+    client_ms = client_cost()
+    try:
+        reply, _ = handle.rpc({"op": "kvs.get", "key": f"archive.{name}", "wait": wait})
+    except FluxError as err:
+        raise FluxError(f"KVS lookup {err}") from None  # as flux-core words it
     for entry in reply["value"]["files"]:
         path = os.path.join(directory, entry["path"])
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -119,11 +124,13 @@ def archive_extract(argv: list[str]) -> int:
         try:
             fd = os.open(path, flags, entry.get("mode", 0o644))
         except FileExistsError:
-            raise FluxError(f"{path}: File exists (use --overwrite)") from None
+            # flux-core names the archive's path, as libarchive words it.
+            raise FluxError(f"{entry['path']}: write: Attempt to overwrite existing file") from None
         try:
             # One blob at a time, as flux-core's extract loads them.
             for key in entry["blobrefs"]:
                 _, blob = handle.rpc({"op": "load", "hash": key})
+                burn(client_ms, len(blob))
                 view = memoryview(blob)
                 while len(view):
                     view = view[os.write(fd, view) :]
@@ -141,7 +148,7 @@ def archive_remove(argv: list[str]) -> int:
         broker_handle().rpc({"op": "kvs.unlink", "key": f"archive.{name}"})
     except FluxError:
         if not force:
-            raise
+            raise FluxError(f"archive.{name} does not exist") from None
     return 0
 
 
@@ -168,7 +175,7 @@ def module(argv: list[str]) -> int:
         reply, _ = broker_handle().rpc({"op": "stats"})
         stats = reply["stats"]
         if parse_key is None:
-            print(json.dumps(stats))
+            print(json.dumps(stats, indent=1))  # flux-core's layout
         elif parse_key in stats:
             print(stats[parse_key])
         else:
@@ -203,6 +210,8 @@ def getattr_(argv: list[str]) -> int:
 def version(argv: list[str]) -> int:
     print(f"commands:    \t\t{VERSION}")
     print(f"libflux-core:\t\t{VERSION}")
+    print(f"broker:  \t\t{VERSION}")
+    print(f"FLUX_URI:\t\t{os.environ.get('FLUX_URI', '')}")
     print("build-options:\t\t+kary-emulator")
     return 0
 

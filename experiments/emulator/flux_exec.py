@@ -105,7 +105,10 @@ def flux_exec(argv: list[str]) -> int:
         code, failure = results[rank]
         exit_code = max(exit_code, code)
         if failure is not None:
-            print(f"flux-exec: Error: rank {rank}: {command[0]}: {failure}", file=sys.stderr)
+            print(
+                f"flux-exec: Error: rank {rank}: {command[0]}: error launching process: {failure}",
+                file=sys.stderr,
+            )
         elif code > 128:
             import signal
 

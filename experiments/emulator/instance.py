@@ -31,6 +31,7 @@ from pathlib import Path
 
 from experiments.emulator.broker import BrokerConfig, run_broker
 from experiments.emulator.content import DEFAULT_PURGE_TARGET_SIZE
+from experiments.emulator.cpu import CLIENT_ENV, DEFAULT_COSTS, CpuCosts
 from experiments.emulator.units import parse_bandwidth, parse_latency
 from experiments.emulator.wire import uri_for
 from experiments.topology import build_tree
@@ -111,6 +112,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--bandwidth", default=None, help="per-node link to children, e.g. 1Gbit")
     parser.add_argument("--latency", default=None, help="per message and hop, e.g. 200us")
     parser.add_argument("--purge-target-size", type=int, default=DEFAULT_PURGE_TARGET_SIZE)
+    parser.add_argument(
+        "--cpu-costs",
+        default=DEFAULT_COSTS.text(),
+        help="extra CPU ms per MiB: broker receive, broker send, client (0,0,0: none)",
+    )
     parser.add_argument("--ready-timeout", type=float, default=60.0)
     parser.add_argument(
         "--fault", action="append", default=[], help="tests: corrupt:RANK or kill:RANK:LOADS"
@@ -121,6 +127,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         args.command = args.command[1:]
     if not args.command:
         parser.error("give the command to run as rank 0 after --")
+    try:
+        args.cpu = CpuCosts.parse(args.cpu_costs)
+    except ValueError as err:
+        parser.error(str(err))
     return args
 
 
@@ -152,6 +162,7 @@ def _start_brokers(args: argparse.Namespace, root: Path) -> tuple[dict[int, int]
     """Fork one broker per rank; returns ({pid: rank}, read end of the ready pipe)."""
     tree = build_tree(args.topo, args.size)
     bandwidth = parse_bandwidth(args.bandwidth) if args.bandwidth else None
+    cpu = args.cpu
     latency = parse_latency(args.latency) if args.latency else 0.0
     faults = _faults(args.fault)
     ready_r, ready_w = os.pipe()
@@ -167,6 +178,7 @@ def _start_brokers(args: argparse.Namespace, root: Path) -> tuple[dict[int, int]
             bandwidth=bandwidth,
             latency=latency,
             purge_target_size=args.purge_target_size,
+            cpu=cpu,
             faults=faults.get(rank, {}),
         )
         pid = os.fork()
@@ -274,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ)
         env["FLUX_URI"] = uri_for(str(root), 0)
         env["KARY_RANK_PREFIX"] = str(root / "ranks" / "0")
+        env[CLIENT_ENV] = f"{args.cpu.client_ms:g}"  # flux exec carries it to every rank
         env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
         proc = subprocess.Popen(args.command, env=env, cwd=root / "ranks" / "0")
         pids[proc.pid] = -1  # torn down with the brokers if the group kill cannot be used

@@ -56,7 +56,7 @@ def test_the_template_runs_unmodified_and_every_step_succeeds(short_tmp: Path) -
     assert "verify-distribute-middle-nodes-1" in events and len(events) == 18
     assert render_overlay(build_tree("kary:2", 5)) in result.log
     assert verdict.log.meta is not None
-    assert verdict.log.meta["flux_version"] == "0.66.0-kary-emulator"
+    assert verdict.log.meta["flux_version"] == "0.88.0-kary-emulator"
     assert verdict.log.meta["size_attr"] == "5"
     assert result.provenance["emulator"]["brokers"] == 5
     assert list(short_tmp.iterdir()) == []  # the instance folder is gone

@@ -26,7 +26,8 @@ from experiments.emulator.wire import connect, read_frame, write_frame
 
 MIB = 2**20
 BANDWIDTH = 50e6  # bytes/s
-SHAPE = ["--bandwidth", "50MBps"]
+# The links alone: no CPU cost per blob (experiments/emulator/cpu.py) to blur them.
+SHAPE = ["--bandwidth", "50MBps", "--cpu-costs", "0,0,0"]
 
 
 def _extract_in_child(socket_path: Path, refs: list[str]) -> int:

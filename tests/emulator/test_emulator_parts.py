@@ -32,10 +32,8 @@ def test_cache_evicts_least_recently_used_down_to_the_limit() -> None:
         "dirty": 0,
         "size": 0,
         "flush-batch-count": 0,
-        "purge-target-size": 5,
-        "hits": 0,
-        "misses": 0,
-        "evictions": 0,
+        "mmap": {"tags": {}, "blobs": 0},
+        "emulator": {"purge-target-size": 5, "hits": 0, "misses": 0, "evictions": 0},
     }
 
 

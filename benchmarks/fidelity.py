@@ -1,0 +1,195 @@
+"""Fidelity: the same cells on real Flux (a test instance here) and on kary's emulator.
+
+    .venv/bin/python benchmarks/fidelity.py         # N 8,16; K 1,2,4,N-1; 64M,256M; 3 iters
+    .venv/bin/python benchmarks/fidelity.py --nodes 8 --sizes 64M --iters 1   # a quick look
+    .venv/bin/python benchmarks/fidelity.py --json fidelity.json      # keep the samples
+
+Needs flux-core's `flux` on PATH.  Each iteration visits every (N, K) in a
+shuffled order and runs the cell on both backends back to back (real Flux
+first on odd iterations, the emulator first on even ones), so drift in the
+machine's load hits both alike.  The cell is the rendered entrypoint, strategy
+`all`, verify on; the timed step compared is `distribute-all-nodes` (a cold
+`flux exec -r all -x 0 ... flux archive extract`).  A step that failed or
+whose copy failed verification is not a sample; the table says n.
+
+Printed: per cell the two medians, their ratio (emulator / real) and n; per
+(N, size) the fastest topology by median on each side and the Spearman rank
+correlation of the topologies' order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from experiments.backends.base import Backend  # noqa: E402
+from experiments.backends.flux import FluxBackend, flux_on_path  # noqa: E402
+from experiments.backends.local import LocalBackend  # noqa: E402
+from experiments.outcome import judge  # noqa: E402
+from experiments.plan import Cell  # noqa: E402
+from experiments.render import RenderOptions, render_cell  # noqa: E402
+from experiments.validate import format_size, parse_size  # noqa: E402
+
+EVENT = "distribute-all-nodes"
+TOLERANCE = 1.5
+
+
+def _topos(nodes: int, wanted: list[str]) -> list[str]:
+    out = []
+    for topo in wanted:
+        topo = topo.replace("N-1", str(nodes - 1))
+        if topo not in out:
+            out.append(topo)
+    return out
+
+
+def run_cell(backend: Backend, nodes: int, topo: str, sizes: list[int]) -> dict[str, float]:
+    """{size label: distribute seconds} for the sizes whose distribution and verify succeeded."""
+    cell = Cell(nodes, topo, 0, tuple(sizes), ("all",))
+    rendered = render_cell(
+        nodes, topo, sizes, ["all"], cell.id, RenderOptions(verify=True)
+    )  # fmt: skip
+    result = backend.run(cell, rendered, timeout=1800)
+    steps = judge(result).log.steps
+    failed = {s["size"] for s in steps if s.get("rc") != 0}
+    return {
+        str(s["size"]): float(s["seconds"])
+        for s in steps
+        if s.get("event") == EVENT and s["size"] not in failed
+    }
+
+
+def spearman(a: list[float], b: list[float]) -> float | None:
+    if len(a) < 3:
+        return None
+    from scipy.stats import spearmanr
+
+    rho = spearmanr(a, b).statistic
+    return None if rho != rho else float(rho)
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    sizes = [parse_size(s) for s in args.sizes.split(",")]
+    nodes_list = [int(n) for n in args.nodes.split(",")]
+    cells = [(n, t) for n in nodes_list for t in _topos(n, args.topos.split(","))]
+    real, emulated = FluxBackend(), LocalBackend()
+    samples: dict[str, dict[str, list[float]]] = {"flux": {}, "local": {}}
+    rng = random.Random(args.seed)
+    started = time.monotonic()
+    with real, emulated:
+        for iteration in range(args.iters):
+            order = cells[:]
+            rng.shuffle(order)
+            for nodes, topo in order:
+                pair = [("flux", real), ("local", emulated)]
+                if iteration % 2:
+                    pair.reverse()
+                for name, backend in pair:
+                    got = run_cell(backend, nodes, topo, sizes)
+                    for label, seconds in got.items():
+                        samples[name].setdefault(f"{nodes}|{topo}|{label}", []).append(seconds)
+                    print(
+                        f"  iter {iteration} {name:5} {nodes:3} {topo:8} "
+                        + " ".join(f"{k} {v:.2f}s" for k, v in got.items()),
+                        file=sys.stderr,
+                        flush=True,
+                    )
+    return {
+        "flux_version": real.flux_version,
+        "sizes": [format_size(s) for s in sizes],
+        "nodes": nodes_list,
+        "cells": [[n, t] for n, t in cells],
+        "iters": args.iters,
+        "seconds": round(time.monotonic() - started, 1),
+        "samples": samples,
+    }
+
+
+def table(data: dict[str, Any]) -> str:
+    samples = data["samples"]
+    lines = [
+        f"fidelity: emulator vs flux-core {data['flux_version']} (test instance), "
+        f"{EVENT}, medians of {data['iters']} iteration(s); ratio = emulator / real",
+        "",
+        "| N | topology | size | real (s) | emulator (s) | ratio | n real/emu | within x1.5 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    groups: dict[tuple[int, str], list[tuple[str, float | None, float | None]]] = {}
+    within = total = 0
+    for nodes, topo in data["cells"]:
+        for label in data["sizes"]:
+            key = f"{nodes}|{topo}|{label}"
+            r, e = samples["flux"].get(key, []), samples["local"].get(key, [])
+            rm = statistics.median(r) if r else None
+            em = statistics.median(e) if e else None
+            groups.setdefault((nodes, label), []).append((topo, rm, em))
+            ratio = em / rm if rm and em else None
+            ok = ratio is not None and 1 / TOLERANCE <= ratio <= TOLERANCE
+            total += 1
+            within += ok
+            lines.append(
+                f"| {nodes} | {topo} | {label} | {_num(rm)} | {_num(em)} | "
+                f"{_num(ratio)} | {len(r)}/{len(e)} | {'yes' if ok else 'NO'} |"
+            )
+    lines += ["", "| N | size | fastest, real | fastest, emulator | same | Spearman rho |"]
+    lines.append("|---|---|---|---|---|---|")
+    same_count = 0
+    for (nodes, label), rows in groups.items():
+        both = [(t, r, e) for t, r, e in rows if r is not None and e is not None]
+        if not both:
+            continue
+        fast_real = min(both, key=lambda x: x[1])[0]  # type: ignore[arg-type,return-value]
+        fast_emu = min(both, key=lambda x: x[2])[0]  # type: ignore[arg-type,return-value]
+        rho = spearman([r for _, r, _ in both], [e for _, _, e in both])  # type: ignore[misc]
+        same = fast_real == fast_emu
+        same_count += same
+        lines.append(
+            f"| {nodes} | {label} | {fast_real} | {fast_emu} | {'yes' if same else 'NO'} | "
+            f"{'n/a' if rho is None else f'{rho:+.2f}'} |"
+        )
+    lines += [
+        "",
+        f"cells within x{TOLERANCE:g}: {within}/{total}; same fastest topology: "
+        f"{same_count}/{len(groups)}; wall time {data['seconds']:.0f} s",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", default="8,16")
+    parser.add_argument("--topos", default="kary:1,kary:2,kary:4,kary:N-1")
+    parser.add_argument("--sizes", default="64M,256M")
+    parser.add_argument("--iters", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", type=Path, help="write the samples here")
+    parser.add_argument("--from-json", type=Path, help="print the table of saved samples")
+    args = parser.parse_args()
+    if args.from_json:
+        print(table(json.loads(args.from_json.read_text())), end="")
+        return 0
+    if flux_on_path() is None:
+        print("fidelity: needs flux-core's `flux` on PATH (README, 'Real Flux')", file=sys.stderr)
+        return 2
+    data = measure(args)
+    if args.json:
+        args.json.write_text(json.dumps(data, indent=1) + "\n")
+    print(table(data), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""CPU that flux-core spends per 1 MiB blob, spent here too so the emulator keeps its pace.
+
+Real Flux on a machine whose cores every broker shares is CPU-bound: measured
+with flux-core 0.88 on a 2-core machine (8 brokers, 256M to every rank, cold
+caches), brokers and `flux archive extract` together used 8.6-10.2 CPU-ms per
+MiB delivered to a rank (15.5-18.4 CPU-s for 1,792 MiB), where the emulator's
+Python brokers used 2.3.  The difference is burned at the three places a blob
+costs flux-core work: a broker taking a blob from its parent (zmq receive,
+cache insert), a broker sending a blob to a requester (child broker or local
+client), and the extracting client (receive, libarchive write).
+
+`burn` spins on this thread's CPU clock, not the wall clock: a broker that
+waits for a core does not count that wait, so N brokers on 2 cores slow each
+other down as flux-core's do.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+__all__ = ["CLIENT_ENV", "DEFAULT_COSTS", "CpuCosts", "burn", "client_cost"]
+
+MIB = 1 << 20
+CLIENT_ENV = "KARY_EMULATOR_CLIENT_CPU_MS"
+
+
+@dataclass(frozen=True)
+class CpuCosts:
+    """Extra CPU milliseconds per MiB: broker receive, broker send, client receive."""
+
+    relay_ms: float = 0.0
+    serve_ms: float = 0.0
+    client_ms: float = 0.0
+
+    @classmethod
+    def parse(cls, text: str) -> CpuCosts:
+        """`RELAY,SERVE,CLIENT` in ms per MiB, e.g. `2,1.5,1.5`; ValueError otherwise."""
+        parts = text.split(",")
+        try:
+            values = [float(p) for p in parts]
+        except ValueError:
+            values = []
+        if len(values) != 3 or any(v < 0 or v != v for v in values):
+            raise ValueError(
+                f"invalid CPU costs {text!r}: "
+                "expected RELAY,SERVE,CLIENT ms per MiB, e.g. 2,1.5,1.5"
+            )
+        return cls(*values)
+
+    def text(self) -> str:
+        return f"{self.relay_ms:g},{self.serve_ms:g},{self.client_ms:g}"
+
+
+# Calibrated on flux-core 0.88, 2 cores: see the module docstring and benchmarks/fidelity.py.
+DEFAULT_COSTS = CpuCosts(relay_ms=2.0, serve_ms=1.5, client_ms=1.5)
+
+
+def burn(ms_per_mib: float, nbytes: int) -> None:
+    """Spend `ms_per_mib` CPU milliseconds per MiB of `nbytes` on this thread."""
+    if ms_per_mib <= 0 or nbytes <= 0:
+        return
+    end = time.thread_time() + ms_per_mib * nbytes / MIB / 1000.0
+    while time.thread_time() < end:
+        pass
+
+
+def client_cost() -> float:
+    """The client's ms per MiB, as the instance put it in the environment (0 if unset)."""
+    try:
+        return max(0.0, float(os.environ.get(CLIENT_ENV, "0")))
+    except ValueError:
+        return 0.0
