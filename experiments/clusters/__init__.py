@@ -1,8 +1,10 @@
 """Real clusters: EKS (eksctl) and GKE (gcloud), with a lease and a dead-man switch.
 
 `provider_for(spec)` gives the cloud's Provider; the lifecycle functions add
-the guards (see lifecycle.py).  Every CLI call goes through `Shell`, which puts
-a timeout on it and redacts its output.
+the guards (see lifecycle.py).  Every CLI call (eksctl, gcloud, kubectl) goes
+through `Shell`, which puts a timeout on it and redacts its output; every AWS
+API call goes through boto3 in `aws_api.AwsApi`.  What kary reads of either is
+checked by experiments.toolout, so odd output is one line, not a traceback.
 """
 
 from __future__ import annotations
