@@ -5,12 +5,17 @@ a fresh temporary folder; the instance forks one broker per rank and runs the
 rendered entrypoint under bash as rank 0.  Whatever happens (exit, timeout,
 Ctrl-C), the whole process group is killed and the folder removed before
 `run()` returns or raises.
+
+Faults (`--emulator-fault`, a testing aid) are checked here with the rules the
+emulator's launcher applies, so a bad one is a one-line error before anything
+starts rather than an emulator that fails to come up.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -18,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +35,58 @@ from experiments.errors import UserError
 from experiments.plan import Cell
 from experiments.render import Rendered
 
-__all__ = ["LocalBackend"]
+__all__ = ["FAULT_SYNTAX", "LocalBackend", "check_fault_ranks", "parse_faults"]
 
 _GRACE_S = 3.0
 _MAX_SOCKET_PATH = 100
 _REAP_S = 5.0
+
+# What experiments/emulator/instance.py accepts as `--fault`; see its `_faults`.
+FAULT_SYNTAX = "corrupt:RANK or kill:RANK[:LOADS]"
+_FAULT = re.compile(r"corrupt:(?P<corrupt>[0-9]+)|kill:(?P<kill>[0-9]+)(?::(?P<loads>[0-9]+))?")
+
+
+def parse_faults(texts: Sequence[str]) -> dict[int, dict[str, object]]:
+    """Emulator faults as the launcher reads them ({rank: {"corrupt": True, ...}}).
+
+    `corrupt:RANK`: every blob RANK's broker hands to a command on RANK (flux
+    archive extract) has its first byte flipped, so verify fails there.
+    `kill:RANK[:LOADS]`: RANK's broker is SIGKILLed when such a command asks
+    for blob LOADS+1 (LOADS defaults to 0: the first).  A UserError names a
+    value the launcher would refuse or misread, and one fault given twice.
+    """
+    out: dict[int, dict[str, object]] = {}
+    for text in texts:
+        match = _FAULT.fullmatch(text)
+        if match is None:
+            raise UserError(f"invalid --emulator-fault {text!r}: expected {FAULT_SYNTAX}")
+        value: object
+        if match["corrupt"] is not None:
+            rank, key, value = int(match["corrupt"]), "corrupt", True
+        else:
+            rank, key = int(match["kill"]), "kill_after_loads"
+            value = int(match["loads"] or 0)
+        if key in out.get(rank, {}):
+            raise UserError(
+                f"--emulator-fault {text}: rank {rank} already has a {text.split(':')[0]} fault"
+            )
+        out.setdefault(rank, {})[key] = value
+    return out
+
+
+def check_fault_ranks(texts: Sequence[str], cells: Sequence[Cell]) -> None:
+    """Every fault names a rank of every cell: a rank outside an instance would do nothing."""
+    parse_faults(texts)
+    if not cells:
+        return
+    smallest = min(cells, key=lambda c: c.nodes)
+    for text in texts:
+        [rank] = parse_faults([text])
+        if rank >= smallest.nodes:
+            raise UserError(
+                f"--emulator-fault {text}: cell {smallest.id} has no rank {rank} "
+                f"(ranks 0-{smallest.nodes - 1})"
+            )
 
 
 class LocalBackend(Backend):
@@ -69,7 +122,8 @@ class LocalBackend(Backend):
         )
 
     def up(self) -> None:
-        """Check what a run needs: link settings that parse, bash, Linux process groups."""
+        """Check what a run needs: link settings and faults that parse, bash, Linux."""
+        parse_faults(self.faults)
         try:
             if self.link_bandwidth:
                 parse_bandwidth(self.link_bandwidth)
@@ -81,6 +135,9 @@ class LocalBackend(Backend):
             raise UserError("the local backend runs the entrypoint with bash: install bash")
         if not hasattr(os, "fork") or not os.path.isdir("/proc"):
             raise UserError("the local backend needs Linux (fork and /proc)")
+
+    def check_cells(self, cells: Sequence[Cell]) -> None:
+        check_fault_ranks(self.faults, cells)
 
     def _command(self, cell: Cell, root: Path, entrypoint: Path) -> list[str]:
         cmd = [
@@ -197,6 +254,9 @@ class LocalBackend(Backend):
                 "link_bandwidth": self.link_bandwidth,
                 "link_latency": self.link_latency,
                 "purge_target_size": self.purge_target_size,
+                # Injected on purpose (--emulator-fault): the cell tests a template, it
+                # measures nothing.
+                "faults": list(self.faults),
                 "wall_seconds": round(wall, 3),
                 "messages": messages[-20:],
             },

@@ -5,7 +5,8 @@ seed's runner names (--data, --exact-nodes, --max-nodes, --min-size,
 --max-size, --topo, --iters, --template, --data-dir, --name).  Both commands
 take the same sweep flags (declared once, in `SWEEP_FLAGS`); `run` adds its
 own.  Local runs start at once; anything billed shows the plan and asks first
-(or needs --yes).
+(or needs --yes).  `run --emulator-fault` injects the emulator's faults, a
+testing aid for templates (local backend only).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import inspect
 import json
 import secrets
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ class Prepared:
     cluster: ClusterSpec | None
     link_bandwidth: str | None = None
     link_latency: str | None = None
+    emulator_faults: tuple[str, ...] = ()
 
 
 def _strategies(values: list[str]) -> list[str]:
@@ -83,10 +85,15 @@ def prepare(
     down: bool,
     link_bandwidth: str | None = None,
     link_latency: str | None = None,
+    emulator_faults: Sequence[str] = (),
 ) -> Prepared:
     """Flags -> spec -> plan -> estimate; every check happens here, before anything runs."""
     if backend is not None:
         check_backend_name(backend)
+    if emulator_faults:
+        from experiments.backends.local import parse_faults
+
+        parse_faults(emulator_faults)
     if iters < 1:
         raise UserError(f"invalid --iters {iters}: must be >= 1")
     if order not in ("given", "random"):
@@ -99,14 +106,17 @@ def prepare(
     cluster = load_cluster_spec(cluster_file) if cluster_file is not None else None
     emulated_links = bool(link_bandwidth or link_latency)
     if backend is None:
-        # A cluster file means the run happens on that cluster; emulated links mean
-        # the emulator; otherwise real Flux when flux-core is on PATH, else the emulator.
+        # A cluster file means the run happens on that cluster; emulated links or
+        # faults mean the emulator; otherwise real Flux when flux-core is on PATH,
+        # else the emulator.
         if cluster is not None:
             backend = "kubernetes"
         else:
-            backend = "local" if emulated_links else default_backend()
+            backend = "local" if emulated_links or emulator_faults else default_backend()
     if emulated_links and backend != "local":
         raise UserError("--link-bandwidth and --link-latency emulate links: local backend only")
+    if emulator_faults and backend != "local":
+        raise UserError("--emulator-fault injects faults into the emulator: local backend only")
     if (up or down) and cluster is None:
         raise UserError("--up and --down need --cluster FILE")
     if order == "random" and seed is None:
@@ -128,6 +138,10 @@ def prepare(
         seed=seed,
     )
     plan = plan_experiment(spec, rerun_failed=rerun_failed, force=force)
+    if emulator_faults:
+        from experiments.backends.local import check_fault_ranks
+
+        check_fault_ranks(emulator_faults, plan.cells)
     if cluster is not None and plan.max_nodes > cluster.nodes:
         raise UserError(
             f"the plan needs {plan.max_nodes} nodes but {cluster.path} has {cluster.nodes} workers"
@@ -151,7 +165,16 @@ def prepare(
         link_bandwidth=link_bandwidth,
         link_latency=link_latency,
     )
-    return Prepared(plan, estimate, render, template, cluster, link_bandwidth, link_latency)
+    return Prepared(
+        plan,
+        estimate,
+        render,
+        template,
+        cluster,
+        link_bandwidth,
+        link_latency,
+        tuple(emulator_faults),
+    )
 
 
 def show_plan(prepared: Prepared, as_json: bool, cluster_lines: list[str] | None = None) -> None:
@@ -162,11 +185,22 @@ def show_plan(prepared: Prepared, as_json: bool, cluster_lines: list[str] | None
         data = plan_json(prepared.plan, prepared.estimate, backend, cluster)
         if cluster_lines:
             data["cluster_lifecycle"] = cluster_lines
+        if prepared.emulator_faults:
+            data["emulator_faults"] = list(prepared.emulator_faults)
         typer.echo(json.dumps(data, indent=2))
     else:
         typer.echo(plan_text(prepared.plan, prepared.estimate, backend, cluster), nl=False)
         for line in cluster_lines or []:
             typer.echo(line)
+        if prepared.emulator_faults:
+            typer.echo(_faults_line(prepared.emulator_faults))
+
+
+def _faults_line(faults: Sequence[str]) -> str:
+    return (
+        f"emulator faults: {', '.join(faults)} (a testing aid: these cells test the "
+        "template, they measure nothing)"
+    )
 
 
 def _sweep_guard(
@@ -235,6 +269,13 @@ LINK_LATENCY = typer.Option(
     None,
     "--link-latency",
     help="Emulator only (implies --backend local): latency per hop, e.g. 200us.",
+)
+EMULATOR_FAULT = typer.Option(
+    [],
+    "--emulator-fault",
+    help="Testing aid, emulator only (implies --backend local; repeatable): corrupt:RANK "
+    "flips a byte of every blob extracted on RANK; kill:RANK[:LOADS] kills RANK's broker "
+    "when an extract there asks for blob LOADS+1 (default 0).  Recorded in run.json.",
 )
 TIMEOUT = typer.Option(
     None, "--timeout", help="Seconds per cell (default: 4x its predicted time, at least 300)."
@@ -313,11 +354,11 @@ def _sweep_command(
     return decorate
 
 
-def prepare_from_flags(flags: dict[str, Any]) -> Prepared:
+def prepare_from_flags(flags: dict[str, Any], emulator_faults: Sequence[str] = ()) -> Prepared:
     """The sweep flags of a `plan` or `run` call -> Prepared (every check happens here)."""
     sweep = {name: flags[name] for name, _, _ in SWEEP_FLAGS}
     sweep["cluster_file"] = sweep.pop("cluster")
-    return prepare(**sweep)
+    return prepare(**sweep, emulator_faults=emulator_faults)
 
 
 def register(app: typer.Typer) -> None:
@@ -345,6 +386,7 @@ def register(app: typer.Typer) -> None:
             ("timeout", float | None, TIMEOUT),
             ("max_cost", float | None, MAX_COST),
             ("max_hours", float | None, MAX_HOURS),
+            ("emulator_fault", list[str], EMULATOR_FAULT),
         ]
     )
     def run_command(
@@ -355,6 +397,7 @@ def register(app: typer.Typer) -> None:
         timeout: float | None,
         max_cost: float | None,
         max_hours: float | None,
+        emulator_fault: list[str],
         **flags: Any,
     ) -> None:
         """Run the planned cells and record each in the raw tree (local: emulated Flux here).
@@ -368,8 +411,9 @@ def register(app: typer.Typer) -> None:
         \b
             kary run --exact-nodes 30 --topo kary:16 --iters 1
             kary run --exact-nodes 6 --iters 3 --cluster clusters/eks-6.yaml --yes
+            kary run --exact-nodes 5 --sizes 2M --emulator-fault corrupt:3
         """
-        prepared = prepare_from_flags(flags)
+        prepared = prepare_from_flags(flags, emulator_fault)
         if dry_run:
             guard = _sweep_guard(prepared, flags["up"], flags["down"], max_hours, max_cost)
             show_plan(prepared, as_json, guard.plan_lines())
@@ -446,6 +490,7 @@ def run_prepared(
         cluster=prepared.cluster,
         link_bandwidth=prepared.link_bandwidth,
         link_latency=prepared.link_latency,
+        options={"faults": prepared.emulator_faults} if prepared.emulator_faults else {},
     )
     backend = make_backend(spec.backend, settings)
     if not plan.cells:
@@ -466,6 +511,8 @@ def run_prepared(
         + (f"; seed {spec.seed}" if spec.seed is not None else ""),
         err=True,
     )
+    if prepared.emulator_faults:
+        typer.echo(f"kary run: {_faults_line(prepared.emulator_faults)}", err=True)
     if reporter is None:
         reporter = SilentReporter() if as_json else RichReporter()
     try:
