@@ -97,12 +97,17 @@ def parse_tree(data_dir: Path, out_dir: Path, plots: bool = True) -> ParseResult
     parsed, problems, cells, logs = read_tree(data_dir)
     written = write_parsed(out_dir, parsed)
     if plots:
-        from analysis.plots import write_plots  # matplotlib is slow to import
-
-        written += write_plots(parsed, out_dir / "plots")
+        from analysis.plots import start_plots  # matplotlib is slow to import
         from analysis.report import REPORT_NAME, write_report
 
-        written.append(write_report([out_dir], out_dir / REPORT_NAME))
+        # The plots are drawn in forked processes while this one prepares the
+        # report, which then waits for them.
+        pending = start_plots(parsed, out_dir / "plots")
+        try:
+            report = write_report([out_dir], out_dir / REPORT_NAME, pending.wait)
+        finally:
+            written += pending.wait()
+        written.append(report)
     return ParseResult(parsed, problems, cells, logs, written)
 
 

@@ -13,20 +13,24 @@
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from collections.abc import Callable
 from functools import partial
+from io import BytesIO
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")  # files only, never a display
 
-import matplotlib.pyplot as plt
+import matplotlib.image
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from matplotlib.typing import ColorType
@@ -38,54 +42,132 @@ from analysis.events import (
     source_label,
     topology_order_key,
 )
+from analysis.forked import Forked
 from analysis.output import Parsed
+from analysis.plot_theme import COLORBLIND, THEME, colormap_palette, seaborn_palette
 from analysis.stats import summarize
 from experiments.files import write_atomic
 
-__all__ = ["PLOT_PREFIXES", "write_plots"]
+__all__ = ["PLOT_PREFIXES", "PendingPlots", "can_fork", "plot_jobs", "start_plots", "write_plots"]
 
 PLOT_PREFIXES = ("time-vs-size-", "seconds-per-gb-", "ping-latency-vs-hops", "failures")
 _FAILED_COLOR = "#d62728"
 _DPI = 110
 
+# A plot: its file name and a function drawing its figure.
+_Plot = tuple[str, Callable[[], Figure]]
 
-def write_plots(parsed: Parsed, plot_dir: Path) -> list[Path]:
+
+def write_plots(parsed: Parsed, plot_dir: Path, jobs: int | None = None) -> list[Path]:
     """Draw every plot for `parsed` into plot_dir, replacing plots of an earlier parse."""
+    return start_plots(parsed, plot_dir, jobs).wait()
+
+
+class PendingPlots:
+    """Plots being drawn in forked processes (or, where forking is unsafe, on `wait`)."""
+
+    def __init__(self, groups: list[list[_Plot]], plot_dir: Path, jobs: int) -> None:
+        self._order = {name: i for i, (name, _) in enumerate(p for g in groups for p in g)}
+        self._tasks = [partial(_draw_group, group, plot_dir) for group in groups]
+        self._forked: Forked[list[Path]] | None = None
+        self._written: list[Path] | None = None
+        workers = min(jobs, len(self._tasks))
+        if workers > 1 and can_fork():
+            self._forked = Forked(self._tasks, workers)
+
+    def wait(self) -> list[Path]:
+        """The PNGs written, in plan order, once all are drawn (a plot's error is raised)."""
+        if self._written is None:
+            if self._forked is not None:
+                done = self._forked.results()
+            else:
+                done = [task() for task in self._tasks]
+            paths = (path for group in done for path in group)
+            self._written = sorted(paths, key=lambda path: self._order[path.name])
+        return self._written
+
+
+def start_plots(parsed: Parsed, plot_dir: Path, jobs: int | None = None) -> PendingPlots:
+    """Start drawing every plot for `parsed` into plot_dir; `wait()` on the result.
+
+    Earlier plots there are removed first. The plots are drawn in `jobs` forked
+    processes (default: one per usable core), so the caller can do other work
+    meanwhile; one process draws them in turn where forking is not safe.
+    """
     plot_dir.mkdir(parents=True, exist_ok=True)
     for old in plot_dir.glob("*.png"):
         if old.name.startswith(PLOT_PREFIXES):
             old.unlink()
-    sns.set_theme(style="whitegrid", context="notebook")
+    return PendingPlots(_plan(parsed), plot_dir, plot_jobs() if jobs is None else jobs)
+
+
+def plot_jobs() -> int:
+    """How many processes draw plots: the cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    """Fork only where it is safe: Linux, and no other thread that could hold a lock."""
+    import threading
+
+    return sys.platform == "linux" and threading.active_count() == 1
+
+
+def _plan(parsed: Parsed) -> list[list[_Plot]]:
+    """The plots to draw, in groups each drawn by one process.
+
+    The plots drawn with seaborn's own palettes (seconds per GiB, ping, failures)
+    form one group, drawn first: seaborn costs each process that imports it
+    0.7 s, so only one does.
+    """
     events = parsed.events
     steps = events[~events["event"].isin(SETUP_EVENTS)] if not events.empty else events
     summary = parsed.summary
-    # (file name, a function drawing the figure): each is drawn, saved and closed
-    # before the next, so a tree with many events never holds many figures.
-    plots: list[tuple[str, Callable[[], Figure]]] = []
+    by_seaborn: list[_Plot] = []
+    alone: list[_Plot] = []
     for event in sorted(set(steps["event"]), key=event_sort_key):
-        plots.append((f"time-vs-size-{_slug(event)}.png", partial(_time_vs_size, summary, event)))
+        alone.append((f"time-vs-size-{_slug(event)}.png", partial(_time_vs_size, summary, event)))
         if event.startswith("distribute-"):
             per_gb = partial(_seconds_per_gb, steps, event)
-            plots.append((f"seconds-per-gb-{_slug(event)}.png", per_gb))
+            by_seaborn.append((f"seconds-per-gb-{_slug(event)}.png", per_gb))
     if not parsed.ping.empty:
-        plots.append(("ping-latency-vs-hops.png", partial(_ping_latency, parsed.ping)))
+        by_seaborn.append(("ping-latency-vs-hops.png", partial(_ping_latency, parsed.ping)))
     if not steps.empty and (steps["status"] == "failed").any():
-        plots.append(("failures.png", partial(_failures, steps)))
+        by_seaborn.append(("failures.png", partial(_failures, steps)))
+    return ([by_seaborn] if by_seaborn else []) + [[plot] for plot in alone]
+
+
+def _draw_group(group: list[_Plot], plot_dir: Path) -> list[Path]:
+    """Draw, write and drop each figure in turn: many events never hold many figures."""
     written = []
-    for name, draw in plots:
-        path = plot_dir / name
-        _save(draw(), path)
-        written.append(path)
+    with matplotlib.rc_context(THEME):
+        for name, draw in group:
+            path = plot_dir / name
+            write_atomic(path, _png(draw()))
+            written.append(path)
     return written
 
 
-def _save(figure: Figure, path: Path) -> None:
-    from io import BytesIO
+def _png(figure: Figure) -> bytes:
+    """The figure as PNG, drawn once.
 
+    `savefig` lays a constrained figure out in a first draw and again in the
+    one it saves; a single draw on an Agg canvas gives the same bytes.
+    """
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
     buffer = BytesIO()
-    figure.savefig(buffer, format="png", dpi=_DPI)
-    plt.close(figure)
-    write_atomic(path, buffer.getvalue())
+    matplotlib.image.imsave(
+        buffer, canvas.buffer_rgba(), format="png", origin="upper", dpi=figure.dpi
+    )
+    return buffer.getvalue()
+
+
+def _figure(figsize: tuple[float, float]) -> Figure:
+    return Figure(figsize=figsize, dpi=_DPI, layout="constrained")
 
 
 def _slug(name: str) -> str:
@@ -96,15 +178,13 @@ def _topologies(values: pd.Series) -> list[str]:
     return sorted(set(values.astype(str)), key=topology_order_key)
 
 
-def _panels(count: int) -> tuple[Figure, list[plt.Axes]]:
+def _panels(count: int) -> tuple[Figure, list[Axes]]:
     cols = min(count, 3)
     rows = -(-count // cols)
     # Panels small enough that the page shows three side by side near their drawn
     # size: wider ones were scaled down until their labels were too small to read.
-    figure, axes = plt.subplots(
-        rows, cols, figsize=(max(3.9 * cols + 1.6, 6.4), 3.4 * rows + 1.0), squeeze=False,
-        layout="constrained",
-    )  # fmt: skip
+    figure = _figure((max(3.9 * cols + 1.6, 6.4), 3.4 * rows + 1.0))
+    axes = figure.subplots(rows, cols, squeeze=False)
     flat = list(axes.ravel())
     for extra in flat[count:]:
         extra.set_visible(False)
@@ -187,11 +267,13 @@ def _bars_note(rows: pd.DataFrame) -> str:
 
 def _colors(count: int) -> list[ColorType]:
     # Distinct hues while they last; a sequential map once there are too many.
-    return list(sns.color_palette("colorblind" if count <= 10 else "viridis", count))
+    if count <= len(COLORBLIND):
+        return [matplotlib.colors.to_rgb(c) for c in COLORBLIND[:count]]
+    return list(colormap_palette("viridis", count))
 
 
 def _errorbar(
-    ax: plt.Axes,
+    ax: Axes,
     x: np.ndarray,
     line: pd.DataFrame,
     color: ColorType,
@@ -214,7 +296,7 @@ def _errorbar(
         )
 
 
-def _mark_failures(ax: plt.Axes, x: np.ndarray, line: pd.DataFrame, color: ColorType) -> None:
+def _mark_failures(ax: Axes, x: np.ndarray, line: pd.DataFrame, color: ColorType) -> None:
     failed = line["failed"].to_numpy()
     if not failed.any():
         return
@@ -230,7 +312,7 @@ def _mark_failures(ax: plt.Axes, x: np.ndarray, line: pd.DataFrame, color: Color
                     fontsize=7, color=_FAILED_COLOR)  # fmt: skip
 
 
-def _size_axis(ax: plt.Axes, sizes: pd.DataFrame) -> None:
+def _size_axis(ax: Axes, sizes: pd.DataFrame) -> None:
     x = sizes["size_bytes"].to_numpy(dtype=float) / 2**30
     if len(x) and x.max() / max(x.min(), 1e-12) >= 8:
         ax.set_xscale("log", base=2)
@@ -240,7 +322,7 @@ def _size_axis(ax: plt.Axes, sizes: pd.DataFrame) -> None:
         ax.minorticks_off()
 
 
-def _legend(figure: Figure, axes: list[plt.Axes], title: str, order: list[str]) -> None:
+def _legend(figure: Figure, axes: list[Axes], title: str, order: list[str]) -> None:
     found: dict[str, Artist] = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -259,12 +341,11 @@ def _seconds_per_gb(steps: pd.DataFrame, event: str) -> Figure:
     topologies = _topologies(stats["topo"])
     position = {topo: i for i, topo in enumerate(topologies)}
     lines = sorted(set(zip(stats["nodes"], stats["source_name"], strict=True)))
-    palette = sns.color_palette("rocket", len(lines))
+    palette = seaborn_palette("rocket", len(lines))
     # Dodge the lines a little so their points do not hide each other.
     dodge = np.linspace(-0.12, 0.12, len(lines)) if len(lines) > 1 else [0.0]
-    figure, ax = plt.subplots(
-        figsize=(max(7.5, 0.8 * len(topologies) + 4), 4.6), layout="constrained"
-    )
+    figure = _figure((max(7.5, 0.8 * len(topologies) + 4), 4.6))
+    ax = figure.subplots()
     for color, (nodes, source), shift in zip(palette, lines, dodge, strict=True):
         line = stats[(stats["nodes"] == nodes) & (stats["source_name"] == source)].copy()
         line["pos"] = line["topo"].map(position)
@@ -294,7 +375,7 @@ def _ping_latency(ping: pd.DataFrame) -> Figure:
     services = sorted(set(ping["service"].astype(str)))
     figure, axes = _panels(max(len(services), 1))
     sizes = sorted(set(ok["message_size_mb"]))
-    palette = dict(zip(sizes, sns.color_palette("mako", len(sizes)), strict=True))
+    palette = dict(zip(sizes, seaborn_palette("mako", len(sizes)), strict=True))
     for ax, service in zip(axes, services, strict=False):
         part = ok[ok["service"] == service]
         for size in sizes:
@@ -323,7 +404,10 @@ def _failures(steps: pd.DataFrame) -> Figure:
     counts = failed.groupby(["event", "topo"]).size().rename("failed").reset_index()
     events = sorted(set(counts["event"]), key=event_sort_key)
     topologies = _topologies(counts["topo"])
-    figure, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(events) + 3), 4.6), layout="constrained")
+    import seaborn as sns  # only a tree with failures draws this plot
+
+    figure = _figure((max(6.0, 0.9 * len(events) + 3), 4.6))
+    ax = figure.subplots()
     sns.barplot(
         data=counts, x="event", y="failed", hue="topo", order=events, hue_order=topologies,
         palette="viridis", ax=ax,

@@ -10,7 +10,7 @@ is the baseline and each other one is compared with it (`kary compare`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from importlib.resources import files
 from pathlib import Path
@@ -147,8 +147,8 @@ def _dates(facts: Facts) -> str:
 
 
 def _dataset(index: int, name: str, path: Path, parsed: Parsed) -> dict[str, Any]:
+    """Everything the page shows of one directory but its plots (see `_add_plots`)."""
     facts = collect_facts(parsed)
-    plots = collect_plots(parsed, path)
     return {
         "name": name,
         "path": str(path),
@@ -156,11 +156,15 @@ def _dataset(index: int, name: str, path: Path, parsed: Parsed) -> dict[str, Any
         "facts": facts,
         "overview": _overview(facts),
         "strategies": strategy_views(parsed),
-        "main_plots": [p for p in plots if p.main],
-        "other_plots": [p for p in plots if not p.main],
         "designs": design_cards(parsed, facts.designs),
         "node_counts": sorted({n for n, _ in facts.designs}),
     }
+
+
+def _add_plots(dataset: dict[str, Any], path: Path, parsed: Parsed) -> None:
+    plots = collect_plots(parsed, path)
+    dataset["main_plots"] = [p for p in plots if p.main]
+    dataset["other_plots"] = [p for p in plots if not p.main]
 
 
 def _comparison(base: str, other: str, before: Parsed, after: Parsed) -> dict[str, Any]:
@@ -208,8 +212,15 @@ def _side(median: object, failed: object) -> str:
     return f"{text} ({failed} failed)" if failed else text
 
 
-def build_report(parsed_dirs: Sequence[Path]) -> str:
-    """The HTML page for one or more parsed directories (UserError if one is not parsed)."""
+def build_report(
+    parsed_dirs: Sequence[Path], plots_drawn: Callable[[], object] | None = None
+) -> str:
+    """The HTML page for one or more parsed directories (UserError if one is not parsed).
+
+    `plots_drawn`, when given, is called once everything but the plots is ready
+    and returns when they are: `kary parse` prepares the page while its plots
+    are still being drawn.
+    """
     if not parsed_dirs:
         raise UserError("give at least one parsed directory (made by kary parse)")
     dirs = [Path(d) for d in parsed_dirs]
@@ -224,6 +235,10 @@ def build_report(parsed_dirs: Sequence[Path]) -> str:
     comparisons = [
         _comparison(names[0], names[i], loaded[0], loaded[i]) for i in range(1, len(dirs))
     ]
+    if plots_drawn is not None:
+        plots_drawn()
+    for dataset, path, parsed in zip(datasets, dirs, loaded, strict=True):
+        _add_plots(dataset, path, parsed)
     template = _environment().get_template("report.html.j2")
     return template.render(
         title=" vs ".join(names),
@@ -236,8 +251,10 @@ def build_report(parsed_dirs: Sequence[Path]) -> str:
     )
 
 
-def write_report(parsed_dirs: Sequence[Path], out: Path) -> Path:
+def write_report(
+    parsed_dirs: Sequence[Path], out: Path, plots_drawn: Callable[[], object] | None = None
+) -> Path:
     """Write the report for parsed_dirs to out (atomically); returns out."""
-    html = build_report(parsed_dirs)
+    html = build_report(parsed_dirs, plots_drawn)
     write_atomic(Path(out), html)
     return Path(out)

@@ -3,10 +3,13 @@ interval where there are no repeats."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pytest
 from analysis_samples import kary_log, run_record, write_cell
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
@@ -53,14 +56,74 @@ def test_ping_plot(flux_distribute: Path, tmp_path: Path) -> None:
     assert [p.name for p in result.written if p.suffix == ".png"] == ["ping-latency-vs-hops.png"]
 
 
-def test_figures_are_closed_one_by_one(small_tree: Path, tmp_path: Path) -> None:
-    import matplotlib
-    import matplotlib.pyplot as plt
+def test_no_figure_outlives_its_png(
+    small_tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+    import weakref
 
-    # A real tree draws dozens of figures; holding them all open warns (an error here).
-    with matplotlib.rc_context({"figure.max_open_warning": 2}):
-        parse_tree(small_tree, tmp_path)
-    assert plt.get_fignums() == []
+    # A real tree draws dozens of figures: each is dropped once its PNG is written.
+    made: list[weakref.ref[Figure]] = []
+    new_figure = plots._figure
+
+    def tracked(figsize: tuple[float, float]) -> Figure:
+        figure = new_figure(figsize)
+        made.append(weakref.ref(figure))
+        return figure
+
+    monkeypatch.setattr(plots, "_figure", tracked)
+    parsed = parse_tree(small_tree, tmp_path, plots=False).parsed
+    plots.write_plots(parsed, tmp_path / "plots", jobs=1)
+    gc.collect()
+    assert len(made) == 7  # every plot of the small tree
+    assert [ref for ref in made if ref() is not None] == []
+
+
+def test_the_plot_theme_is_seaborns(tmp_path: Path) -> None:
+    import matplotlib
+    import seaborn as sns
+
+    from analysis.plot_theme import COLORBLIND, THEME, colormap_palette
+
+    with matplotlib.rc_context():
+        sns.set_theme(style="whitegrid", context="notebook")
+        expected = dict(matplotlib.rcParams)
+    with matplotlib.rc_context(THEME):
+        actual = dict(matplotlib.rcParams)
+    # image.cmap is seaborn's "rocket", which matplotlib knows only once seaborn is
+    # imported; no kary plot draws an image.
+    expected.pop("image.cmap"), actual.pop("image.cmap")
+    assert actual == expected
+    assert [matplotlib.colors.to_hex(c) for c in sns.color_palette("colorblind")] == [
+        c.lower() for c in COLORBLIND
+    ]
+    assert colormap_palette("viridis", 12) == list(sns.color_palette("viridis", 12))
+
+
+_DRAW_IN_CHILD = """
+import sys
+from pathlib import Path
+from analysis import load_parsed
+from analysis.plots import start_plots
+pending = start_plots(load_parsed(Path(sys.argv[1])), Path(sys.argv[2]), jobs=2)
+names = [p.name for p in pending.wait()]
+print("forked" if pending._forked is not None else "serial", *names)
+"""
+
+
+def test_forked_plots_are_the_serial_ones_byte_for_byte(small_tree: Path, tmp_path: Path) -> None:
+    parsed = parse_tree(small_tree, tmp_path / "parsed", plots=False).parsed
+    serial = plots.write_plots(parsed, tmp_path / "serial", jobs=1)
+    # A fresh interpreter has one thread, so it may fork (pytest's may not).
+    child = subprocess.run(
+        [sys.executable, "-c", _DRAW_IN_CHILD, str(tmp_path / "parsed"), str(tmp_path / "forked")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    how, *names = child.stdout.split()
+    assert how == "forked"
+    assert names == [p.name for p in serial]
+    for path in serial:
+        assert (tmp_path / "forked" / path.name).read_bytes() == path.read_bytes(), path.name
 
 
 def _bars(figure: Figure) -> list[np.ndarray]:

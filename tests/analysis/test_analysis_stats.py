@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -78,3 +80,39 @@ def test_topologies_sort_as_a_reader_expects() -> None:
     assert sorted(names, key=topology_order_key) == [
         "kary:1", "kary:2", "kary-10", "kary:16", "kary:0", "binomial", "mincrit", "weird",
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_rank_test_gives_scipys_p_values(ties: bool) -> None:
+    from scipy.stats import mannwhitneyu
+
+    from analysis.stats import rank_test
+
+    rng = np.random.default_rng(11)
+    for _ in range(400):
+        n, m = (int(k) for k in rng.integers(1, 14, size=2))
+        if ties:  # few distinct values: scipy switches to the normal approximation
+            a, b = rng.integers(0, 4, n).astype(float), rng.integers(0, 4, m).astype(float)
+        else:  # exact when a side has at most 8 runs
+            a, b = rng.normal(0, 1, n), rng.normal(rng.normal(), 1, m)
+        test = rank_test(a, b)
+        assert test is not None and (test.n_a, test.n_b) == (n, m)
+        expected = float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+        assert test.p == pytest.approx(1.0 if math.isnan(expected) else expected, rel=1e-12)
+    assert rank_test(np.array([]), np.array([1.0])) is None
+    # Every run of one side below every run of the other: p = 2 / C(8, 4).
+    low, high = np.array([1.0, 1.1, 1.2, 1.3]), np.array([2.0, 2.1, 2.2, 2.3])
+    assert rank_test(low, high).p == pytest.approx(2 / 70)  # type: ignore[union-attr]
+
+
+def test_statistics_do_not_import_scipy() -> None:
+    # scipy.stats costs 0.7 s of every parse and report that imported it.
+    code = (
+        "import sys, numpy as np\n"
+        "from analysis.stats import rank_test, ratio_of_medians\n"
+        "rank_test(np.arange(20.0), np.arange(30.0) + 3)\n"
+        "ratio_of_medians(np.arange(1.0, 60), np.arange(1.0, 60) * 1.1)\n"
+        "print('scipy' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

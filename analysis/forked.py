@@ -1,0 +1,59 @@
+"""Run independent tasks in forked worker processes (Linux), results back in order.
+
+A forked worker starts with everything the parent has already imported and
+built (matplotlib, the parsed tables), so a task is any callable: nothing is
+pickled on the way out, only each task's result on the way back. The caller
+checks that forking is safe (`analysis.plots.can_fork`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from typing import Generic, TypeVar
+
+__all__ = ["Forked", "map_forked"]
+
+T = TypeVar("T")
+
+# The tasks of the pool being started: set before the workers fork, so each
+# worker finds them in its copy of this module.
+_tasks: Sequence[Callable[[], object]] = ()
+
+
+def _run(index: int) -> object:
+    return _tasks[index]()
+
+
+class Forked(Generic[T]):
+    """Tasks running in `workers` forked processes; `results()` waits for them, in order.
+
+    Workers take the next task as they finish one, so the first tasks start
+    first. A task's exception is raised by `results()`.
+    """
+
+    def __init__(self, tasks: Sequence[Callable[[], T]], workers: int) -> None:
+        global _tasks
+        # Output buffered now would be written again by each worker as it exits.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _tasks = tasks
+        try:
+            # With fork, every worker starts here, before the pool's own threads.
+            self._pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"))
+            self._futures = [self._pool.submit(_run, i) for i in range(len(tasks))]
+        finally:
+            _tasks = ()
+
+    def results(self) -> list[T]:
+        try:
+            return [future.result() for future in self._futures]  # type: ignore[misc]
+        finally:
+            self._pool.shutdown(cancel_futures=True)
+
+
+def map_forked(tasks: Sequence[Callable[[], T]], workers: int) -> list[T]:
+    """Each task's result, in order; tasks run in `workers` forked processes."""
+    return Forked(tasks, workers).results()
