@@ -3,20 +3,36 @@
 A forked worker starts with everything the parent has already imported and
 built (matplotlib, the parsed tables), so a task is any callable: nothing is
 pickled on the way out, only each task's result on the way back. The caller
-checks that forking is safe (`analysis.plots.can_fork`).
+checks that forking is safe (`can_fork`).
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from typing import Generic, TypeVar
 
-__all__ = ["Forked", "map_forked"]
+__all__ = ["Forked", "can_fork", "map_forked", "usable_cores"]
 
 T = TypeVar("T")
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    """Fork only where it is safe: Linux, and no other thread that could hold a lock."""
+    return sys.platform == "linux" and threading.active_count() == 1
+
 
 # The tasks of the pool being started: set before the workers fork, so each
 # worker finds them in its copy of this module.

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.csvtext import csv_text
 from analysis.events import strategy_of, topo_from_dirname
 from analysis.tables import EVENT_COLUMNS, PING_COLUMNS, RUN_COLUMNS, summary_table
 from experiments.errors import UserError
@@ -60,10 +61,10 @@ class Parsed:
 def write_parsed(out_dir: Path, parsed: Parsed) -> list[Path]:
     """Write every table of `parsed` into out_dir (atomically, file by file)."""
     files = {
-        EVENTS_CSV: parsed.events.to_csv(index=False),
-        PING_CSV: parsed.ping.to_csv(index=False),
-        RUNS_CSV: parsed.runs.to_csv(index=False),
-        SUMMARY_CSV: parsed.summary.to_csv(index=False),
+        EVENTS_CSV: csv_text(parsed.events),
+        PING_CSV: csv_text(parsed.ping),
+        RUNS_CSV: csv_text(parsed.runs),
+        SUMMARY_CSV: csv_text(parsed.summary),
         OVERLAYS_JSON: json.dumps(parsed.overlays, indent=4, ensure_ascii=False) + "\n",
         META_JSON: json.dumps(parsed.meta, indent=2) + "\n",
     }

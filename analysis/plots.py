@@ -13,9 +13,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 from collections.abc import Callable
 from functools import partial
 from io import BytesIO
@@ -42,13 +40,13 @@ from analysis.events import (
     source_label,
     topology_order_key,
 )
-from analysis.forked import Forked
+from analysis.forked import Forked, can_fork, usable_cores
 from analysis.output import Parsed
 from analysis.plot_theme import COLORBLIND, THEME, colormap_palette, seaborn_palette
 from analysis.stats import summarize
 from experiments.files import write_atomic
 
-__all__ = ["PLOT_PREFIXES", "PendingPlots", "can_fork", "plot_jobs", "start_plots", "write_plots"]
+__all__ = ["PLOT_PREFIXES", "PendingPlots", "start_plots", "write_plots"]
 
 PLOT_PREFIXES = ("time-vs-size-", "seconds-per-gb-", "ping-latency-vs-hops", "failures")
 _FAILED_COLOR = "#d62728"
@@ -98,22 +96,7 @@ def start_plots(parsed: Parsed, plot_dir: Path, jobs: int | None = None) -> Pend
     for old in plot_dir.glob("*.png"):
         if old.name.startswith(PLOT_PREFIXES):
             old.unlink()
-    return PendingPlots(_plan(parsed), plot_dir, plot_jobs() if jobs is None else jobs)
-
-
-def plot_jobs() -> int:
-    """How many processes draw plots: the cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def can_fork() -> bool:
-    """Fork only where it is safe: Linux, and no other thread that could hold a lock."""
-    import threading
-
-    return sys.platform == "linux" and threading.active_count() == 1
+    return PendingPlots(_plan(parsed), plot_dir, usable_cores() if jobs is None else jobs)
 
 
 def _plan(parsed: Parsed) -> list[list[_Plot]]:

@@ -7,13 +7,15 @@ copies the frame on every insert and is orders of magnitude slower.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
 from analysis.cells import CellResult
 from analysis.events import event_sort_key, strategy_of, topology_dirname, topology_order_key
+from analysis.model import Step
 from analysis.stats import SUMMARY_STATS, summarize
 
 __all__ = [
@@ -115,7 +117,9 @@ def build_tables(
     results: Iterable[CellResult],
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, list[str]]]:
     """(events, ping, runs, overlays) from parsed cells, in the order given."""
-    events: list[tuple[object, ...]] = []
+    # Events go column by column: a cell's steps are transposed once and each
+    # column extended, instead of building a tuple per step.
+    events: dict[str, list[object]] = {name: [] for name in EVENT_COLUMNS}
     pings: list[tuple[object, ...]] = []
     runs: list[tuple[object, ...]] = []
     overlays: dict[str, list[str]] = {}
@@ -131,28 +135,13 @@ def build_tables(
         source = (
             f"{res.cell.rel}/topology-experiment.out" if res.cell.rel else "topology-experiment.out"
         )
-        for step in res.steps:
-            events.append(
-                (
-                    uid,
-                    topology,
-                    res.iteration,
-                    res.nodes,
-                    step.event,
-                    _size_gb(step.size_label, step.size_bytes),
-                    step.seconds,
-                    step.size_bytes,
-                    step.status,
-                    step.reason,
-                    backend,
-                    cluster,
-                    source,
-                    res.topo,
-                    strategy_of(step.event),
-                    step.size_label,
-                    state,
-                )
-            )
+        if res.steps:
+            same = {
+                "uid": uid, "topology": topology, "iteration": res.iteration,
+                "nodes": res.nodes, "backend": backend, "cluster": cluster,
+                "source": source, "topo": res.topo, "run_state": state,
+            }  # fmt: skip
+            _add_steps(events, res.steps, same)
         for ping in res.pings:
             pings.append(
                 (
@@ -203,7 +192,12 @@ def build_tables(
                 pings_failed,
             )
         )
-    events_frame = _frame(events, EVENT_COLUMNS, {"time_seconds": float, "size_gb": float})
+    events_frame = _columns_frame(
+        events,
+        # numpy reads a list of numbers faster than pandas infers one.
+        {"iteration": np.int64, "nodes": np.int64, "size_bytes": np.int64,
+         "time_seconds": float, "size_gb": float},
+    )  # fmt: skip
     gb = events_frame["size_gb"]
     if len(gb) and (gb == gb.round()).all():
         # The seed wrote whole GB sizes as integers (`1`, not `1.0`): keep that.
@@ -216,7 +210,27 @@ def build_tables(
     )
 
 
-def _size_gb(label: str, size: int) -> int | float:
+def _add_steps(
+    events: dict[str, list[object]], steps: list[Step], same: Mapping[str, object]
+) -> None:
+    """Extend the event columns by one cell's steps; `same` holds the columns
+    whose value is the cell's, the same for each of its steps."""
+    count = len(steps)
+    for name, value in same.items():
+        events[name] += [value] * count
+    event, size_label, size_bytes, seconds, status, reason = zip(*steps, strict=True)
+    events["event"] += event
+    events["size_gb"] += map(_size_gb, size_bytes)
+    events["time_seconds"] += seconds
+    events["size_bytes"] += size_bytes
+    events["status"] += status
+    events["reason"] += reason
+    events["strategy"] += map(strategy_of, event)
+    events["size_label"] += size_label
+
+
+@lru_cache(maxsize=1024)
+def _size_gb(size: int) -> int | float:
     # The seed's labels are whole GB numbers; keep them integral so `1` stays `1`.
     value = size / _GIB
     return int(value) if value == int(value) else value
@@ -233,6 +247,20 @@ def _frame(
     for column, dtype in dtypes.items():
         frame[column] = frame[column].astype(dtype)  # type: ignore[call-overload]
     return frame
+
+
+def _columns_frame(columns: dict[str, list[object]], numbers: dict[str, object]) -> pd.DataFrame:
+    """The frame of these columns; `numbers` are made arrays of those dtypes first."""
+    if not next(iter(columns.values())):
+        floats: dict[str, object] = {name: float for name, t in numbers.items() if t is float}
+        return _frame([], list(columns), floats)
+    arrays = {
+        name: np.array(values, dtype=numbers[name])  # type: ignore[call-overload]
+        if name in numbers
+        else values
+        for name, values in columns.items()
+    }
+    return pd.DataFrame(arrays)
 
 
 def summary_table(events: pd.DataFrame) -> pd.DataFrame:

@@ -201,3 +201,38 @@ def test_a_mislabelled_cell_is_warned_about(tmp_path: Path) -> None:
         "kary parse: warning 4/kary-1/0/topology-experiment.out: "
         "printed overlay is not kary:1 on 4 nodes\n"
     )
+
+
+_READ_FORKED = """
+import pickle, sys
+from pathlib import Path
+import analysis.parse as parse
+parse.CELLS_PER_JOB = 1  # fork even for a small tree
+forked = []
+real = parse.Forked
+parse.Forked = lambda tasks, workers: forked.append(workers) or real(tasks, workers)
+result = parse.read_tree(Path(sys.argv[1]), jobs=3)
+Path(sys.argv[2]).write_bytes(pickle.dumps((result, forked)))
+"""
+
+
+def test_logs_parsed_in_forked_workers_give_the_same_tables_and_problems(
+    damaged_tree: Path, tmp_path: Path
+) -> None:
+    import pickle
+    import subprocess
+    import sys
+
+    from analysis import read_tree
+
+    # A fresh interpreter has one thread, so it may fork (pytest's may not).
+    out = tmp_path / "forked.pickle"
+    subprocess.run([sys.executable, "-c", _READ_FORKED, str(damaged_tree), str(out)], check=True)
+    (parsed, problems, cells, logs), forked = pickle.loads(out.read_bytes())
+    assert forked == [2]  # this process and two workers
+    serial, serial_problems, serial_cells, serial_logs = read_tree(damaged_tree, jobs=1)
+    for table in ("events", "ping", "runs", "summary"):
+        pd.testing.assert_frame_equal(getattr(parsed, table), getattr(serial, table))
+    assert (parsed.overlays, parsed.meta) == (serial.overlays, serial.meta)
+    assert (problems, cells, logs) == (serial_problems, serial_cells, serial_logs)
+    assert any(p.kind == "warning" for p in problems)  # the copied folder, found across workers

@@ -1,0 +1,72 @@
+"""`csv_text(frame)`: the text of `frame.to_csv(index=False)`, made about 3x faster.
+
+pandas formats a CSV cell by cell through the csv module; the events table of
+8,000 logs (220,000 rows) took 1 s. Here each column becomes a list of strings
+in one pass and the rows are joined with str.join. The text is the same byte
+for byte (tests compare it with pandas); a frame this does not know how to
+write (one column, other dtypes, a carriage return in a value) goes to pandas.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+__all__ = ["csv_text"]
+
+_QUOTED = (",", '"', "\n")
+
+
+def csv_text(frame: pd.DataFrame) -> str:
+    """frame.to_csv(index=False), as pandas writes it."""
+    # One column: pandas quotes an empty cell (a row of one empty field).
+    if frame.shape[1] < 2 or len(frame) == 0:
+        return frame.to_csv(index=False)
+    columns = [_column(frame[name]) for name in frame.columns]
+    header = _strings([str(name) for name in frame.columns])
+    if header is None or any(column is None for column in columns):
+        return frame.to_csv(index=False)
+    rows = map(",".join, zip(*columns, strict=True))
+    return ",".join(header) + "\n" + "\n".join(rows) + "\n"
+
+
+def _column(series: pd.Series) -> list[str] | None:
+    """A column's cells as pandas writes them, or None if this dtype is not handled here."""
+    kind = series.dtype.kind
+    if kind == "f" and series.dtype == "float64":
+        # repr is the shortest text that reads back as the same float, as numpy's.
+        return [repr(v) if v == v else "" for v in series.to_numpy().tolist()]
+    if kind in "iub" and not isinstance(series.dtype, pd.api.extensions.ExtensionDtype):
+        return list(map(str, series.to_numpy().tolist()))
+    if isinstance(series.dtype, pd.Int64Dtype):
+        return ["" if v is pd.NA else str(v) for v in series.tolist()]
+    if isinstance(series.dtype, pd.StringDtype):
+        # Every cell is a str or missing: fill the missing ones at C speed.
+        return _strings(series.fillna("").tolist() if series.hasnans else series.tolist())
+    if kind == "O":
+        return _strings([_text(v) for v in series.tolist()])
+    return None
+
+
+def _text(value: object) -> str:
+    if type(value) is str:
+        return value
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
+
+
+def _strings(values: list[str]) -> list[str] | None:
+    """Quoted as the csv module quotes (QUOTE_MINIMAL); None for a carriage return,
+    which Python versions quote differently."""
+    joined = "\x00".join(values)
+    if "\r" in joined:
+        return None
+    if not any(mark in joined for mark in _QUOTED):
+        return values
+    return [_quote(v) if any(mark in v for mark in _QUOTED) else v for v in values]
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace('"', '""') + '"'
