@@ -24,22 +24,37 @@ from experiments.clusterspec import ClusterSpec
 from experiments.errors import UserError
 from experiments.files import read_document
 from experiments.plan import Cell, Plan
-from experiments.render import strategy_waves
+from experiments.render import DEFAULT_IMAGE, image_info, images_pulled, strategy_waves
 from experiments.topology import build_tree
 
 __all__ = [
+    "PULL_BYTES_PER_S",
+    "UNKNOWN_IMAGE_BYTES",
     "CellTime",
     "Estimate",
+    "ImagePull",
     "PriceCatalog",
     "TimeModel",
     "default_time_model",
     "estimate_plan",
+    "image_pull",
     "load_price_catalog",
     "predict_cell",
 ]
 
 GIB = 2**30
 BLOBS_PER_GB = 1024  # flux archive stores files as 1 MiB blobs
+
+# What a node pulls per second, unpacking included.  The one pull kary has a
+# figure for is the seed image's: 55 GB in 20 minutes (issue 15, from
+# flux-distribute's README), 46 MB/s.  Its zero-filled layers compress to
+# almost nothing, so that rate is bound by writing 55 GB out; applied to the
+# compressed size of an ordinary image it errs long, which is the safe side.
+# Every node pulls at once, so a cluster's pull takes one node's pull time.
+PULL_BYTES_PER_S = 55e9 / 1200
+# An image the catalog (experiments/render.py IMAGES) does not know is taken to
+# be this big: a Flux image with build tools and MPI, as flux-core's own are.
+UNKNOWN_IMAGE_BYTES = 2_000_000_000
 
 
 class TimeModel(BaseModel):
@@ -83,13 +98,47 @@ class TimeModel(BaseModel):
         )
 
 
-def default_time_model(backend: str, link_gbps: float | None = None) -> TimeModel:
-    """Defaults by backend.
+@dataclass(frozen=True)
+class ImagePull:
+    """Seconds for a node to pull what an image needs, and how they were reckoned."""
+
+    seconds: float
+    note: str
+
+
+def image_pull(image: str = DEFAULT_IMAGE, flux_view: str | None = None) -> ImagePull:
+    """The pull of `image` and its flux view, from the catalog's sizes (or the assumption)."""
+    parts, total = [], 0
+    for ref in images_pulled(image, flux_view):
+        info = image_info(ref)
+        if info is None:
+            size, how = UNKNOWN_IMAGE_BYTES, ", not in the catalog: assumed"
+        else:
+            size, how = info.pull_bytes, "" if info.measured else ", estimated"
+        name, at, digest = ref.partition("@")
+        parts.append(f"{name}{at}{digest[:19]} {size / 1e9:.2f} GB{how}")
+        total += size
+    seconds = total / PULL_BYTES_PER_S
+    note = (
+        f"image pull {seconds:.0f} s = {total / 1e9:.2f} GB at "
+        f"{PULL_BYTES_PER_S / 1e6:.0f} MB/s ({'; '.join(parts)})"
+    )
+    return ImagePull(seconds, note)
+
+
+def default_time_model(
+    backend: str,
+    link_gbps: float | None = None,
+    image: str | None = None,
+    flux_view: str | None = None,
+) -> TimeModel:
+    """Defaults by backend; on a cluster the image pull follows `image` (see image_pull).
 
     Cloud numbers are medians of the seed's EKS 6-node sweep on c5a.4xlarge
     (create 9.5 s/GB, extract 2.4 s/GB, clean 0.2 s/GB, delete 0.03 s) and its
     wall time: 9,716 s less 8,283 s of timed steps over 12 runs is 119 s a run,
-    split here as 100 s per MiniCluster plus 240 s to pull the image once.
+    taken as 100 s per MiniCluster; the image pull, once per cluster, is priced
+    from the image's size instead (image_pull).
     Local numbers were measured with the emulator on a 2-core machine: three
     runs of the main job (30 nodes, kary:16, 16M and 64M, verify on) took
     10.4-12.1 s a cell, of which distribute 6.3 s, verify 2.2 s, create 0.7 s,
@@ -114,8 +163,9 @@ def default_time_model(backend: str, link_gbps: float | None = None) -> TimeMode
             run_overhead_s=1.0,
             image_pull_s=0.0,
         )
+    pull = image_pull(image or DEFAULT_IMAGE, flux_view)
     return TimeModel(
-        source="cloud defaults (seed EKS 6-node sweep, c5a.4xlarge)",
+        source=f"cloud defaults (seed EKS 6-node sweep, c5a.4xlarge); {pull.note}",
         create_s_per_gb=9.5,
         extract_s_per_gb=2.45,
         hop_s_per_gb=0.0,
@@ -128,7 +178,7 @@ def default_time_model(backend: str, link_gbps: float | None = None) -> TimeMode
         # 2-core sandbox is disk-bound and too slow for a c5a/c2d node.
         generate_s_per_gb=1.0,
         run_overhead_s=100.0,
-        image_pull_s=240.0,
+        image_pull_s=pull.seconds,
     )
 
 

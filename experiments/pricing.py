@@ -29,11 +29,14 @@ def time_model_for(
     catalog_path: Path | None = None,
     link_bandwidth: str | None = None,
     link_latency: str | None = None,
+    image: str | None = None,
+    flux_view: str | None = None,
 ) -> TimeModel:
+    """The time model for a backend; on a cluster its image pull follows `image`."""
     link = None
     if cluster is not None:
         link = load_price_catalog(catalog_path).network_gbps.get(cluster.instance_type)
-    model = default_time_model(backend, link_gbps=link)
+    model = default_time_model(backend, link_gbps=link, image=image, flux_view=flux_view)
     if link_bandwidth or link_latency:
         model = with_emulated_links(model, link_bandwidth, link_latency)
     if cluster is not None:
@@ -58,8 +61,12 @@ def estimate_for(
     catalog_path: Path | None = None,
     link_bandwidth: str | None = None,
     link_latency: str | None = None,
+    image: str | None = None,
+    flux_view: str | None = None,
 ) -> Estimate:
-    model = time_model_for(backend, cluster, history, catalog_path, link_bandwidth, link_latency)
+    model = time_model_for(
+        backend, cluster, history, catalog_path, link_bandwidth, link_latency, image, flux_view
+    )
     catalog = load_price_catalog(catalog_path) if cluster is not None else None
     return estimate_plan(plan, model, verify, cluster, catalog, provision=up, teardown=down)
 

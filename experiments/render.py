@@ -18,20 +18,46 @@ from experiments import __version__
 from experiments.errors import UserError
 from experiments.resources import resource_dir
 from experiments.topology import Tree, build_tree, compress_idset
-from experiments.validate import dns1123_name, format_size, image_ref, label_value, safe_path
+from experiments.validate import (
+    dns1123_name,
+    format_size,
+    image_ref,
+    label_value,
+    pinned_digest,
+    safe_path,
+)
 
 __all__ = [
     "DEFAULT_IMAGE",
+    "FLUX_VIEW_NOBLE",
+    "IMAGES",
+    "SEED_IMAGE",
     "STRATEGIES",
+    "ImageInfo",
     "RenderOptions",
     "Rendered",
+    "flux_view_for",
+    "image_info",
+    "image_provenance",
+    "images_pulled",
     "render_cell",
     "strategy_waves",
     "template_hash",
 ]
 
-# The seed's image: Flux 0.66.0 with bash, coreutils and openssl.
-DEFAULT_IMAGE = "ghcr.io/converged-computing/container-chonks:topology-flux-0.66.0"
+# The Flux Operator's flux view for Ubuntu 24.04 (linux/amd64), the CRD's default
+# for spec.flux.container.image: an init container copies flux-core and flux-sched,
+# built with spack, into the application container.
+FLUX_VIEW_NOBLE = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble"
+# Ubuntu 24.04, pinned to one build by digest, with Flux from the view: the
+# entrypoint needs bash, coreutils (sha256sum, head, od, stat) and awk (mawk),
+# all in the base image; openssl, when on PATH, only makes blobs and sums faster.
+DEFAULT_IMAGE = (
+    "ubuntu:noble@sha256:561618e2c15bf2397621dd04f96926663a3b5616c189cf7e38db7e82f5c538ea"
+)
+# flux-distribute's image: Flux 0.66.0 with 55 GB of blobs baked in that kary
+# does not use (it makes its blobs at run time).
+SEED_IMAGE = "ghcr.io/converged-computing/container-chonks:topology-flux-0.66.0"
 STRATEGIES = ("all", "leaves", "middle")
 MINICLUSTER_TEMPLATE = "minicluster.yaml.j2"
 ENTRYPOINT_TEMPLATE = "entrypoint.sh.j2"
@@ -45,12 +71,54 @@ _EVENTS = {
 
 
 @dataclass(frozen=True)
+class ImageInfo:
+    """What a node pulls for one image, where the figure comes from, and where Flux is."""
+
+    pull_bytes: int  # compressed transfer size, linux/amd64
+    source: str
+    flux_view: str | None = None  # the operator's view this image needs; None: it has Flux
+    measured: bool = True  # False: pull_bytes is an estimate
+
+
+# Images kary knows, keyed by reference without digest.  cost.py prices the
+# image pull from pull_bytes; an image not listed gets a stated assumption.
+IMAGES: dict[str, ImageInfo] = {
+    "ubuntu:noble": ImageInfo(
+        29_751_109,
+        "docker-library/repo-info, repos/ubuntu/remote/noble.md: linux/amd64 compressed "
+        "transfer size of the build DEFAULT_IMAGE pins (2026-07-31)",
+        flux_view=FLUX_VIEW_NOBLE,
+    ),
+    FLUX_VIEW_NOBLE: ImageInfo(
+        500_000_000,
+        "estimate, not measured: ubuntu:noble (30 MB) plus flux-core, flux-sched, "
+        "flux-security and their runtime dependencies from spack, stripped "
+        "(converged-computing/flux-views, ubuntu/Dockerfile)",
+        measured=False,
+    ),
+    SEED_IMAGE: ImageInfo(
+        55_000_000_000,
+        "issue 15: Flux 0.66.0 plus ten zero-filled files of 1-10 GB (55 GB); "
+        "flux-distribute's README measured a 20-minute first pull",
+    ),
+}
+
+
+def image_info(image: str) -> ImageInfo | None:
+    """The catalog entry for an image reference, pinned by digest or not."""
+    return IMAGES.get(image) or IMAGES.get(image.split("@", 1)[0])
+
+
+@dataclass(frozen=True)
 class RenderOptions:
     """Everything about a cell's rendering that is not the cell's identity."""
 
     name: str = "flux-sample"
     namespace: str = "default"
     image: str = DEFAULT_IMAGE
+    # The operator's flux view to take Flux from; None: the catalog's choice for
+    # the image, and for an image it does not know, none (the image has Flux).
+    flux_view: str | None = None
     pull_always: bool = False
     verify: bool = True
     purge_target_size: int | None = None
@@ -74,6 +142,29 @@ class Rendered:
         write_atomic(paths[1], self.entrypoint_sh)
         paths[1].chmod(0o755)
         return paths
+
+
+def flux_view_for(image: str, flux_view: str | None = None) -> str | None:
+    """The flux view a MiniCluster running `image` uses, or None when the image has Flux."""
+    if flux_view is not None:
+        return flux_view
+    info = image_info(image)
+    return info.flux_view if info else None
+
+
+def images_pulled(image: str, flux_view: str | None = None) -> list[str]:
+    """Every image a node pulls to run `image`: the image, then its flux view if any."""
+    view = flux_view_for(image, flux_view)
+    return [image, view] if view else [image]
+
+
+def image_provenance(options: RenderOptions) -> dict[str, str | None]:
+    """For run.json: the image as rendered, its digest when pinned, and the flux view."""
+    return {
+        "image": options.image,
+        "image_digest": pinned_digest(options.image),
+        "flux_view": flux_view_for(options.image, options.flux_view),
+    }
 
 
 def _environment(template_dir: Path) -> jinja2.Environment:
@@ -150,6 +241,9 @@ def render_cell(
     dns1123_name(options.name)
     dns1123_name(options.namespace, "--namespace")
     image_ref(options.image)
+    flux_view = flux_view_for(options.image, options.flux_view)
+    if flux_view is not None:
+        image_ref(flux_view, "--flux-view")
     for path in (options.scratch, options.extract_dir):
         safe_path(path, "scratch path")
     for value in options.labels.values():
@@ -180,6 +274,7 @@ def render_cell(
             nodes=nodes,
             topo=str(tree.topology),
             image=options.image,
+            flux_view=flux_view,
             pull_always=options.pull_always,
             entrypoint=entrypoint,
             entrypoint_dir=str(Path(entrypoint_path).parent),

@@ -20,6 +20,7 @@ __all__ = [
     "node_count",
     "parse_size",
     "parse_sizes",
+    "pinned_digest",
     "safe_path",
 ]
 
@@ -93,11 +94,17 @@ def safe_path(text: str, what: str = "path") -> Path:
     return Path(text)
 
 
-def image_ref(text: str) -> str:
-    """A container image reference such as `ghcr.io/org/image:tag`."""
+def image_ref(text: str, what: str = "--image") -> str:
+    """A container image reference such as `ghcr.io/org/image:tag`, maybe `@sha256:` pinned."""
     if not isinstance(text, str) or len(text) > 255 or not _IMAGE.match(text):
-        raise UserError(f"invalid --image {text!r}: expected e.g. ghcr.io/org/image:tag")
+        raise UserError(f"invalid {what} {text!r}: expected e.g. ghcr.io/org/image:tag")
     return text
+
+
+def pinned_digest(image: str) -> str | None:
+    """`sha256:...` when the reference pins a digest (`name[:tag]@sha256:...`), else None."""
+    _, at, digest = image.partition("@")
+    return digest if at and digest.startswith("sha256:") else None
 
 
 def label_value(text: str, what: str = "label") -> str:

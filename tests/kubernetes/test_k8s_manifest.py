@@ -20,6 +20,14 @@ from experiments.backends.k8s_report import (
     rank_zero,
 )
 from experiments.backends.kubernetes import KubernetesBackend
+from experiments.plan import Cell
+from experiments.render import (
+    DEFAULT_IMAGE,
+    FLUX_VIEW_NOBLE,
+    SEED_IMAGE,
+    RenderOptions,
+    render_cell,
+)
 
 
 def _schema(crd: Path) -> dict[str, Any]:
@@ -48,6 +56,64 @@ def test_the_labelled_minicluster_validates_against_the_crd(
         ),
     )
     assert bare["metadata"]["labels"]["kary/owner"] == "jane-doe"
+
+
+def _render(cell: Cell, options: RenderOptions) -> dict[str, Any]:
+    rendered = render_cell(
+        cell.nodes, cell.topo, list(cell.sizes), list(cell.strategies), cell.id, options
+    )
+    document: dict[str, Any] = yaml.safe_load(rendered.minicluster_yaml)
+    return document
+
+
+def _flux_container_schema(crd: Path) -> dict[str, Any]:
+    spec = _schema(crd)["properties"]["spec"]["properties"]
+    schema: dict[str, Any] = spec["flux"]["properties"]["container"]
+    return schema
+
+
+def test_the_default_image_takes_flux_from_the_operators_view(
+    minicluster_crd: Path, cell: Cell
+) -> None:
+    body = _render(cell, RenderOptions())
+    jsonschema.validate(body, _schema(minicluster_crd))
+    # A plain Ubuntu pinned by digest; Flux comes from the view the CRD documents
+    # (its default for spec.flux.container.image, one of the images it lists).
+    assert body["spec"]["containers"][0]["image"] == DEFAULT_IMAGE
+    assert "@sha256:" in DEFAULT_IMAGE
+    assert body["spec"]["flux"]["container"] == {"image": FLUX_VIEW_NOBLE, "pullAlways": False}
+    documented = _flux_container_schema(minicluster_crd)
+    assert documented["properties"]["image"]["default"] == FLUX_VIEW_NOBLE
+    assert FLUX_VIEW_NOBLE in documented["description"].split()
+    assert documented["properties"]["disable"]["default"] is False
+
+
+def test_an_image_with_flux_runs_the_init_container_from_itself(
+    minicluster_crd: Path, cell: Cell
+) -> None:
+    body = _render(cell, RenderOptions(image=SEED_IMAGE, pull_always=True))
+    jsonschema.validate(body, _schema(minicluster_crd))
+    # The view is disabled and the init container, which only writes the broker
+    # config, runs the same image: one pull per node, not two.
+    assert body["spec"]["flux"]["container"] == {
+        "image": SEED_IMAGE,
+        "disable": True,
+        "pullAlways": True,
+    }
+    assert body["spec"]["containers"][0]["image"] == SEED_IMAGE
+    assert body["spec"]["containers"][0]["pullAlways"] is True
+
+
+def test_an_unknown_image_is_taken_to_have_flux_and_a_named_view_overrides(
+    minicluster_crd: Path, cell: Cell
+) -> None:
+    unknown = _render(cell, RenderOptions(image="registry.example/lab/flux:0.70"))
+    assert unknown["spec"]["flux"]["container"]["disable"] is True
+    jammy = "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy"
+    viewed = _render(cell, RenderOptions(image="ubuntu:jammy", flux_view=jammy))
+    jsonschema.validate(viewed, _schema(minicluster_crd))
+    assert viewed["spec"]["flux"]["container"] == {"image": jammy, "pullAlways": False}
+    assert jammy in _flux_container_schema(minicluster_crd)["description"].split()
 
 
 def test_job_outcome_reads_only_finished_conditions() -> None:
