@@ -290,6 +290,13 @@ def _provenance(parsed: Parsed, records: dict[str, dict[str, Any]]) -> list[tupl
     places = sorted(set(_texts(r.get("place") for r in values)))
     if places:  # real Flux: a local test instance, or nested in an allocation
         rows.insert(3, ("where Flux ran", ", ".join(places)))
+    emulated = [r["emulator"] for r in values if isinstance(r.get("emulator"), dict)]
+    fidelity = sorted(set(_texts(e.get("fidelity") for e in emulated)))
+    if fidelity:  # the emulator's timings are its own: say how close to flux-core they are
+        rows.append(("emulator fidelity", "; ".join(fidelity)))
+    faulted = sorted({str(f) for e in emulated for f in e.get("faults") or []})
+    if faulted:  # --emulator-fault: these cells test a template and measure nothing
+        rows.append(("faults injected (testing only)", ", ".join(faulted)))
     if meta.get("ci_method"):
         rows.append(("intervals", str(meta["ci_method"])))
     if meta.get("note"):
