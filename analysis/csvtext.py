@@ -10,16 +10,37 @@ write (one column, other dtypes, a carriage return in a value) goes to pandas.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pandas as pd
+
+from analysis.forked import Forked, can_fork
 
 __all__ = ["csv_text"]
 
 _QUOTED = (",", '"', "\n")
+# Below this many rows per process, forking costs more than it saves.
+ROWS_PER_JOB = 50_000
 
 
-def csv_text(frame: pd.DataFrame) -> str:
-    """frame.to_csv(index=False), as pandas writes it."""
+def csv_text(frame: pd.DataFrame, jobs: int = 1) -> str:
+    """frame.to_csv(index=False), as pandas writes it.
+
+    A long frame is cut into `jobs` slices of rows; forked workers write all
+    but the first (each row's text depends on that row alone).
+    """
+    jobs = min(jobs, len(frame) // ROWS_PER_JOB)
+    if jobs < 2 or not can_fork():
+        return _csv_text(frame)
+    size = -(-len(frame) // jobs)
+    slices = [frame.iloc[i : i + size] for i in range(0, len(frame), size)]
+    workers = Forked([partial(_csv_text, part) for part in slices[1:]], len(slices) - 1)
+    first = _csv_text(slices[0])
+    # Every slice's text starts with the header line: keep the first one only.
+    return first + "".join(text.split("\n", 1)[1] for text in workers.results())
+
+
+def _csv_text(frame: pd.DataFrame) -> str:
     # One column: pandas quotes an empty cell (a row of one empty field).
     if frame.shape[1] < 2 or len(frame) == 0:
         return frame.to_csv(index=False)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from analysis.events import size_from_label, split_event_label, strategy_of
 from analysis.logtext import LogText
@@ -122,7 +122,10 @@ def parse_legacy(log: LogText) -> LegacyLog:
                 events.append((name, 0, 0))
                 seconds.append(None)
             elif events and seconds[-1] is None:
-                seconds[-1] = _seconds(hours, minutes, secs)
+                if hours or "," in secs:
+                    seconds[-1] = _seconds(hours, minutes, secs)
+                else:  # bash's `real 0m1.234s`: no call for the usual form
+                    seconds[-1] = float(secs) + int(minutes) * 60 if minutes else float(secs)
     errors = _errors_by_block(text, events)
     seen: set[str] = set()
     duplicates: list[str] = []
@@ -139,7 +142,7 @@ def parse_legacy(log: LogText) -> LegacyLog:
         if key is not None:
             error, took = errors.get(i) if errors else None, seconds[i]
             if error is None and took is not None:
-                steps.append(Step(key[0], key[1], key[2], took, OK, ""))
+                steps.append(_step((*key, took, OK, "")))
             else:
                 steps.append(_failed_step(key, error, i == last and truncated))
             continue
@@ -175,6 +178,10 @@ def _errors_by_block(text: str, events: list[tuple[str, int, int]]) -> dict[int,
         block = bisect_right(starts, match.start()) - 1
         found.setdefault(block, match.group(0).strip()[:200])
     return found
+
+
+# A Step from its six values, made in C (a named tuple's own __new__ is a Python call).
+_step = partial(tuple.__new__, Step)
 
 
 @lru_cache(maxsize=65536)

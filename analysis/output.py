@@ -18,6 +18,7 @@ import pandas as pd
 
 from analysis.csvtext import csv_text
 from analysis.events import strategy_of, topo_from_dirname
+from analysis.forked import usable_cores
 from analysis.tables import EVENT_COLUMNS, PING_COLUMNS, RUN_COLUMNS, summary_table
 from experiments.errors import UserError
 from experiments.files import write_atomic
@@ -58,10 +59,14 @@ class Parsed:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def write_parsed(out_dir: Path, parsed: Parsed) -> list[Path]:
-    """Write every table of `parsed` into out_dir (atomically, file by file)."""
+def write_parsed(out_dir: Path, parsed: Parsed, jobs: int | None = None) -> list[Path]:
+    """Write every table of `parsed` into out_dir (atomically, file by file).
+
+    The events table of a large tree is written by `jobs` processes (default:
+    one per usable core).
+    """
     files = {
-        EVENTS_CSV: csv_text(parsed.events),
+        EVENTS_CSV: csv_text(parsed.events, usable_cores() if jobs is None else jobs),
         PING_CSV: csv_text(parsed.ping),
         RUNS_CSV: csv_text(parsed.runs),
         SUMMARY_CSV: csv_text(parsed.summary),

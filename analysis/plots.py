@@ -42,7 +42,7 @@ from analysis.events import (
 )
 from analysis.forked import Forked, can_fork, usable_cores
 from analysis.output import Parsed
-from analysis.plot_theme import COLORBLIND, THEME, colormap_palette, seaborn_palette
+from analysis.plot_theme import COLORBLIND, THEME, colormap_palette, lut_palette
 from analysis.stats import summarize
 from experiments.files import write_atomic
 
@@ -100,27 +100,25 @@ def start_plots(parsed: Parsed, plot_dir: Path, jobs: int | None = None) -> Pend
 
 
 def _plan(parsed: Parsed) -> list[list[_Plot]]:
-    """The plots to draw, in groups each drawn by one process.
+    """The plots to draw, each in a group of its own (a task for one process).
 
-    The plots drawn with seaborn's own palettes (seconds per GiB, ping, failures)
-    form one group, drawn first: seaborn costs each process that imports it
-    0.7 s, so only one does.
+    The failures plot goes first: it alone imports seaborn (for its barplot,
+    0.7 s with scipy), so it should not be the last one started.
     """
     events = parsed.events
     steps = events[~events["event"].isin(SETUP_EVENTS)] if not events.empty else events
     summary = parsed.summary
-    by_seaborn: list[_Plot] = []
-    alone: list[_Plot] = []
+    plots: list[_Plot] = []
+    if not steps.empty and (steps["status"] == "failed").any():
+        plots.append(("failures.png", partial(_failures, steps)))
     for event in sorted(set(steps["event"]), key=event_sort_key):
-        alone.append((f"time-vs-size-{_slug(event)}.png", partial(_time_vs_size, summary, event)))
+        plots.append((f"time-vs-size-{_slug(event)}.png", partial(_time_vs_size, summary, event)))
         if event.startswith("distribute-"):
             per_gb = partial(_seconds_per_gb, steps, event)
-            by_seaborn.append((f"seconds-per-gb-{_slug(event)}.png", per_gb))
+            plots.append((f"seconds-per-gb-{_slug(event)}.png", per_gb))
     if not parsed.ping.empty:
-        by_seaborn.append(("ping-latency-vs-hops.png", partial(_ping_latency, parsed.ping)))
-    if not steps.empty and (steps["status"] == "failed").any():
-        by_seaborn.append(("failures.png", partial(_failures, steps)))
-    return ([by_seaborn] if by_seaborn else []) + [[plot] for plot in alone]
+        plots.append(("ping-latency-vs-hops.png", partial(_ping_latency, parsed.ping)))
+    return [[plot] for plot in plots]
 
 
 def _draw_group(group: list[_Plot], plot_dir: Path) -> list[Path]:
@@ -324,7 +322,7 @@ def _seconds_per_gb(steps: pd.DataFrame, event: str) -> Figure:
     topologies = _topologies(stats["topo"])
     position = {topo: i for i, topo in enumerate(topologies)}
     lines = sorted(set(zip(stats["nodes"], stats["source_name"], strict=True)))
-    palette = seaborn_palette("rocket", len(lines))
+    palette = lut_palette("rocket", len(lines))
     # Dodge the lines a little so their points do not hide each other.
     dodge = np.linspace(-0.12, 0.12, len(lines)) if len(lines) > 1 else [0.0]
     figure = _figure((max(7.5, 0.8 * len(topologies) + 4), 4.6))
@@ -358,7 +356,7 @@ def _ping_latency(ping: pd.DataFrame) -> Figure:
     services = sorted(set(ping["service"].astype(str)))
     figure, axes = _panels(max(len(services), 1))
     sizes = sorted(set(ok["message_size_mb"]))
-    palette = dict(zip(sizes, seaborn_palette("mako", len(sizes)), strict=True))
+    palette = dict(zip(sizes, lut_palette("mako", len(sizes)), strict=True))
     for ax, service in zip(axes, services, strict=False):
         part = ok[ok["service"] == service]
         for size in sizes:

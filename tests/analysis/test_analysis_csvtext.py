@@ -48,3 +48,33 @@ def test_awkward_values_are_written_as_pandas_writes_them() -> None:
 )
 def test_what_csv_text_does_not_handle_goes_to_pandas(frame: pd.DataFrame) -> None:
     assert csv_text(frame) == frame.to_csv(index=False)
+
+
+_WRITE_FORKED = """
+import sys
+import numpy as np
+import pandas as pd
+import analysis.csvtext as ct
+ct.ROWS_PER_JOB = 10  # fork even for a small frame
+forked = []
+real = ct.Forked
+ct.Forked = lambda tasks, workers: forked.append(workers) or real(tasks, workers)
+rows = 95
+text = [f"row {i}" if i % 7 else 'a "quoted", row' for i in range(rows)]
+frame = pd.DataFrame(
+    {"text": pd.array(text, dtype="str"), "seconds": np.linspace(0, 1, rows), "n": range(rows)}
+)
+same = ct.csv_text(frame, jobs=3) == frame.to_csv(index=False)
+sys.stdout.write(f"{forked} {same}")
+"""
+
+
+def test_rows_written_by_forked_workers_join_into_the_same_text() -> None:
+    import subprocess
+    import sys
+
+    # A fresh interpreter has one thread, so it may fork (pytest's may not).
+    done = subprocess.run(
+        [sys.executable, "-c", _WRITE_FORKED], capture_output=True, text=True, check=True
+    )
+    assert done.stdout == "[2] True"  # this process and two workers

@@ -83,7 +83,7 @@ def test_the_plot_theme_is_seaborns(tmp_path: Path) -> None:
     import matplotlib
     import seaborn as sns
 
-    from analysis.plot_theme import COLORBLIND, THEME, colormap_palette
+    from analysis.plot_theme import COLORBLIND, THEME, colormap_palette, lut_palette
 
     with matplotlib.rc_context():
         sns.set_theme(style="whitegrid", context="notebook")
@@ -98,6 +98,11 @@ def test_the_plot_theme_is_seaborns(tmp_path: Path) -> None:
         c.lower() for c in COLORBLIND
     ]
     assert colormap_palette("viridis", 12) == list(sns.color_palette("viridis", 12))
+    # rocket and mako are kept to 8 bits a channel, which is what gets drawn.
+    for name in ("rocket", "mako"):
+        for count in range(1, 40):
+            expected_hex = [matplotlib.colors.to_hex(c) for c in sns.color_palette(name, count)]
+            assert [matplotlib.colors.to_hex(c) for c in lut_palette(name, count)] == expected_hex
 
 
 _DRAW_IN_CHILD = """
