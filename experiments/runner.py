@@ -42,7 +42,7 @@ from experiments.record import (
     write_record,
 )
 from experiments.redact import redact
-from experiments.render import RenderOptions, render_cell
+from experiments.render import RenderOptions, image_provenance, render_cell
 
 __all__ = ["REPLACED_DIR", "CellOutcome", "RunSummary", "default_timeout", "run_plan"]
 
@@ -220,7 +220,7 @@ class _Runner:
                 "backend": self.backend.name,
                 "cluster": self.cluster,
                 "instance_type": self.instance_type,
-                "image": self.render.image,
+                **(image_provenance(self.render) if self.backend.uses_image else {"image": None}),
                 "template_hash": template_hash,
                 "sizes": list(cell.sizes),
                 "strategies": list(cell.strategies),

@@ -101,6 +101,9 @@ class Backend(abc.ABC):
     """
 
     name: str = "base"
+    # True where cells run in the rendered container image (its reference and
+    # digest then belong in run.json); False where the flux on hand runs them.
+    uses_image: bool = False
 
     @classmethod
     def from_settings(cls, settings: BackendSettings) -> Backend:

@@ -83,6 +83,7 @@ class KubernetesBackend(Backend):
     """Runs each cell as a MiniCluster through the kubernetes client (see the module doc)."""
 
     name = "kubernetes"
+    uses_image = True
 
     def __init__(
         self,

@@ -164,6 +164,8 @@ def prepare(
         down=down,
         link_bandwidth=link_bandwidth,
         link_latency=link_latency,
+        image=render.image,
+        flux_view=render.flux_view,
     )
     return Prepared(
         plan,

@@ -188,3 +188,22 @@ def test_summary_json_lists_every_cell(tmp_path: Path) -> None:
     assert data["succeeded"] == 2 and data["skipped"] == {"done": 0, "failed": 0}
     assert [c["cell"] for c in data["cells"]] == ["4/kary-1/0", "4/kary-2/0"]
     assert data["cells"][0]["step_seconds"] == 1.0
+
+
+@pytest.mark.parametrize("uses_image", [True, False])
+def test_run_json_names_the_image_only_where_cells_run_in_it(
+    tmp_path: Path, uses_image: bool
+) -> None:
+    pinned = "ubuntu:noble@sha256:" + "a" * 64
+
+    class ImageBackend(FakeBackend):
+        pass
+
+    ImageBackend.uses_image = uses_image
+    run_plan(_plan(tmp_path, ("kary:2",)), ImageBackend(), RenderOptions(image=pinned))
+    record = json.loads((tmp_path / "4/kary-2/0/run.json").read_text())
+    if uses_image:
+        assert record["image"] == pinned and record["image_digest"] == "sha256:" + "a" * 64
+        assert record["flux_view"]
+    else:  # the flux on hand ran it: no image to name
+        assert record["image"] is None and "image_digest" not in record
