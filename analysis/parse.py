@@ -143,19 +143,23 @@ def parse_tree(data_dir: Path, out_dir: Path, plots: bool = True) -> ParseResult
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     _check_dirs(data_dir, out_dir)
     parsed, problems, cells, logs = read_tree(data_dir)
-    written = write_parsed(out_dir, parsed)
-    if plots:
-        from analysis.plots import start_plots  # matplotlib is slow to import
+    if not plots:
+        written = write_parsed(out_dir, parsed)
+        return ParseResult(parsed, problems, cells, logs, written)
+    from analysis.plots import start_plots  # matplotlib is slow to import
+
+    # The plots are drawn in forked processes while this one writes the tables
+    # and prepares the report, which then waits for them.
+    pending = start_plots(parsed, out_dir / "plots")
+    try:
+        written = write_parsed(out_dir, parsed)
         from analysis.report import REPORT_NAME, write_report
 
-        # The plots are drawn in forked processes while this one prepares the
-        # report, which then waits for them.
-        pending = start_plots(parsed, out_dir / "plots")
-        try:
-            report = write_report([out_dir], out_dir / REPORT_NAME, pending.wait)
-        finally:
-            written += pending.wait()
-        written.append(report)
+        report = write_report([out_dir], out_dir / REPORT_NAME, pending.wait)
+    finally:
+        drawn = pending.wait()
+    written += drawn
+    written.append(report)
     return ParseResult(parsed, problems, cells, logs, written)
 
 
