@@ -64,10 +64,9 @@ def write_plots(parsed: Parsed, plot_dir: Path, jobs: int | None = None) -> list
 class PendingPlots:
     """Plots being drawn in forked processes (or, where forking is unsafe, on `wait`)."""
 
-    def __init__(self, groups: list[list[_Plot]], plot_dir: Path, jobs: int) -> None:
-        self._order = {name: i for i, (name, _) in enumerate(p for g in groups for p in g)}
-        self._tasks = [partial(_draw_group, group, plot_dir) for group in groups]
-        self._forked: Forked[list[Path]] | None = None
+    def __init__(self, plots: list[_Plot], plot_dir: Path, jobs: int) -> None:
+        self._tasks = [partial(_draw, name, draw, plot_dir) for name, draw in plots]
+        self._forked: Forked[Path] | None = None
         self._written: list[Path] | None = None
         workers = min(jobs, len(self._tasks))
         if workers > 1 and can_fork():
@@ -77,11 +76,9 @@ class PendingPlots:
         """The PNGs written, in plan order, once all are drawn (a plot's error is raised)."""
         if self._written is None:
             if self._forked is not None:
-                done = self._forked.results()
+                self._written = self._forked.results()
             else:
-                done = [task() for task in self._tasks]
-            paths = (path for group in done for path in group)
-            self._written = sorted(paths, key=lambda path: self._order[path.name])
+                self._written = [task() for task in self._tasks]
         return self._written
 
 
@@ -99,8 +96,8 @@ def start_plots(parsed: Parsed, plot_dir: Path, jobs: int | None = None) -> Pend
     return PendingPlots(_plan(parsed), plot_dir, usable_cores() if jobs is None else jobs)
 
 
-def _plan(parsed: Parsed) -> list[list[_Plot]]:
-    """The plots to draw, each in a group of its own (a task for one process).
+def _plan(parsed: Parsed) -> list[_Plot]:
+    """The plots to draw, each a task for one process.
 
     The failures plot goes first: it alone imports seaborn (for its barplot,
     0.7 s with scipy), so it should not be the last one started.
@@ -118,18 +115,15 @@ def _plan(parsed: Parsed) -> list[list[_Plot]]:
             plots.append((f"seconds-per-gb-{_slug(event)}.png", per_gb))
     if not parsed.ping.empty:
         plots.append(("ping-latency-vs-hops.png", partial(_ping_latency, parsed.ping)))
-    return [[plot] for plot in plots]
+    return plots
 
 
-def _draw_group(group: list[_Plot], plot_dir: Path) -> list[Path]:
-    """Draw, write and drop each figure in turn: many events never hold many figures."""
-    written = []
+def _draw(name: str, draw: Callable[[], Figure], plot_dir: Path) -> Path:
+    """Draw one figure, write it and drop it: many events never hold many figures."""
+    path = plot_dir / name
     with matplotlib.rc_context(THEME):
-        for name, draw in group:
-            path = plot_dir / name
-            write_atomic(path, _png(draw()))
-            written.append(path)
-    return written
+        write_atomic(path, _png(draw()))
+    return path
 
 
 def _png(figure: Figure) -> bytes:
