@@ -194,35 +194,58 @@ def _median_run(repeat: int, *args: str) -> dict[str, float]:
     return runs[len(runs) // 2]
 
 
-def run_cli(data: Path, out: Path, plots: bool = False) -> float:
-    """Seconds for `kary parse` end to end, interpreter start included."""
+def _run(command: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of it and every process it waited for) of one command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def _median(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    """The run with the median wall time."""
+    return sorted(runs)[len(runs) // 2]
+
+
+def run_cli(data: Path, out: Path, plots: bool = False) -> tuple[float, float]:
+    """`kary parse` end to end, interpreter start included: (wall, CPU) seconds."""
     kary = Path(sys.executable).parent / "kary"
     command = [str(kary), "parse", "--data", str(data), "--out", str(out)]
-    start = time.perf_counter()
-    subprocess.run(command if plots else [*command, "--no-plots"], check=True, capture_output=True)
-    return time.perf_counter() - start
+    return _run(command if plots else [*command, "--no-plots"])
 
 
-def run_seed_script(data: Path, out: Path) -> float:
-    """Seconds for the seed's whole script end to end, interpreter start included."""
-    start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, __file__, "--child-seed-script", str(data), str(out)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return time.perf_counter() - start
+def run_seed_script(data: Path, out: Path) -> tuple[float, float]:
+    """The seed's whole script end to end, interpreter start included: (wall, CPU) seconds."""
+    return _run([sys.executable, __file__, "--child-seed-script", str(data), str(out)])
 
 
 def full_parse(tree: Path, logs: int, work: Path, repeat: int) -> None:
     """kary parse with plots and report against the seed's whole script, on one tree."""
-    ours = statistics.median(run_cli(tree, work / "full-kary", plots=True) for _ in range(repeat))
-    seed = statistics.median(run_seed_script(tree, work / "full-seed") for _ in range(repeat))
-    print(f"{'kary parse (plots + report, CLI)':<34}{logs:>7}{'':>9}{ours:>10.2f}")
-    print(f"{'seed script (parse + plots)':<34}{logs:>7}{'':>9}{seed:>10.2f}")
+    ours = _median([run_cli(tree, work / "full-kary", plots=True) for _ in range(repeat)])
+    seed = _median([run_seed_script(tree, work / "full-seed") for _ in range(repeat)])
+    print(f"{'kary parse (plots + report, CLI)':<34}{logs:>7}{'':>9}{ours[0]:>10.2f}"
+          f"{'':>21}  cpu {ours[1]:.2f} s")  # fmt: skip
+    print(f"{'seed script (parse + plots)':<34}{logs:>7}{'':>9}{seed[0]:>10.2f}"
+          f"{'':>21}  cpu {seed[1]:.2f} s")  # fmt: skip
     print(
-        f"full parse at {logs} logs: {seed / ours:.1f}x faster than the seed's script "
+        f"full parse at {logs} logs: {seed[0] / ours[0]:.1f}x faster than the seed's script "
         "(target >= 4x, goal 10x)"
     )
+
+
+def _load_note(start: float) -> str:
+    """The machine's load while the benchmark ran, and what it means for the ratios."""
+    end = os.getloadavg()[0]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    note = f"load average (1 min) {start:.1f} at the start, {end:.1f} at the end, {cores} cores"
+    if max(start, end) > 1.0:
+        # kary uses every core, the seed's script one: work from elsewhere on the
+        # cores changes the wall-clock ratios above.
+        note += ": other work shared the cores, so the ratios above are unsure"
+    return note
 
 
 def main() -> None:
@@ -245,6 +268,7 @@ def main() -> None:
         for n in sorted(set(sizes + seed_sizes + ([plot_logs] if plot_logs else []))):
             trees[n] = work / f"raw-{n}"
             build_tree(trees[n], n)
+        load = os.getloadavg()[0]
         print(f"reference logs replicated from {REFERENCE}; Python {sys.version.split()[0]}")
         print(f"{'what':<34}{'logs':>7}{'rows':>9}{'seconds':>10}{'rows/s':>11}{'peak MB':>10}")
         if plot_logs:
@@ -257,7 +281,7 @@ def main() -> None:
             )
             traced = run_child("--child-parse", str(trees[n]), str(work / f"trace-{n}"), "--trace")
             cli = statistics.median(
-                run_cli(trees[n], work / f"cli-{n}") for _ in range(args.repeat)
+                run_cli(trees[n], work / f"cli-{n}")[0] for _ in range(args.repeat)
             )
             ours[n] = parsed["rows"] / parsed["seconds"]
             cli_rate[n] = parsed["rows"] / cli
@@ -296,6 +320,7 @@ def main() -> None:
                 f"throughput at {large} logs / at {small} logs: {ratio:.2f} "
                 "(linear: within 0.75..1.25)"
             )
+        print(_load_note(load))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
