@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import lru_cache
 
 from analysis.events import size_from_label, split_event_label, strategy_of
 from analysis.logtext import LogText
-from analysis.model import FAILED, OK, PingStep, ProblemKind, Step, few
+from analysis.model import FAILED, OK, PingStep, ProblemKind, Step, few, step_of
 
 __all__ = ["LegacyLog", "first_error", "parse_legacy", "parse_real"]
 
@@ -142,7 +142,7 @@ def parse_legacy(log: LogText) -> LegacyLog:
         if key is not None:
             error, took = errors.get(i) if errors else None, seconds[i]
             if error is None and took is not None:
-                steps.append(_step((*key, took, OK, "")))
+                steps.append(step_of((*key, took, OK, "")))
             else:
                 steps.append(_failed_step(key, error, i == last and truncated))
             continue
@@ -178,10 +178,6 @@ def _errors_by_block(text: str, events: list[tuple[str, int, int]]) -> dict[int,
         block = bisect_right(starts, match.start()) - 1
         found.setdefault(block, match.group(0).strip()[:200])
     return found
-
-
-# A Step from its six values, made in C (a named tuple's own __new__ is a Python call).
-_step = partial(tuple.__new__, Step)
 
 
 @lru_cache(maxsize=65536)

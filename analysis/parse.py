@@ -13,7 +13,7 @@ from pathlib import Path
 from analysis.cells import CellResult, parse_cell
 from analysis.events import topology_order_key
 from analysis.forked import Forked, can_fork, usable_cores
-from analysis.model import Problem, Step
+from analysis.model import Problem, step_of
 from analysis.output import PARSED_FORMAT, Parsed, write_parsed
 from analysis.stats import CI_LEVEL
 from analysis.tables import build_tables, summary_table
@@ -117,7 +117,7 @@ def parse_cells(cells: list[CellDir], jobs: int) -> list[CellResult]:
     results = [parse_cell(cell) for cell in slices[0]]
     for packed, columns in workers.results():
         for result, steps in zip(packed, columns, strict=True):
-            result.steps = list(map(_step, zip(*steps, strict=True)))
+            result.steps = list(map(step_of, zip(*steps, strict=True)))
         results += packed
     return results
 
@@ -131,10 +131,6 @@ def _parse_packed(
     for result in results:
         result.steps = []
     return results, columns
-
-
-# A Step from a row of values, made in C (Step._make is a Python call per step).
-_step = partial(tuple.__new__, Step)
 
 
 def parse_tree(data_dir: Path, out_dir: Path, plots: bool = True) -> ParseResult:

@@ -46,6 +46,9 @@ def test_healthy_legacy_log() -> None:
         ("clean-all-nodes", "1", 2.001, "ok", ""),
     ]
     assert legacy.notes == []
+    # Made in C (step_of), still Steps: named fields and all.
+    first = legacy.steps[0]
+    assert type(first) is Step and (first.event, first.size_bytes) == ("create-archive", 2**30)
 
 
 @pytest.mark.parametrize(
