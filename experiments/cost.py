@@ -83,19 +83,52 @@ class TimeModel(BaseModel):
     link_latency_s: float = 0.0
     broker_start_s: float = 0.0  # per broker, on top of run_overhead_s
     verify_s: float = 0.0  # per verify step: the fixed cost of a `flux exec` to every target
+    # Shared cores again: each target hashes its own copy, so verify also costs
+    # this per GB and target rank.
+    verify_s_per_gb_per_rank: float = 0.0
+    distribute_s: float = 0.0  # per distribution wave: a `flux exec` to every target
+    # Per size, strategy and rank: the template drops every rank's content cache
+    # and counts what is left (two `flux exec` to all ranks) before it distributes.
+    cold_cache_s_per_rank: float = 0.0
+    # The emulator's shaped links (--link-bandwidth / --link-latency): store and
+    # forward per 1 MiB blob, a broker's one link carrying a copy to each child.
+    emulated_links: bool = False
     calibrated_from: int = 0  # history rows used
     # Measured seconds per GB for designs the history holds, keyed "nodes/topo".
     design_s_per_gb: dict[str, float] = {}
 
     def distribute_s_per_gb(self, fanout: int, depth: int, nodes: int = 1) -> float:
-        feed = fanout * 8.0 / self.link_gbps if self.link_gbps else 0.0
         cpu = max(nodes - 1, 0) * self.shared_cpu_s_per_gb
         round_trips = BLOBS_PER_GB * 2 * self.link_latency_s * depth
+        if self.emulated_links:
+            # Store and forward per 1 MiB blob: the busiest link sends `fanout`
+            # copies of every blob.  A child's next request and its reply (2 x
+            # latency) idle that link unless its siblings' copies fill the time.
+            # The CPU path (every rank's share of the cores, the relays, a round
+            # trip per level) overlaps the links: the slower of the two sets the pace.
+            blob = BLOBS_PER_GB * self._blob_s()
+            wait = max(0.0, BLOBS_PER_GB * 2 * self.link_latency_s - (fanout - 1) * blob)
+            work = max(self.extract_s_per_gb, cpu) + max(depth - 1, 0) * self.hop_s_per_gb
+            return max(fanout * blob + wait, work + round_trips)
+        feed = fanout * 8.0 / self.link_gbps if self.link_gbps else 0.0
         return (
             max(self.extract_s_per_gb, feed, cpu)
             + max(depth - 1, 0) * self.hop_s_per_gb
             + round_trips
         )
+
+    def distribute_wave_s(self, fanout: int, depth: int) -> float:
+        """Seconds per distribution wave whatever its size: its `flux exec`, and on
+        emulated links the pipeline's fill (the first blob's request climbs every
+        level; below the root each level adds one blob's copies to its children)."""
+        if not self.emulated_links:
+            return self.distribute_s
+        fill = max(depth - 1, 0) * fanout * self._blob_s() + depth * 2 * self.link_latency_s
+        return self.distribute_s + fill
+
+    def _blob_s(self) -> float:
+        """Seconds one 1 MiB blob takes on one emulated link (0: unshaped)."""
+        return GIB / BLOBS_PER_GB * 8 / (self.link_gbps * 1e9) if self.link_gbps else 0.0
 
 
 @dataclass(frozen=True)
@@ -139,30 +172,12 @@ def default_time_model(
     wall time: 9,716 s less 8,283 s of timed steps over 12 runs is 119 s a run,
     taken as 100 s per MiniCluster; the image pull, once per cluster, is priced
     from the image's size instead (image_pull).
-    Local numbers were measured with the emulator on a 2-core machine: three
-    runs of the main job (30 nodes, kary:16, 16M and 64M, verify on) took
-    10.4-12.1 s a cell, of which distribute 6.3 s, verify 2.2 s, create 0.7 s,
-    generate 0.15 s, delete 0.04 s and clean 0.2 s per size, and 0.9 s outside
-    the timed steps.  Per-GB figures at these small sizes include each step's
-    fixed cost (interpreter start-ups on every rank); every broker shares the
-    same cores, so the emulator's distribute time also grows with the node count.
+    Local numbers: see `_local_time_model`.
     """
     if backend == "flux":
         return _flux_time_model(link_gbps)
     if backend == "local":
-        return TimeModel(
-            source="local defaults (emulator on 2 cores, main job 30/kary:16)",
-            create_s_per_gb=9.0,
-            extract_s_per_gb=76.0,
-            hop_s_per_gb=5.0,
-            verify_s_per_gb=28.0,
-            delete_s=0.05,
-            clean_s_per_gb=0.0,
-            clean_s=0.2,
-            generate_s_per_gb=1.9,
-            run_overhead_s=1.0,
-            image_pull_s=0.0,
-        )
+        return _local_time_model()
     pull = image_pull(image or DEFAULT_IMAGE, flux_view)
     return TimeModel(
         source=f"cloud defaults (seed EKS 6-node sweep, c5a.4xlarge); {pull.note}",
@@ -179,6 +194,41 @@ def default_time_model(
         generate_s_per_gb=1.0,
         run_overhead_s=100.0,
         image_pull_s=pull.seconds,
+    )
+
+
+def _local_time_model() -> TimeModel:
+    """The emulator on a 2-core machine shared with other work.
+
+    Every broker and client shares the same cores, so CPU costs are per rank:
+    distribution 4.5 s per GB per receiving rank (and 5 s per GB per level below
+    the first: relays on the path), 0.35 s per wave to start its `flux exec`;
+    verify 0.8 s per GB per target plus 0.1 s; the cold-cache step before each
+    distribution 0.12 s per rank.  Shaped links (--link-bandwidth) come on top
+    as TimeModel.distribute_s_per_gb describes.  Fitted to
+    benchmarks/local_links_bench.py runs (7 nodes kary:1/2/6, 16 nodes kary:2;
+    8M+64M; 200Mbit and 1Gbit, with and without 1 ms; n=3 per cell) at load
+    average 4-7, where every cell landed within 0.71-1.33 of its prediction.
+    Other work slows the CPU-bound cells: at load 10-15 the 16-node cells took
+    1.6-1.8x their prediction, link-bound ones stayed within 1.0-1.2x.
+    """
+    return TimeModel(
+        source="local defaults (emulator on 2 cores)",
+        create_s_per_gb=4.5,
+        extract_s_per_gb=10.0,
+        shared_cpu_s_per_gb=4.5,
+        hop_s_per_gb=5.0,
+        distribute_s=0.35,
+        verify_s_per_gb=0.0,
+        verify_s_per_gb_per_rank=0.8,
+        verify_s=0.1,
+        cold_cache_s_per_rank=0.12,
+        delete_s=0.05,
+        clean_s_per_gb=0.0,
+        clean_s=0.08,
+        generate_s_per_gb=1.9,
+        run_overhead_s=0.5,
+        image_pull_s=0.0,
     )
 
 
@@ -256,18 +306,33 @@ def predict_cell(cell: Cell, model: TimeModel, verify: bool) -> CellTime:
         if measured is not None
         else model.distribute_s_per_gb(tree.max_fanout, tree.depth, cell.nodes)
     )
+    per_wave = model.distribute_wave_s(tree.max_fanout, tree.depth)
     for size in cell.sizes:
         gb = size / GIB
         parts["generate"] += gb * model.generate_s_per_gb
         for strategy in cell.strategies:
             waves = strategy_waves(tree, strategy)
+            parts["overhead"] += model.cold_cache_s_per_rank * cell.nodes
             parts["create"] += gb * model.create_s_per_gb
-            parts["distribute"] += gb * rate * len(waves)
+            parts["distribute"] += (gb * rate + per_wave) * len(waves)
             if verify:
                 parts["verify"] += (gb * model.verify_s_per_gb + model.verify_s) * len(waves)
+                targets = sum(_target_count(t, cell.nodes) for _, t in waves)
+                parts["verify"] += gb * model.verify_s_per_gb_per_rank * targets
             parts["delete"] += model.delete_s
             parts["clean"] += model.clean_s + gb * model.clean_s_per_gb
     return CellTime(cell, sum(parts.values()), parts)
+
+
+def _target_count(targets: str, nodes: int) -> int:
+    """Ranks a wave reaches: `all` (less rank 0, as the template's -x 0) or an idset."""
+    if targets == "all":
+        return nodes - 1
+    count = 0
+    for part in targets.split(","):
+        low, _, high = part.partition("-")
+        count += int(high or low) - int(low) + 1
+    return count
 
 
 class PriceCatalog(BaseModel):

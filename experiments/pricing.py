@@ -86,4 +86,4 @@ def with_emulated_links(
     except ValueError as err:
         raise UserError(str(err)) from None
     source = f"{model.source}; links {link_bandwidth or 'unshaped'}, {link_latency or 'no'} latency"
-    return model.model_copy(update={**update, "source": source})
+    return model.model_copy(update={**update, "source": source, "emulated_links": True})
