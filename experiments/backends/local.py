@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
+from experiments.emulator import FIDELITY
 from experiments.emulator.content import DEFAULT_PURGE_TARGET_SIZE
+from experiments.emulator.cpu import DEFAULT_COSTS
 from experiments.emulator.instance import STARTUP_FAILED, group_members
 from experiments.emulator.units import parse_bandwidth, parse_latency
 from experiments.errors import UserError
@@ -254,6 +256,8 @@ class LocalBackend(Backend):
                 "link_bandwidth": self.link_bandwidth,
                 "link_latency": self.link_latency,
                 "purge_target_size": self.purge_target_size,
+                "cpu_costs_ms_per_mib": DEFAULT_COSTS.text(),
+                "fidelity": FIDELITY,
                 # Injected on purpose (--emulator-fault): the cell tests a template, it
                 # measures nothing.
                 "faults": list(self.faults),

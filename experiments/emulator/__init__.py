@@ -11,3 +11,11 @@
 The flux client imports almost nothing (built-in modules, see `wire`), so a
 call costs little more than the interpreter's own start.
 """
+
+# How close the emulator's timings are to real Flux, as benchmarks/fidelity.py
+# last measured it; every run.json and report of emulated cells carries it.
+FIDELITY = (
+    "within x1.5 of flux-core 0.88 in 12 of 16 cells on a 2-core machine (N 8 and 16, "
+    "64M and 256M; median ratio 1.4, kary:4 1.5-1.8x slower; same winner where real Flux "
+    "has one): benchmarks/results/fidelity-flux-0.88-2cores.json"
+)

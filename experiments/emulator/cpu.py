@@ -1,10 +1,12 @@
 """CPU that flux-core spends per 1 MiB blob, spent here too so the emulator keeps its pace.
 
 Real Flux on a machine whose cores every broker shares is CPU-bound: measured
-with flux-core 0.88 on a 2-core machine (8 brokers, 256M to every rank, cold
-caches), brokers and `flux archive extract` together used 8.6-10.2 CPU-ms per
-MiB delivered to a rank (15.5-18.4 CPU-s for 1,792 MiB), where the emulator's
-Python brokers used 2.3.  The difference is burned at the three places a blob
+with flux-core 0.88 on a 2-core machine (cold caches), brokers and `flux
+archive extract` together used 7.1 CPU-ms per MiB delivered to a rank at 16
+brokers and 64M (6.7-7.0 CPU-s for 960 MiB), and 8.6-10.2 at 8 brokers and
+256M, where the emulator's Python brokers used 3.4 and 2.3.  Each rank's copy
+costs relay + 2 x serve + client = 4.5 ms here, which lands the emulator at
+8.2 ms (16/64M) and about 6.8 (8/256M): within x1.3 of both.  The difference is burned at the three places a blob
 costs flux-core work: a broker taking a blob from its parent (zmq receive,
 cache insert), a broker sending a blob to a requester (child broker or local
 client), and the extracting client (receive, libarchive write).
@@ -54,7 +56,7 @@ class CpuCosts:
 
 
 # Calibrated on flux-core 0.88, 2 cores: see the module docstring and benchmarks/fidelity.py.
-DEFAULT_COSTS = CpuCosts(relay_ms=2.0, serve_ms=1.5, client_ms=1.5)
+DEFAULT_COSTS = CpuCosts(relay_ms=1.5, serve_ms=1.0, client_ms=1.0)
 
 
 def burn(ms_per_mib: float, nbytes: int) -> None:

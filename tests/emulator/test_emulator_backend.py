@@ -58,6 +58,9 @@ def test_the_template_runs_unmodified_and_every_step_succeeds(short_tmp: Path) -
     assert verdict.log.meta is not None
     assert verdict.log.meta["flux_version"] == "0.88.0-kary-emulator"
     assert verdict.log.meta["size_attr"] == "5"
+    # Every emulated cell says how close its timings are to real Flux.
+    assert result.provenance["emulator"]["fidelity"].startswith("within x1.5 of flux-core 0.88")
+    assert result.provenance["emulator"]["cpu_costs_ms_per_mib"] == "1.5,1,1"
     assert result.provenance["emulator"]["brokers"] == 5
     assert list(short_tmp.iterdir()) == []  # the instance folder is gone
     assert wait_for_no_processes(str(short_tmp)) == []
