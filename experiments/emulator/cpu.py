@@ -6,10 +6,11 @@ archive extract` together used 7.1 CPU-ms per MiB delivered to a rank at 16
 brokers and 64M (6.7-7.0 CPU-s for 960 MiB), and 8.6-10.2 at 8 brokers and
 256M, where the emulator's Python brokers used 3.4 and 2.3.  Each rank's copy
 costs relay + 2 x serve + client = 4.5 ms here, which lands the emulator at
-8.2 ms (16/64M) and about 6.8 (8/256M): within x1.3 of both.  The difference is burned at the three places a blob
-costs flux-core work: a broker taking a blob from its parent (zmq receive,
-cache insert), a broker sending a blob to a requester (child broker or local
-client), and the extracting client (receive, libarchive write).
+8.2 ms (16/64M) and about 6.8 (8/256M): within x1.3 of both.  The extra is
+burned at the three places a blob costs flux-core work: a broker taking a
+blob from its parent (zmq receive, cache insert), a broker sending a blob to a
+requester (child broker or local client), and the extracting client (receive,
+libarchive write).
 
 `burn` spins on this thread's CPU clock, not the wall clock: a broker that
 waits for a core does not count that wait, so N brokers on 2 cores slow each
