@@ -7,11 +7,11 @@ question; with no terminal and no `--yes` it refuses before any cloud call).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
 
+from experiments.cli.confirm import confirm_billed
 from experiments.clusters import (
     DEFAULT_MAX_HOURS,
     CommandFailed,
@@ -33,7 +33,7 @@ from experiments.clusters import (
 from experiments.clusterspec import ClusterSpec, load_cluster_spec
 from experiments.errors import UserError
 
-__all__ = ["app", "confirm_billed"]
+__all__ = ["app"]
 
 app = typer.Typer(
     help="Create, inspect and delete EKS/GKE clusters (labelled, with a dead-man switch).",
@@ -55,27 +55,6 @@ def _err(line: str) -> None:
 def _shell() -> Shell:
     # The cloud tools' progress goes to stderr, so stdout stays what kary says.
     return Shell(echo=lambda line: _err(f"  | {line}"))
-
-
-def _stdin_is_terminal() -> bool:
-    return sys.stdin.isatty()
-
-
-def confirm_billed(lines: list[str], question: str, yes: bool, no_terminal: str) -> None:
-    """Show what is about to bill, then ask; `yes` skips the question.
-
-    Without a terminal to ask on (CI, a pipe) and without `yes`, refuse with the
-    one-line `no_terminal` reason (a UserError: exit 2).  A "no" exits 1.
-    """
-    for line in lines:
-        _err(line)
-    if yes:
-        return
-    if not _stdin_is_terminal():
-        raise UserError(no_terminal)
-    if not typer.confirm(question, default=False, err=True):
-        _err("kary: nothing was created")
-        raise typer.Exit(1)
 
 
 def _up_lines(
@@ -133,6 +112,7 @@ def up(
         yes,
         f"creating {spec.name} bills ${hourly:,.2f}/h and there is no terminal to confirm it: "
         "check the plan above and add --yes",
+        declined="kary: nothing was created",
     )
     with terminate_as_interrupt():
         try:

@@ -15,7 +15,6 @@ import dataclasses
 import inspect
 import json
 import secrets
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from experiments.backends import (
     default_backend,
     describe_backend,
 )
+from experiments.cli.confirm import confirm_billed
 from experiments.clusterspec import ClusterSpec, load_cluster_spec
 from experiments.cost import Estimate
 from experiments.errors import UserError
@@ -438,25 +438,19 @@ def _confirm_billed(prepared: Prepared, yes: bool, cluster_lines: list[str] | No
     """Billed runs show their plan and ask; without a terminal they need --yes."""
     if yes:
         return
-    typer.echo(
-        plan_text(
-            prepared.plan,
-            prepared.estimate,
-            prepared.plan.spec.backend,
-            prepared.cluster.name if prepared.cluster else None,
-        ),
-        err=True,
-        nl=False,
+    plan = plan_text(
+        prepared.plan,
+        prepared.estimate,
+        prepared.plan.spec.backend,
+        prepared.cluster.name if prepared.cluster else None,
     )
-    for line in cluster_lines or []:
-        typer.echo(line, err=True)
-    if not sys.stdin.isatty():
-        raise UserError(
-            "this run is billed and there is no terminal to confirm it: "
-            "check the plan above and add --yes"
-        )
-    if not typer.confirm("Start this run?", default=False, err=True):
-        raise typer.Exit(1)
+    confirm_billed(
+        [*plan.splitlines(), *(cluster_lines or [])],
+        "Start this run?",
+        yes,
+        "this run is billed and there is no terminal to confirm it: "
+        "check the plan above and add --yes",
+    )
 
 
 def _cells(count: int) -> str:
