@@ -1,6 +1,6 @@
 """`kary parse` and `kary compare`: thin commands over the `analysis` package.
 
-`analysis` (pandas, scipy) is imported inside the commands, so that every other
+`analysis` (pandas, matplotlib) is imported inside the commands, so that every other
 kary command starts without paying for it.
 """
 
