@@ -235,16 +235,17 @@ def _local_time_model() -> TimeModel:
 def _flux_time_model(link_gbps: float | None) -> TimeModel:
     """Real flux-core 0.88: a test instance on this machine, or nested in an allocation.
 
-    Test instance: measured with `kary run --backend flux` on a 2-core machine,
-    main job (30 brokers, kary:16, 16M and 64M, verify on), one run: 37.8 s wall,
-    of which distribute 4.35 s (16M) and 15.7 s (64M), i.e. about 8.3 s per GB
-    per receiving rank, as every broker shares the same two cores (8 brokers at
-    256M, kary:1/2/7, gave 7.9-9.3 s/GB per rank); create 0.44 s and 2.13 s
-    (about 30 s/GB: hashing and content-sqlite on one core); verify 1.0 s and
-    1.45 s (0.85 s fixed for a flux exec to 29 ranks, then ~9 s/GB); clean
-    0.25-0.3 s; and 11.5 s outside the steps, mostly 30 brokers starting and
-    stopping (4 brokers: 2.7 s).  In an allocation every broker has its own
-    node: per-GB numbers are the cloud's, the nested instance starts in seconds.
+    Test instance: measured with `make demo` (30 brokers, kary:16, 16M and 64M,
+    verify on) on an otherwise idle 2-core machine: 23.4 s wall, of which
+    distribute 2.06 s (16M) and 9.52 s (64M), i.e. 4.5-5.3 s per GB per
+    receiving rank, as every broker shares the same two cores (benchmarks/
+    fidelity.py, 8 and 16 brokers at 64M and 256M: 4.3-5.0); create 0.37 s and
+    1.33 s (about 21 s/GB: hashing and content-sqlite on one core); verify
+    0.43 s and 1.18 s; clean 0.18-0.26 s; and 7.9 s outside the steps, mostly
+    30 brokers starting and stopping (4 brokers: 2.7 s).  Under a load of 5-10
+    from other work the same job took 37.8 s.  In an allocation every broker
+    has its own node: per-GB numbers are the cloud's, the nested instance
+    starts in seconds.
     """
     from experiments.backends.flux import ALLOCATION, current_place
 
@@ -266,17 +267,17 @@ def _flux_time_model(link_gbps: float | None) -> TimeModel:
         )
     return TimeModel(
         source="flux test-instance defaults (flux-core 0.88 on 2 cores, main job 30/kary:16)",
-        create_s_per_gb=30.0,
+        create_s_per_gb=21.0,
         extract_s_per_gb=0.0,
-        shared_cpu_s_per_gb=8.3,
-        verify_s_per_gb=9.0,
-        verify_s=0.85,
-        delete_s=0.015,
+        shared_cpu_s_per_gb=5.0,
+        verify_s_per_gb=15.0,
+        verify_s=0.2,
+        delete_s=0.01,
         clean_s_per_gb=0.0,
-        clean_s=0.25,
-        generate_s_per_gb=2.7,
+        clean_s=0.2,
+        generate_s_per_gb=1.0,
         run_overhead_s=1.2,
-        broker_start_s=0.35,
+        broker_start_s=0.22,
         image_pull_s=0.0,
     )
 
