@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+from unavailable import unavailable
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("KARY_SHARED", REPO.parent / "shared"))
@@ -53,7 +54,7 @@ def _sealed_environment(
 def _reference(*parts: str) -> Path:
     path = REFERENCE.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"reference data {path} is absent (needs the shared/ folder beside the repo)")
+        unavailable(f"reference data {path} is absent (needs the shared/ folder beside the repo)")
     return path
 
 

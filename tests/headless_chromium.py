@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
+from unavailable import unavailable
 
 __all__ = ["Browser", "chromium", "page_requests"]
 
@@ -112,7 +112,7 @@ def chromium(tmp_path: Path) -> Iterator[Browser]:
     """A Browser for this test, or skip with the reason when chromium is not installed."""
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
     if binary is None:
-        pytest.skip("chromium is not installed (Debian package chromium; .ci/run installs it)")
+        unavailable("chromium is not installed (Debian package chromium; .ci/run installs it)")
     recorder = _Recorder()
     thread = threading.Thread(target=recorder.serve_forever, daemon=True)
     thread.start()
