@@ -8,8 +8,6 @@ failed is failed too (analysis.verify).
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,10 +17,11 @@ from analysis.legacy import first_error
 from analysis.logtext import LogText
 from analysis.model import FAILED, OK, ProblemKind, Step, few
 from analysis.verify import fail_unverified, verify_detail
+from experiments.karyline import KARY_JSON, load_record, step_problem
 
 __all__ = ["KaryLog", "has_kary_lines", "parse_kary"]
 
-_LINE = re.compile(r"^(?:KARY[ \t]+(?P<json>\S.*?)|EVENT[ \t]+(?P<event>\S+))[ \t]*$", re.M)
+_LINE = re.compile(rf"^(?:{KARY_JSON}|EVENT[ \t]+(?P<event>\S+))[ \t]*$", re.M)
 _HAS_KARY_STEP = re.compile(r'^KARY[ \t]+\{[ \t]*"event"', re.M)
 
 
@@ -59,7 +58,7 @@ def parse_kary(log: LogText) -> KaryLog:
                 _add_unfinished(out.steps, seen, pending[0], "no KARY result line for this step")
             pending = (announced, match.end())
             continue
-        record = _load(match.group("json"))
+        record = load_record(match.group("json"))
         if record is None:
             bad_lines += 1
             continue
@@ -115,17 +114,9 @@ def parse_kary(log: LogText) -> KaryLog:
     return out
 
 
-def _load(text: str) -> dict[str, Any] | None:
-    try:
-        record = json.loads(text)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
-
-
 def _step(record: dict[str, Any]) -> Step | None:
     event, label = record.get("event"), record.get("size")
-    size, seconds, rc = record.get("size_bytes"), record.get("seconds"), record.get("rc")
+    size = record.get("size_bytes")
     if not isinstance(event, str) or not event:
         return None
     if not isinstance(label, str) or not label:
@@ -134,17 +125,10 @@ def _step(record: dict[str, Any]) -> Step | None:
         size = size_from_label(label)
         if size is None:
             return None
-    if not isinstance(rc, int) or isinstance(rc, bool):
-        return Step(event, label, size, None, FAILED, "no exit status in the KARY line")
-    if rc != 0:
-        error = record.get("error")
-        reason = f"exit status {rc}" + (f": {error}" if isinstance(error, str) and error else "")
-        return Step(event, label, size, None, FAILED, reason)
-    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
-        return Step(event, label, size, None, FAILED, "no time in the KARY line")
-    if not math.isfinite(seconds) or seconds < 0:
-        return Step(event, label, size, None, FAILED, f"impossible time {seconds!r}")
-    return Step(event, label, size, float(seconds), OK, "")
+    problem = step_problem(record)
+    if problem is not None:
+        return Step(event, label, size, None, FAILED, problem)
+    return Step(event, label, size, float(record["seconds"]), OK, "")
 
 
 def _add_unfinished(steps: list[Step], seen: set[tuple[str, str]], name: str, reason: str) -> None:

@@ -1,18 +1,19 @@
 """Judge one cell from what its backend returned: succeeded, failed or timeout, and why.
 
 A cell succeeded only when the entrypoint exited 0, the log holds at least
-one timed step, every `KARY {"event": ...}` step has rc 0, and the log ends
+one timed step, every `KARY {"event": ...}` step is a timing (rc 0 and a valid
+time, as experiments.karyline reads it for `kary parse` too), and the log ends
 with `KARY {"meta": "done", "failed_steps": 0}`.  Anything else is a failure
 with a one-line reason: a failure is never recorded as a timing.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from experiments.backends.base import RunResult
+from experiments.karyline import kary_records, step_problem
 
 __all__ = ["LogSummary", "Verdict", "judge", "summarize_log"]
 
@@ -29,7 +30,7 @@ class LogSummary:
 
     @property
     def failed(self) -> list[dict[str, Any]]:
-        return [s for s in self.steps if s.get("rc") != 0]
+        return [s for s in self.steps if step_problem(s) is not None]
 
     @property
     def step_seconds(self) -> float:
@@ -47,14 +48,8 @@ class Verdict:
 def summarize_log(log: str) -> LogSummary:
     steps: list[dict[str, Any]] = []
     done = meta = None
-    for line in log.splitlines():
-        if not line.startswith("KARY {"):
-            continue
-        try:
-            item = json.loads(line[5:])
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(item, dict):
+    for item in kary_records(log):
+        if item is None:
             continue
         if "event" in item:
             steps.append(item)
@@ -69,12 +64,17 @@ def _step_name(step: dict[str, Any]) -> str:
     return f"{step.get('event')} {step.get('size', step.get('size_bytes', ''))}".strip()
 
 
+def _why(step: dict[str, Any]) -> str:
+    rc = step.get("rc")
+    return f"rc {rc}" if isinstance(rc, int) and rc != 0 else str(step_problem(step))
+
+
 def judge(result: RunResult) -> Verdict:
     summary = summarize_log(result.log)
     reasons: list[str] = []
     failed = summary.failed
     if failed:
-        shown = ", ".join(f"{_step_name(s)} (rc {s.get('rc')})" for s in failed[:_SHOWN_STEPS])
+        shown = ", ".join(f"{_step_name(s)} ({_why(s)})" for s in failed[:_SHOWN_STEPS])
         more = f" and {len(failed) - _SHOWN_STEPS} more" if len(failed) > _SHOWN_STEPS else ""
         reasons.append(f"{len(failed)} of {len(summary.steps)} steps failed: {shown}{more}")
     if result.timed_out:

@@ -6,9 +6,10 @@ the recent events about a MiniCluster, image digests and Flux's version.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
+
+from experiments.karyline import kary_records
 
 __all__ = [
     "CRD_RESOURCES",
@@ -34,7 +35,6 @@ __all__ = [
 Obj = dict[str, Any]
 
 _INDEX_KEYS = ("batch.kubernetes.io/job-completion-index", "job-index")
-_KARY_META = re.compile(r"^KARY (\{.*\})\s*$", re.MULTILINE)
 _FLUX_VERSION = re.compile(r"(?:flux-core|commands:)\s+v?(\d+\.\d+\.\d+\S*)")
 _EVENTS_KEPT = 20
 
@@ -189,12 +189,8 @@ def image_digest(image_id: str | None) -> str | None:
 
 def flux_version_from_log(log: str) -> str | None:
     """Flux's version as the entrypoint reports it (its KARY meta line), else `flux version`."""
-    for match in _KARY_META.finditer(log):
-        try:
-            meta = json.loads(match.group(1))
-        except json.JSONDecodeError:
-            continue
-        if isinstance(meta, dict) and meta.get("flux_version"):
+    for meta in kary_records(log):
+        if meta is not None and meta.get("meta") == "cell" and meta.get("flux_version"):
             return str(meta["flux_version"])
     found = _FLUX_VERSION.search(log)
     return found.group(1) if found else None
