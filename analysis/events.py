@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from experiments.topology import topo_from_dirname, topology_dirname
+
 __all__ = [
     "EVENT_ORDER",
     "SETUP_EVENTS",
@@ -127,24 +129,6 @@ def split_event_label(name: str) -> tuple[str, str] | None:
     if not sep or not event or size_from_label(label) is None:
         return None
     return event, label
-
-
-def topology_dirname(topo: str) -> str:
-    """`kary:2` -> `kary-2` (the raw-tree directory name and the seed's topology column)."""
-    return topo.replace(":", "-")
-
-
-_DIRNAME = re.compile(r"^(?P<scheme>kary|mincrit)-(?P<k>[0-9]+)$|^(?P<plain>binomial|mincrit)$")
-
-
-def topo_from_dirname(name: str) -> str | None:
-    """`kary-2` -> `kary:2`, `binomial` -> `binomial`; None for anything else."""
-    match = _DIRNAME.match(name)
-    if match is None:
-        return None
-    if match.group("plain"):
-        return match.group("plain")
-    return f"{match.group('scheme')}:{int(match.group('k'))}"
 
 
 _TOPO = re.compile(r"^(?P<scheme>kary|binomial|mincrit)(?:[:-](?P<k>[0-9]+))?$")

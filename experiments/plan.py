@@ -17,7 +17,7 @@ from experiments.designs import Design, load_designs
 from experiments.errors import UserError
 from experiments.record import read_record
 from experiments.render import STRATEGIES, strategy_waves
-from experiments.topology import build_tree, parse_topology
+from experiments.topology import build_tree, parse_topology, topology_dirname
 from experiments.validate import dns1123_name, node_count
 
 __all__ = [
@@ -50,7 +50,7 @@ class Cell:
 
     @property
     def topo_dir(self) -> str:
-        return self.topo.replace(":", "-")
+        return topology_dirname(self.topo)
 
     @property
     def id(self) -> str:

@@ -25,6 +25,8 @@ __all__ = [
     "parse_topology",
     "render_overlay",
     "topo_dirname",
+    "topo_from_dirname",
+    "topology_dirname",
     "topology_sort_key",
 ]
 
@@ -52,8 +54,7 @@ class Topology:
 
     @property
     def dirname(self) -> str:
-        """The raw-tree directory name (':' is not portable in paths)."""
-        return str(self).replace(":", "-")
+        return topology_dirname(str(self))
 
 
 def parse_topology(text: str) -> Topology:
@@ -85,6 +86,27 @@ def topology_sort_key(text: str) -> tuple[int, int]:
 def topo_dirname(text: str) -> str:
     """`kary:2` -> `kary-2`, after validation."""
     return parse_topology(text).dirname
+
+
+def topology_dirname(topo: str) -> str:
+    """`kary:2` -> `kary-2`: the raw-tree directory name (':' is not portable in paths).
+
+    The one place this name is made; `topo_from_dirname` reads it back.
+    """
+    return topo.replace(":", "-")
+
+
+_DIRNAME = re.compile(r"^(?P<scheme>kary|mincrit)-(?P<k>[0-9]+)$|^(?P<plain>binomial|mincrit)$")
+
+
+def topo_from_dirname(name: str) -> str | None:
+    """`kary-2` -> `kary:2`, `binomial` -> `binomial`; None for anything else."""
+    match = _DIRNAME.match(name)
+    if match is None:
+        return None
+    if match.group("plain"):
+        return match.group("plain")
+    return f"{match.group('scheme')}:{int(match.group('k'))}"
 
 
 def _mincrit_routers(size: int) -> int:

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from experiments.errors import UserError
+from experiments.plan import Cell
 from experiments.render import DEFAULT_IMAGE, RenderOptions, render_cell
 from experiments.validate import image_ref, node_count, parse_size, parse_sizes
 
@@ -45,7 +46,7 @@ def register(app: typer.Typer) -> None:
             verify=verify,
             purge_target_size=parse_size(purge_target_size) if purge_target_size else None,
         )
-        cell_id = f"{nodes}/{topo.replace(':', '-')}/{iteration}"
+        cell_id = Cell(nodes, topo, iteration, (), ()).id
         rendered = render_cell(
             nodes, topo, parse_sizes(sizes), strategies, cell_id, options, template
         )
