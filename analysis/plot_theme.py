@@ -3,7 +3,7 @@
 Importing seaborn imports scipy.stats, about 0.7 s of CPU before the first
 plot; the theme is a fixed set of rcParams and the palettes fixed tables, so
 they are written out here. tests/analysis/test_analysis_plots.py checks them
-against seaborn itself. Only the failures plot (seaborn's barplot) imports it.
+against seaborn itself; no plot imports seaborn.
 """
 
 from __future__ import annotations
