@@ -128,26 +128,15 @@ class FluxBackend(Backend):
 
     def _query(self, args: list[str], what: str) -> str:
         """Run `flux ARGS` for a fact about this Flux; any failure is a one-line UserError."""
-        command = [self.flux or "flux", *args]
         shown = " ".join(["flux", *args])
         try:
-            done = subprocess.run(
-                command,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=_QUERY_TIMEOUT_S,
-                env=_flux_env(os.environ),
-            )
-        except (OSError, subprocess.TimeoutExpired) as err:
-            raise UserError(f"cannot ask Flux for {what} (`{shown}`): {err}") from None
-        if done.returncode != 0:
-            why = _last_line(done.stderr) or f"exit status {done.returncode}"
+            return _run_flux([self.flux or "flux", *args], _flux_env(os.environ), shown)
+        except BackendError as err:
             hint = ""
             if os.environ.get("FLUX_URI"):
                 hint = " (FLUX_URI is set: is that instance still running?)"
-            raise UserError(f"cannot ask Flux for {what} (`{shown}`): {why}{hint}")
-        return done.stdout
+            why = str(err).removeprefix(f"{shown}: ")
+            raise UserError(f"cannot ask Flux for {what} (`{shown}`): {why}{hint}") from None
 
     def check_cells(self, cells: Sequence[Cell]) -> None:
         if self.place != ALLOCATION or self.instance_nodes is None or not cells:
@@ -351,6 +340,7 @@ def _flux_env(base: os._Environ[str] | dict[str, str], drop_uri: bool = False) -
 
 
 def _run_flux(command: list[str], env: dict[str, str], shown: str) -> str:
+    """stdout of a short flux command; BackendError `shown: why` when it fails."""
     try:
         done = subprocess.run(
             command,

@@ -27,7 +27,8 @@ import os
 import signal
 import sys
 import time
-from pathlib import Path
+
+from experiments.proctable import live_members
 
 __all__ = ["kill_session", "session_members"]
 
@@ -39,19 +40,7 @@ _REAP_S = 5.0
 
 def session_members(sid: int) -> list[int]:
     """Live (non-zombie) processes of session `sid`, from Linux's /proc."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp session ...; comm may hold spaces and ')'.
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[3]) == sid and fields[0] != "Z":
-            members.append(int(entry))
-    return members
+    return live_members("session", sid)
 
 
 def _signal_all(pids: list[int], signum: int) -> None:

@@ -34,6 +34,7 @@ from experiments.emulator.content import DEFAULT_PURGE_TARGET_SIZE
 from experiments.emulator.cpu import CLIENT_ENV, DEFAULT_COSTS, CpuCosts
 from experiments.emulator.units import parse_bandwidth, parse_latency
 from experiments.emulator.wire import uri_for
+from experiments.proctable import live_members
 from experiments.topology import build_tree
 
 __all__ = ["STARTUP_FAILED", "group_members", "main", "write_flux_command"]
@@ -51,19 +52,7 @@ class _Stop(Exception):
 
 def group_members(pgid: int) -> list[int]:
     """Live (non-zombie) processes in process group `pgid` (Linux /proc)."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(entry))
-    return members
+    return live_members("pgrp", pgid)
 
 
 def write_flux_command(bin_dir: Path) -> Path:

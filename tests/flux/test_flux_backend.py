@@ -231,3 +231,20 @@ def test_inside_an_allocation_a_cell_bigger_than_it_is_refused_before_anything_r
     )
     assert "Traceback" not in done.stderr
     assert not (data / "4").exists()
+
+
+def test_a_flux_uri_with_no_instance_behind_it_is_one_line(flux: str, scratch: Path) -> None:
+    env = dict(_env(scratch), FLUX_URI=f"local://{scratch}/gone")
+    done = subprocess.run(
+        [*KARY, "run", *CELL, "--backend", "flux", "--data-dir", str(scratch / "raw")],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("kary: error: cannot ask Flux for its ")
+    assert last.endswith("(FLUX_URI is set: is that instance still running?)")
+    assert "Traceback" not in done.stderr and not (scratch / "raw" / "4").exists()
