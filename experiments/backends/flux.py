@@ -35,6 +35,7 @@ from typing import Any
 
 from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
 from experiments.backends.session_guard import kill_session, session_members
+from experiments.backends.waiting import communicate_or_stop
 from experiments.errors import UserError
 from experiments.plan import Cell
 from experiments.render import Rendered
@@ -173,6 +174,8 @@ class FluxBackend(Backend):
 
     def _provenance(self, cell: Cell, wall: float, **extra: Any) -> dict[str, Any]:
         return {
+            # The host kary ran on: a login or first node in an allocation.
+            "cluster": f"flux:{socket.gethostname()}",
             "flux_version": self.flux_version,
             "place": self.place,
             "image": None,  # no container: the flux on PATH ran it
@@ -211,17 +214,8 @@ class FluxBackend(Backend):
             )
         except OSError as exc:
             raise BackendError(f"cannot start flux: {exc}") from None
-        timed_out = False
         try:
-            out, err = guard.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _stop_guard(guard)
-            out, err = guard.communicate()
-        except BaseException:
-            _stop_guard(guard)
-            guard.communicate()
-            raise
+            out, err, timed_out = communicate_or_stop(guard, timeout, lambda: _stop_guard(guard))
         finally:
             left = _stop_guard(guard)
         wall = time.monotonic() - started
@@ -236,14 +230,7 @@ class FluxBackend(Backend):
         if left:
             error = (error + "; " if error else "") + f"flux processes survived: {left}"
         provenance = self._provenance(cell, wall, messages=messages[-20:], cores=os.cpu_count())
-        provenance["cluster"] = f"flux:{socket.gethostname()}"
-        return RunResult(
-            log=out.decode("utf-8", "replace"),
-            rc=rc,
-            timed_out=timed_out,
-            error=error,
-            provenance=provenance,
-        )
+        return RunResult(out.decode("utf-8", "replace"), rc, timed_out, error, provenance)
 
     def _run_in_allocation(
         self, cell: Cell, folder: Path, entrypoint: Path, timeout: float | None
@@ -268,7 +255,6 @@ class FluxBackend(Backend):
         jobid = submitted.strip()
         if not _JOBID.match(jobid):
             raise BackendError(f"flux batch printed {jobid[:60]!r}, not a job id")
-        timed_out = False
         try:
             attach = subprocess.Popen(
                 [self.flux or "flux", "job", "attach", jobid],
@@ -280,18 +266,12 @@ class FluxBackend(Backend):
         except OSError as exc:
             self._cancel(jobid, env)
             raise BackendError(f"cannot follow job {jobid}: {exc}") from None
-        try:
-            out, err = attach.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+
+        def cancel() -> None:
             self._cancel(jobid, env)
             attach.kill()
-            out, err = attach.communicate()
-        except BaseException:
-            self._cancel(jobid, env)
-            attach.kill()
-            attach.communicate()
-            raise
+
+        out, err, timed_out = communicate_or_stop(attach, timeout, cancel)
         wall = time.monotonic() - started
         rc: int | None = None if timed_out else attach.returncode
         hosts = _run_flux(
@@ -301,16 +281,8 @@ class FluxBackend(Backend):
         provenance = self._provenance(
             cell, wall, messages=_messages(err)[-20:], instance_nodes=self.instance_nodes
         )
-        provenance.update(
-            {"cluster": f"flux:{socket.gethostname()}", "jobid": jobid, "hosts": hosts or None}
-        )
-        return RunResult(
-            log=out.decode("utf-8", "replace"),
-            rc=rc,
-            timed_out=timed_out,
-            error=error,
-            provenance=provenance,
-        )
+        provenance.update({"jobid": jobid, "hosts": hosts or None})
+        return RunResult(out.decode("utf-8", "replace"), rc, timed_out, error, provenance)
 
     def _cancel(self, jobid: str, env: dict[str, str]) -> None:
         """Cancel the job and wait until Flux has cleaned it up (its brokers are gone)."""

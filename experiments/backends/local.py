@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
+from experiments.backends.waiting import communicate_or_stop
 from experiments.emulator import FIDELITY
 from experiments.emulator.content import DEFAULT_PURGE_TARGET_SIZE
 from experiments.emulator.cpu import DEFAULT_COSTS
@@ -183,17 +184,10 @@ class LocalBackend(Backend):
                 )
             except OSError as exc:
                 raise BackendError(f"cannot start the emulator: {exc}") from None
-            timed_out = False
             try:
-                out, errout = proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _stop_group(proc)
-                out, errout = proc.communicate()
-            except BaseException:
-                _stop_group(proc)
-                proc.communicate()
-                raise
+                out, errout, timed_out = communicate_or_stop(
+                    proc, timeout, lambda: _stop_group(proc)
+                )
             finally:
                 _stop_group(proc)
             wall = time.monotonic() - started
