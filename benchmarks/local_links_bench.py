@@ -33,6 +33,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from experiments.karyline import kary_records, step_problem  # noqa: E402
+
 TARGET = 0.35
 PARTS = ("generate", "create", "distribute", "verify", "delete", "clean")
 
@@ -135,13 +139,14 @@ def measure(case: Case, data: Path) -> dict[str, Any]:
     parts = dict.fromkeys(PARTS, 0.0)
     steps = []
     [log] = list(data.glob("*/*/*/topology-experiment.out"))
-    for line in log.read_text().splitlines():
-        if line.startswith("KARY {"):
-            item = json.loads(line[5:])
-            part = _part_of(str(item.get("event", "")))
-            if part is not None:
-                parts[part] += float(item["seconds"])
-                steps.append([item["event"], item["size"], float(item["seconds"])])
+    for item in kary_records(log.read_text()):
+        # A failed step is no timing (and the cell's state says it failed).
+        if item is None or "event" not in item or step_problem(item) is not None:
+            continue
+        part = _part_of(str(item["event"]))
+        if part is not None:
+            parts[part] += float(item["seconds"])
+            steps.append([item["event"], item["size"], float(item["seconds"])])
     parts["overhead"] = cell["seconds"] - sum(parts.values())
     return {
         "state": cell["state"],

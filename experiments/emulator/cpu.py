@@ -5,8 +5,8 @@ with flux-core 0.88 on a 2-core machine (cold caches), brokers and `flux
 archive extract` together used 7.1 CPU-ms per MiB delivered to a rank at 16
 brokers and 64M (6.7-7.0 CPU-s for 960 MiB), and 8.6-10.2 at 8 brokers and
 256M, where the emulator's Python brokers used 3.4 and 2.3.  Each rank's copy
-costs relay + 2 x serve + client = 4.5 ms here, which lands the emulator at
-8.2 ms (16/64M) and about 6.8 (8/256M): within x1.3 of both.  The extra is
+costs relay + 2 x serve + client = 4.5 ms here: measured, the emulator then
+used 8.2 ms at 16/64M (7.84 CPU-s); at 8/256M 2.3 + 4.5 = 6.8 is an estimate.  The extra is
 burned at the three places a blob costs flux-core work: a broker taking a
 blob from its parent (zmq receive, cache insert), a broker sending a blob to a
 requester (child broker or local client), and the extracting client (receive,

@@ -19,6 +19,7 @@ from emulator_helpers import processes_mentioning, wait_for_no_processes
 
 from experiments.backends.local import LocalBackend
 from experiments.errors import UserError
+from experiments.karyline import kary_records
 from experiments.outcome import judge
 from experiments.plan import Cell
 from experiments.render import Rendered, RenderOptions, render_cell
@@ -167,8 +168,6 @@ def test_bad_link_settings_are_user_errors() -> None:
 def test_every_distribution_starts_cold_and_none_beats_the_link(short_tmp: Path) -> None:
     # 8M fits in a 64M cache: before the dropcache, `leaves` and `middle` read the
     # copy `all` left on each rank and took 0.13-0.21 s, below what the link allows.
-    import json
-
     size = 8 * MIB
     cell = Cell(7, "kary:2", 0, (size,), ("all", "leaves", "middle"))
     rendered = render_cell(
@@ -180,8 +179,7 @@ def test_every_distribution_starts_cold_and_none_beats_the_link(short_tmp: Path)
         result = backend.run(cell, rendered, timeout=120)
     verdict = judge(result)
     assert verdict.state == "succeeded", (verdict.error, result.log[-2000:])
-    lines = result.log.splitlines()
-    records = [json.loads(line[5:]) for line in lines if line.startswith("KARY {")]
+    records = [r for r in kary_records(result.log) if r is not None]
     cold = [r for r in records if r.get("meta") == "cold-cache"]
     assert [r["strategy"] for r in cold] == ["all", "leaves", "middle"]
     assert all(r["cached_blobs"] == {str(rank): 0 for rank in range(1, 7)} for r in cold)

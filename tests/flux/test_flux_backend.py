@@ -25,6 +25,7 @@ from emulator_helpers import processes_mentioning, wait_for_no_processes  # noqa
 
 from analysis.output import load_parsed  # noqa: E402
 from analysis.parse import parse_tree  # noqa: E402
+from experiments.karyline import kary_records  # noqa: E402
 
 KARY = [sys.executable, "-c", "from experiments.cli import main; main()"]
 CELL = ["--exact-nodes", "4", "--topo", "kary:2", "--iters", "1"]
@@ -73,7 +74,7 @@ def test_a_cell_runs_on_a_real_test_instance_and_parses_like_any_other(
     assert record["flux_version"] == _flux_version(flux)
     log = (data / "4/kary-2/0/topology-experiment.out").read_text()
     # Each rank extracted into its own folder, and each distribution started cold.
-    cold = [json.loads(line[5:]) for line in log.splitlines() if '"cold-cache"' in line]
+    cold = [r for r in kary_records(log) if r is not None and r.get("meta") == "cold-cache"]
     assert [c["strategy"] for c in cold] == ["all", "leaves", "middle"]
     assert all(c["cached_blobs"] == {"1": 0, "2": 0, "3": 0} for c in cold)
     parse_tree(data, scratch / "parsed", plots=False)
