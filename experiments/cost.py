@@ -250,20 +250,15 @@ def _flux_time_model(link_gbps: float | None) -> TimeModel:
     from experiments.backends.flux import ALLOCATION, current_place
 
     if current_place() == ALLOCATION:
-        return TimeModel(
-            source="flux allocation defaults (cloud per-GB rates, nested instance start-up)",
-            create_s_per_gb=9.5,
-            extract_s_per_gb=2.45,
-            link_gbps=link_gbps,
-            verify_s_per_gb=2.0,
-            verify_s=0.5,
-            delete_s=0.03,
-            clean_s_per_gb=0.21,
-            clean_s=0.05,
-            generate_s_per_gb=1.0,
-            run_overhead_s=5.0,
-            broker_start_s=0.1,
-            image_pull_s=0.0,
+        # The cloud's per-GB rates; no MiniCluster or image, a nested instance instead.
+        return default_time_model("kubernetes", link_gbps).model_copy(
+            update={
+                "source": "flux allocation defaults (cloud per-GB rates, nested instance start-up)",
+                "verify_s": 0.5,
+                "run_overhead_s": 5.0,
+                "broker_start_s": 0.1,
+                "image_pull_s": 0.0,
+            }
         )
     return TimeModel(
         source="flux test-instance defaults (flux-core 0.88 on 2 cores, main job 30/kary:16)",
