@@ -20,7 +20,7 @@ from analysis.logtext import LogText, decode_log, header_value, overlay_lines
 from analysis.model import PingStep, Problem, ProblemKind, Step
 from analysis.walk import LOG_NAME, RECORD_NAME, CellDir
 from experiments.errors import UserError
-from experiments.topology import build_tree, parse_topology, render_overlay
+from experiments.model.topology import build_tree, parse_topology, render_overlay
 
 __all__ = ["CellResult", "parse_cell"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from experiments.topology import topo_from_dirname, topology_dirname
+from experiments.model.topology import topo_from_dirname, topology_dirname
 
 __all__ = [
     "EVENT_ORDER",

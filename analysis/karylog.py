@@ -17,7 +17,7 @@ from analysis.legacy import first_error
 from analysis.logtext import LogText
 from analysis.model import FAILED, OK, ProblemKind, Step, few
 from analysis.verify import fail_unverified, verify_detail
-from experiments.karyline import KARY_JSON, load_record, step_problem
+from experiments.formats.kary_line import KARY_JSON, load_record, step_problem
 
 __all__ = ["KaryLog", "has_kary_lines", "parse_kary"]
 

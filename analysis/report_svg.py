@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from experiments.topology import Tree
+from experiments.model.topology import Tree
 
 __all__ = [
     "LEVEL_COLORS",

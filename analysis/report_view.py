@@ -25,7 +25,7 @@ from analysis.report_results import (
 from analysis.report_svg import Scale, overlay_parents, strip_svg, tree_svg
 from analysis.stats import ALPHA, MIN_RUNS, TEST_NAME, RankTest, runs_needed, smallest_p
 from experiments.errors import UserError
-from experiments.topology import build_tree
+from experiments.model.topology import build_tree
 
 __all__ = ["coverage_text", "design_cards", "seconds", "strategy_views", "test_rule"]
 

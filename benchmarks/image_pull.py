@@ -1,16 +1,16 @@
 """What the image pull costs a cluster, per image in the catalog (issue 15, part 8).
 
 No image is pulled here: the seconds come from the catalog's sizes at the time
-model's pull rate (experiments/cost.py), the dollars from clusters/prices.yaml
+model's pull rate (experiments/estimate/time_model.py), the dollars from clusters/prices.yaml
 for the shipped EKS clusters (a node bills while it pulls).
 Run: .venv/bin/python benchmarks/image_pull.py
 """
 
 from __future__ import annotations
 
-from experiments.clusterspec import load_cluster_spec
-from experiments.cost import PULL_BYTES_PER_S, image_pull, load_price_catalog
-from experiments.render import DEFAULT_IMAGE, SEED_IMAGE, images_pulled
+from experiments.estimate.time_model import PULL_BYTES_PER_S, image_pull, load_price_catalog
+from experiments.model.cluster_spec import load_cluster_spec
+from experiments.model.render import DEFAULT_IMAGE, SEED_IMAGE, images_pulled
 from experiments.resources import resource_path
 
 CLUSTERS = ("eks-6.yaml", "eks-30.yaml", "eks-256.yaml")

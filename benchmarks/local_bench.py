@@ -30,10 +30,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from experiments.backends.local import LocalBackend  # noqa: E402
-from experiments.plan import ExperimentSpec, plan_experiment  # noqa: E402
-from experiments.render import RenderOptions  # noqa: E402
-from experiments.runner import run_plan  # noqa: E402
-from experiments.validate import format_size, parse_size  # noqa: E402
+from experiments.execution.runner import run_plan  # noqa: E402
+from experiments.model.plan import ExperimentSpec, plan_experiment  # noqa: E402
+from experiments.model.render import RenderOptions  # noqa: E402
+from experiments.model.validate import format_size, parse_size  # noqa: E402
 
 EXTRACT = (
     'mkdir -p "${KARY_RANK_PREFIX:-}/tmp/x" && flux archive extract --name "$1" '

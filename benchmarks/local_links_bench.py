@@ -35,7 +35,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from experiments.karyline import kary_records, step_problem  # noqa: E402
+from experiments.formats.kary_line import kary_records, step_problem  # noqa: E402
 
 TARGET = 0.35
 PARTS = ("generate", "create", "distribute", "verify", "delete", "clean")

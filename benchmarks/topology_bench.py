@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from experiments.topology import build_tree, render_overlay
+from experiments.model.topology import build_tree, render_overlay
 
 
 def _best_of(runs: int, fn) -> float:  # type: ignore[no-untyped-def]

@@ -10,6 +10,7 @@ import importlib
 
 from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
 from experiments.errors import UserError
+from experiments.formats.run_record import ALLOCATION
 
 __all__ = [
     "BACKENDS",
@@ -51,7 +52,7 @@ def describe_backend(name: str) -> str:
     if name == "flux":
         from experiments.backends.flux import current_place
 
-        if current_place() == "allocation":
+        if current_place() == ALLOCATION:
             return "real Flux, nested in this Flux allocation"
         return "real Flux (flux start --test-size) on this machine"
     return name

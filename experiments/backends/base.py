@@ -23,9 +23,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from experiments.clusterspec import ClusterSpec
-    from experiments.plan import Cell
-    from experiments.render import Rendered, RenderOptions
+    from experiments.model.cluster_spec import ClusterSpec
+    from experiments.model.plan import Cell
+    from experiments.model.render import Rendered, RenderOptions
 
 __all__ = ["Backend", "BackendError", "BackendSettings", "RunResult"]
 

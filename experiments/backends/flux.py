@@ -37,8 +37,9 @@ from experiments.backends.base import Backend, BackendError, BackendSettings, Ru
 from experiments.backends.session_guard import kill_session, session_members
 from experiments.backends.waiting import communicate_or_stop
 from experiments.errors import UserError
-from experiments.plan import Cell
-from experiments.render import Rendered
+from experiments.formats.run_record import ALLOCATION, TEST_INSTANCE
+from experiments.model.plan import Cell
+from experiments.model.render import Rendered
 
 __all__ = [
     "ALLOCATION",
@@ -55,8 +56,6 @@ HOW_TO_GET_FLUX = (
     "`spack install flux-core`, your distribution's flux-core package, or build it "
     "from source (see the README, 'Real Flux')"
 )
-ALLOCATION = "allocation"
-TEST_INSTANCE = "test-instance"
 _QUERY_TIMEOUT_S = 60.0
 _CANCEL_WAIT_S = 30.0
 _GUARD_GRACE_S = 10.0

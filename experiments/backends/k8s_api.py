@@ -20,7 +20,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
 from experiments.errors import UserError
-from experiments.toolout import Shape, ToolOutputError, read_json
+from experiments.tool_output import Shape, ToolOutputError, read_json
 
 __all__ = [
     "CRD_GROUP",
@@ -112,7 +112,7 @@ class KubeApi:
         The client's typed models are skipped on purpose: they refuse objects
         missing fields the API spec calls required, which real servers and
         operators do leave out; kary reads the few fields it needs from the JSON,
-        checked by experiments.toolout (an empty, non-JSON or wrong-shape answer
+        checked by experiments.tool_output (an empty, non-JSON or wrong-shape answer
         is ApiUnavailable, one line).  ApiException is raised for errors that are
         neither transient nor auth.
         """

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from experiments.karyline import kary_records
+from experiments.formats.kary_line import kary_records
 
 __all__ = [
     "CRD_RESOURCES",
@@ -39,7 +39,7 @@ _FLUX_VERSION = re.compile(r"(?:flux-core|commands:)\s+v?(\d+\.\d+\.\d+\S*)")
 _EVENTS_KEPT = 20
 
 
-# The fields kary reads of each answer, as experiments.toolout shapes: all optional
+# The fields kary reads of each answer, as experiments.tool_output shapes: all optional
 # (servers leave fields out), but where present of the type the code below expects.
 _CONTAINER_STATUS = {
     "name?": str,

@@ -49,14 +49,15 @@ from experiments.backends.k8s_report import (
     rank_zero,
 )
 from experiments.errors import UserError
+from experiments.formats.labels import current_owner
 from experiments.redact import redact
-from experiments.toolout import ToolOutputError, read_json
+from experiments.tool_output import ToolOutputError, read_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from experiments.plan import Cell
-    from experiments.render import Rendered
+    from experiments.model.plan import Cell
+    from experiments.model.render import Rendered
 
 __all__ = ["KubernetesBackend"]
 
@@ -258,8 +259,6 @@ class KubernetesBackend(Backend):
         return self._api
 
     def _manifest(self, cell: Cell, rendered: Rendered) -> dict[str, Any]:
-        from experiments.clusters.lease import current_owner
-
         body = yaml.safe_load(rendered.minicluster_yaml)
         if not isinstance(body, dict) or body.get("kind") != "MiniCluster":
             raise BackendError("the rendered minicluster.yaml is not a MiniCluster")

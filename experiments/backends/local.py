@@ -35,8 +35,8 @@ from experiments.emulator.cpu import DEFAULT_COSTS
 from experiments.emulator.instance import STARTUP_FAILED, group_members
 from experiments.emulator.units import parse_bandwidth, parse_latency
 from experiments.errors import UserError
-from experiments.plan import Cell
-from experiments.render import Rendered
+from experiments.model.plan import Cell
+from experiments.model.render import Rendered
 
 __all__ = ["FAULT_SYNTAX", "LocalBackend", "check_fault_ranks", "parse_faults"]
 

@@ -30,8 +30,8 @@ from experiments.clusters import (
     terminate_as_interrupt,
     up_plan,
 )
-from experiments.clusterspec import ClusterSpec, load_cluster_spec
 from experiments.errors import UserError
+from experiments.model.cluster_spec import ClusterSpec, load_cluster_spec
 
 __all__ = ["app"]
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import typer
 
-from experiments.designs import generate_designs, write_designs
-from experiments.topology import build_tree, render_overlay
-from experiments.validate import dns1123_name, node_count
+from experiments.model.designs import generate_designs, write_designs
+from experiments.model.topology import build_tree, render_overlay
+from experiments.model.validate import dns1123_name, node_count
 
 app = typer.Typer(help="Show TBON designs and generate design sets.", no_args_is_help=True)
 

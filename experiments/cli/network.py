@@ -15,6 +15,7 @@ import typer
 
 from experiments.errors import UserError
 from experiments.files import write_atomic
+from experiments.model.topology import parse_topology
 from experiments.network.export import EXPORT_FORMATS, export_topology
 from experiments.network.fetch import dumps_topology, ec2_client, fetch_topology
 from experiments.network.graph import switch_table, write_graph
@@ -22,7 +23,6 @@ from experiments.network.hostlist import compress_hostlist, expand_hostlist
 from experiments.network.model import Instance, build_fabric, load_instances, parse_instances
 from experiments.network.names import NamedInstances, load_node_names, name_instances
 from experiments.network.placement import EdgeCounts, propose_order
-from experiments.topology import parse_topology
 
 app = typer.Typer(
     help="Physical network topology: fetch, graph, export, and TBON placement.",

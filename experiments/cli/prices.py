@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from experiments.price_refresh import refresh_catalog
+from experiments.estimate.price_refresh import refresh_catalog
 from experiments.resources import resource_path
 
 app = typer.Typer(

@@ -7,9 +7,9 @@ from pathlib import Path
 import typer
 
 from experiments.errors import UserError
-from experiments.plan import Cell
-from experiments.render import DEFAULT_IMAGE, RenderOptions, render_cell
-from experiments.validate import image_ref, node_count, parse_size, parse_sizes
+from experiments.model.plan import Cell
+from experiments.model.render import DEFAULT_IMAGE, RenderOptions, render_cell
+from experiments.model.validate import image_ref, node_count, parse_size, parse_sizes
 
 
 def register(app: typer.Typer) -> None:

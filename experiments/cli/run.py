@@ -29,14 +29,14 @@ from experiments.backends import (
     describe_backend,
 )
 from experiments.cli.confirm import confirm_billed
-from experiments.clusterspec import ClusterSpec, load_cluster_spec
-from experiments.cost import Estimate
 from experiments.errors import UserError
-from experiments.plan import ExperimentSpec, Plan, plan_experiment
-from experiments.planview import plan_json, plan_text
-from experiments.pricing import estimate_for
-from experiments.render import DEFAULT_IMAGE, RenderOptions
-from experiments.validate import image_ref, parse_size, parse_sizes
+from experiments.estimate.plan_estimate import estimate_for
+from experiments.estimate.time_model import Estimate
+from experiments.model.cluster_spec import ClusterSpec, load_cluster_spec
+from experiments.model.plan import ExperimentSpec, Plan, plan_experiment
+from experiments.model.render import DEFAULT_IMAGE, RenderOptions
+from experiments.model.validate import image_ref, parse_size, parse_sizes
+from experiments.plan_view import plan_json, plan_text
 
 
 @dataclass
@@ -166,6 +166,7 @@ def prepare(
         link_latency=link_latency,
         image=render.image,
         flux_view=render.flux_view,
+        place=_flux_place() if backend == "flux" else None,
     )
     return Prepared(
         plan,
@@ -177,6 +178,12 @@ def prepare(
         link_latency,
         tuple(emulator_faults),
     )
+
+
+def _flux_place() -> str:
+    from experiments.backends.flux import current_place
+
+    return current_place()
 
 
 def show_plan(prepared: Prepared, as_json: bool, cluster_lines: list[str] | None = None) -> None:
@@ -471,9 +478,9 @@ def run_prepared(
 ) -> int:
     """Run a prepared sweep on its backend; returns the exit code (0, 1, or 130)."""
     from experiments.backends import BackendSettings, make_backend
-    from experiments.planview import format_duration
-    from experiments.progress import RichReporter, SilentReporter
-    from experiments.runner import run_plan
+    from experiments.execution.progress import RichReporter, SilentReporter
+    from experiments.execution.runner import run_plan
+    from experiments.plan_view import format_duration
 
     plan, spec = prepared.plan, prepared.plan.spec
     if timeout is not None and timeout <= 0:

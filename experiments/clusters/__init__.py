@@ -4,7 +4,7 @@
 the guards (see lifecycle.py).  Every CLI call (eksctl, gcloud, kubectl) goes
 through `Shell`, which puts a timeout on it and redacts its output; every AWS
 API call goes through boto3 in `aws_api.AwsApi`.  What kary reads of either is
-checked by experiments.toolout, so odd output is one line, not a traceback.
+checked by experiments.tool_output, so odd output is one line, not a traceback.
 """
 
 from __future__ import annotations

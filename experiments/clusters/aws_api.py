@@ -3,7 +3,7 @@
 boto3 rather than the `aws` CLI: typed errors (a missing cluster is an error
 code, not a phrase to look for in stderr), paginators, and tests against moto
 or botocore's Stubber instead of a fake executable.  Every answer is checked
-against the shape kary reads (experiments.toolout), so an odd answer is one
+against the shape kary reads (experiments.tool_output), so an odd answer is one
 line too.  eksctl stays for what no API does in one call: create and delete a
 cluster with its CloudFormation stacks, and write the kubeconfig.
 """
@@ -26,7 +26,7 @@ from botocore.exceptions import (
 from botocore.parsers import ResponseParserError
 
 from experiments.errors import UserError
-from experiments.toolout import Shape, check_shape
+from experiments.tool_output import Shape, check_shape
 
 __all__ = [
     "AwsApi",

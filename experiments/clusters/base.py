@@ -18,7 +18,7 @@ from pathlib import Path
 
 from experiments.clusters.lease import Lease
 from experiments.clusters.shell import Command, Shell
-from experiments.clusterspec import ClusterSpec
+from experiments.model.cluster_spec import ClusterSpec
 
 __all__ = [
     "OPERATOR_DEPLOYMENT",

@@ -23,7 +23,7 @@ __all__ = [
     "eks_switch_status",
 ]
 
-# What kary reads of each answer (experiments.toolout shapes).
+# What kary reads of each answer (experiments.tool_output shapes).
 _NODEGROUP = {"nodegroup": {"resources?": {"autoScalingGroups?": [{"name": str}]}}}
 _ASG_PAGE = {"AutoScalingGroups": [{"AutoScalingGroupName": str}]}
 _ACTIONS = {"ScheduledUpdateGroupActions": [{"StartTime": datetime}]}

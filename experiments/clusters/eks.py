@@ -33,9 +33,9 @@ from experiments.clusters.deadman import (
 )
 from experiments.clusters.lease import Lease
 from experiments.clusters.shell import Command, Shell
-from experiments.clusterspec import ClusterSpec
 from experiments.errors import UserError
 from experiments.files import write_atomic
+from experiments.model.cluster_spec import ClusterSpec
 
 __all__ = ["EksProvider"]
 
@@ -44,7 +44,7 @@ DELETE_TIMEOUT_S = 3600.0
 KUBECONFIG_TIMEOUT_S = 120.0
 _NOT_FOUND = ("ResourceNotFoundException",)
 _GONE_STACK = ("DELETE_COMPLETE",)
-# What kary reads of each answer (experiments.toolout shapes).
+# What kary reads of each answer (experiments.tool_output shapes).
 _CLUSTER = {"cluster": {"name": str, "status?": str, "version?": str, "tags?": dict}}
 _CLUSTER_PAGE = {"clusters": [str]}
 _STACK_PAGE = {"StackSummaries": [{"StackName": str, "StackStatus": str}]}

@@ -31,9 +31,9 @@ from experiments.clusters.base import (
 )
 from experiments.clusters.lease import Lease
 from experiments.clusters.shell import Command, CommandFailed, Shell
-from experiments.clusterspec import ClusterSpec, GkeSpec
 from experiments.errors import UserError
-from experiments.toolout import read_json, read_line
+from experiments.model.cluster_spec import ClusterSpec, GkeSpec
+from experiments.tool_output import read_json, read_line
 
 __all__ = ["GkeProvider"]
 
@@ -43,7 +43,7 @@ QUERY_TIMEOUT_S = 120.0
 NODE_POOL = "default-pool"
 _SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 _NOT_FOUND = ("NOT_FOUND", "was not found", "Not found")
-# What kary reads of gcloud's output (experiments.toolout shapes and patterns).
+# What kary reads of gcloud's output (experiments.tool_output shapes and patterns).
 _CLUSTER = {
     "name": str,
     "status?": str,

@@ -1,20 +1,16 @@
-"""The labels every cluster kary creates carries: who made it, when, and until when.
+"""A cluster's lease: who made it, when, and until when, kept in its labels or tags.
 
-`managed-by=kary`, `owner=<user>`, `created=<stamp>`, `expires=<stamp>`.
-Stamps are UTC, `20260627t153000z`: valid as a GKE label value (lower-case
-letters, digits, `_` and `-` only) and as an AWS tag, so one format serves both.
+The label format (names, stamps, owner) is experiments/formats/labels.py.
 """
 
 from __future__ import annotations
 
-import getpass
-import os
-import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 from experiments.clusters import clock
 from experiments.errors import UserError
+from experiments.formats.labels import MANAGED_BY, current_owner, format_stamp, parse_stamp
 
 __all__ = [
     "DEFAULT_MAX_HOURS",
@@ -28,39 +24,6 @@ __all__ = [
 DEFAULT_MAX_HOURS = 4.0
 # A week: past that a lease is not a guard any more.
 _MAX_HOURS_LIMIT = 168.0
-MANAGED_BY = ("managed-by", "kary")
-_STAMP = "%Y%m%dt%H%M%Sz"
-_NOT_LABEL = re.compile(r"[^a-z0-9_-]+")
-
-
-def format_stamp(when: datetime) -> str:
-    return when.astimezone(timezone.utc).strftime(_STAMP)
-
-
-def parse_stamp(text: str | None) -> datetime | None:
-    """A stamp back into a UTC datetime; None when absent or not a kary stamp."""
-    if not text:
-        return None
-    try:
-        return datetime.strptime(text, _STAMP).replace(tzinfo=timezone.utc)
-    except ValueError:
-        return None
-
-
-def current_owner() -> str:
-    """Who owns what this kary creates: $KARY_OWNER, else the login name, as a label value."""
-    raw = os.environ.get("KARY_OWNER") or _login()
-    owner = _NOT_LABEL.sub("-", raw.lower()).strip("-_")[:63]
-    if not owner:
-        raise UserError("cannot tell who you are for the owner label: set KARY_OWNER")
-    return owner
-
-
-def _login() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return ""
 
 
 @dataclass(frozen=True)

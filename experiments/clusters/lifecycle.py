@@ -26,10 +26,10 @@ from experiments.clusters import clock
 from experiments.clusters.base import ClusterState, Provider
 from experiments.clusters.lease import Lease
 from experiments.clusters.shell import CommandFailed, Shell
-from experiments.clusterspec import ClusterSpec
-from experiments.cost import load_price_catalog
 from experiments.errors import UserError
-from experiments.planview import format_duration
+from experiments.estimate.time_model import load_price_catalog
+from experiments.model.cluster_spec import ClusterSpec
+from experiments.plan_view import format_duration
 
 __all__ = [
     "HourlyCost",
@@ -107,7 +107,9 @@ def down_plan(provider: Provider) -> list[str]:
 
 
 def cost_lines(spec: ClusterSpec, lease: Lease | None, up: bool, down: bool) -> list[str]:
-    from experiments.pricing import PROVISION_SECONDS  # pulls in pandas: only when asked
+    from experiments.estimate.plan_estimate import (
+        PROVISION_SECONDS,  # pulls in pandas: only when asked
+    )
 
     cost = hourly_cost(spec)
     create_s, delete_s = PROVISION_SECONDS[spec.provider]

@@ -29,10 +29,10 @@ from experiments.clusters.lifecycle import (
     up_plan,
 )
 from experiments.clusters.shell import CommandFailed, Shell
-from experiments.clusterspec import ClusterSpec
-from experiments.cost import Estimate
 from experiments.errors import UserError
-from experiments.plan import Cell
+from experiments.estimate.time_model import Estimate
+from experiments.model.cluster_spec import ClusterSpec
+from experiments.model.plan import Cell
 
 __all__ = [
     "SpendingCap",

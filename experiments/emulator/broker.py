@@ -357,7 +357,7 @@ class Broker:
         if op == "getattr":
             return {"value": self._getattr(header["name"])}, b""
         if op == "overlay":
-            from experiments.topology import build_tree, render_overlay
+            from experiments.model.topology import build_tree, render_overlay
 
             tree = build_tree(self.config.topo, self.config.size)
             return {"text": render_overlay(tree, name=self.config.name)}, b""

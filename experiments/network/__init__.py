@@ -2,7 +2,7 @@
 
 Needs no cluster and no backend: it reads the JSON of `aws ec2
 describe-instance-topology` (or fetches it with boto3) and imports only
-`experiments.topology`, `experiments.errors` and `experiments.files`.
+`experiments.model.topology`, `experiments.errors` and `experiments.files`.
 
 - `model`: load the JSON, link network nodes into the switch tree (`build_fabric`).
 - `fetch`: boto3 paginator over describe_instance_topology, batching ids.

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 
 from experiments.errors import UserError
-from experiments.topology import consecutive_runs
+from experiments.model.topology import consecutive_runs
 
 __all__ = ["compress_hostlist", "expand_hostlist"]
 

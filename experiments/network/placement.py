@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from experiments.errors import UserError
+from experiments.model.topology import Tree, build_tree
 from experiments.network.model import Instance, shared_layers
-from experiments.topology import Tree, build_tree
 
 __all__ = ["EdgeCounts", "Placement", "count_edges", "propose_order"]
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.topology import build_tree, render_overlay
+from experiments.model.topology import build_tree, render_overlay
 
 STEPS = {
     "all": [

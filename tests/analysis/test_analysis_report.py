@@ -17,7 +17,7 @@ from analysis.report_facts import Failure, collect_facts
 from analysis.report_svg import tree_svg
 from analysis.report_view import strategy_views
 from experiments.cli import app
-from experiments.topology import build_tree
+from experiments.model.topology import build_tree
 
 runner = CliRunner()
 FAILED_STEP = "distribute-all-nodes-64M"

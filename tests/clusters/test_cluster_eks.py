@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from experiments.cli import app
 from experiments.clusters import Lease, Shell, cluster_status, provider_for, reap_clusters
 from experiments.clusters.lease import format_stamp
-from experiments.clusterspec import load_cluster_spec
+from experiments.model.cluster_spec import load_cluster_spec
 
 runner = CliRunner()
 EKS_30 = Path(__file__).resolve().parents[2] / "clusters" / "eks-30.yaml"

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from experiments.cli import app
 from experiments.clusters import Lease, Shell, provider_for, up_plan
 from experiments.clusters.lease import format_stamp
-from experiments.clusterspec import load_cluster_spec
+from experiments.model.cluster_spec import load_cluster_spec
 
 runner = CliRunner()
 GKE_30 = Path(__file__).resolve().parents[2] / "clusters" / "gke-30.yaml"

@@ -19,9 +19,9 @@ from experiments.clusters.session import (
     lease_hours,
     run_cluster_lines,
 )
-from experiments.clusterspec import load_cluster_spec
 from experiments.errors import UserError
-from experiments.plan import Cell
+from experiments.model.cluster_spec import load_cluster_spec
+from experiments.model.plan import Cell
 
 CLUSTERS = Path(__file__).resolve().parents[2] / "clusters"
 NAME = "kary-topology-30"

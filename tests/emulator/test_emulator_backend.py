@@ -19,11 +19,11 @@ from emulator_helpers import processes_mentioning, wait_for_no_processes
 
 from experiments.backends.local import LocalBackend
 from experiments.errors import UserError
-from experiments.karyline import kary_records
-from experiments.outcome import judge
-from experiments.plan import Cell
-from experiments.render import Rendered, RenderOptions, render_cell
-from experiments.topology import build_tree, render_overlay
+from experiments.execution.outcome import judge
+from experiments.formats.kary_line import kary_records
+from experiments.model.plan import Cell
+from experiments.model.render import Rendered, RenderOptions, render_cell
+from experiments.model.topology import build_tree, render_overlay
 
 MIB = 2**20
 
@@ -138,8 +138,8 @@ def test_a_killed_parent_takes_the_instance_with_it(short_tmp: Path) -> None:
         f"""
         from pathlib import Path
         from experiments.backends.local import LocalBackend
-        from experiments.plan import Cell
-        from experiments.render import Rendered
+        from experiments.model.plan import Cell
+        from experiments.model.render import Rendered
         rendered = Rendered("", "flux exec -r all sleep 120\\n", "test")
         LocalBackend(workdir=Path({str(short_tmp)!r})).run(
             Cell(4, "kary:2", 0, (1,), ("all",)), rendered, 60

@@ -20,7 +20,7 @@ from analysis.parse import parse_tree
 from experiments.backends.local import LocalBackend
 from experiments.cli import app
 from experiments.errors import UserError
-from experiments.plan import Cell
+from experiments.model.plan import Cell
 
 runner = CliRunner()
 CELL = "5/kary-2/0"

@@ -11,7 +11,7 @@ import time
 from emulator_helpers import Instance
 
 from experiments.emulator.flux import VERSION
-from experiments.topology import build_tree, render_overlay
+from experiments.model.topology import build_tree, render_overlay
 
 EXTRACT = (
     'mkdir -p "${KARY_RANK_PREFIX:-}/tmp/x" && '

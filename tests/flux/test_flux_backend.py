@@ -25,7 +25,7 @@ from emulator_helpers import processes_mentioning, wait_for_no_processes  # noqa
 
 from analysis.output import load_parsed  # noqa: E402
 from analysis.parse import parse_tree  # noqa: E402
-from experiments.karyline import kary_records  # noqa: E402
+from experiments.formats.kary_line import kary_records  # noqa: E402
 
 KARY = [sys.executable, "-c", "from experiments.cli import main; main()"]
 CELL = ["--exact-nodes", "4", "--topo", "kary:2", "--iters", "1"]

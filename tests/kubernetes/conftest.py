@@ -16,8 +16,8 @@ from fake_apiserver import FakeApiServer, FakeCluster, write_kubeconfig
 
 from experiments.backends.k8s_api import RetryPolicy
 from experiments.backends.kubernetes import KubernetesBackend
-from experiments.plan import Cell
-from experiments.render import Rendered, RenderOptions, render_cell
+from experiments.model.plan import Cell
+from experiments.model.render import Rendered, RenderOptions, render_cell
 
 FAST = RetryPolicy(retries=2, backoff_s=0.01, max_backoff_s=0.05, request_timeout_s=3.0)
 

@@ -17,7 +17,7 @@ from experiments.backends import BackendError, make_backend
 from experiments.backends.base import BackendSettings
 from experiments.backends.kubernetes import KubernetesBackend
 from experiments.errors import UserError
-from experiments.render import DEFAULT_IMAGE, RenderOptions
+from experiments.model.render import DEFAULT_IMAGE, RenderOptions
 
 MC_PATH = "/apis/flux-framework.org/v1alpha2/namespaces/default/miniclusters"
 JOBS_PATH = "/apis/batch/v1/namespaces/default/jobs"

@@ -20,8 +20,8 @@ from experiments.backends.k8s_report import (
     rank_zero,
 )
 from experiments.backends.kubernetes import KubernetesBackend
-from experiments.plan import Cell
-from experiments.render import (
+from experiments.model.plan import Cell
+from experiments.model.render import (
     DEFAULT_IMAGE,
     FLUX_VIEW_NOBLE,
     SEED_IMAGE,

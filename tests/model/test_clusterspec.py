@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.clusterspec import load_cluster_spec
 from experiments.errors import UserError
+from experiments.model.cluster_spec import load_cluster_spec
 from experiments.resources import resource_dir
 
 

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from experiments.calibrate import calibrate
-from experiments.clusterspec import load_cluster_spec
-from experiments.cost import default_time_model, load_price_catalog, predict_cell
 from experiments.errors import UserError
-from experiments.plan import Cell, ExperimentSpec, plan_experiment
-from experiments.pricing import estimate_for
+from experiments.estimate.calibration import calibrate
+from experiments.estimate.plan_estimate import estimate_for
+from experiments.estimate.time_model import default_time_model, load_price_catalog, predict_cell
+from experiments.model.cluster_spec import load_cluster_spec
+from experiments.model.plan import Cell, ExperimentSpec, plan_experiment
 from experiments.resources import resource_path
 
 GIB = 2**30

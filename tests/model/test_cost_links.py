@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.cost import CellTime, default_time_model, predict_cell
-from experiments.plan import Cell
-from experiments.pricing import with_emulated_links
+from experiments.estimate.plan_estimate import with_emulated_links
+from experiments.estimate.time_model import CellTime, default_time_model, predict_cell
+from experiments.model.plan import Cell
 
 MIB = 2**20
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.designs import design_entry, generate_designs, load_designs
 from experiments.errors import UserError
+from experiments.model.designs import design_entry, generate_designs, load_designs
 from experiments.resources import resource_path
 
 

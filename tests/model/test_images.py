@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments.clusterspec import load_cluster_spec
-from experiments.cost import PULL_BYTES_PER_S, UNKNOWN_IMAGE_BYTES, image_pull
 from experiments.errors import UserError
-from experiments.plan import ExperimentSpec, Plan, plan_experiment
-from experiments.pricing import estimate_for
-from experiments.render import (
+from experiments.estimate.plan_estimate import estimate_for
+from experiments.estimate.time_model import PULL_BYTES_PER_S, UNKNOWN_IMAGE_BYTES, image_pull
+from experiments.model.cluster_spec import load_cluster_spec
+from experiments.model.plan import ExperimentSpec, Plan, plan_experiment
+from experiments.model.render import (
     DEFAULT_IMAGE,
     FLUX_VIEW_NOBLE,
     IMAGES,
@@ -23,8 +23,8 @@ from experiments.render import (
     images_pulled,
     render_cell,
 )
+from experiments.model.validate import pinned_digest
 from experiments.resources import resource_path
-from experiments.validate import pinned_digest
 
 NOBLE_DIGEST = "sha256:561618e2c15bf2397621dd04f96926663a3b5616c189cf7e38db7e82f5c538ea"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from experiments.errors import UserError
-from experiments.plan import ExperimentSpec, plan_experiment
-from experiments.record import RunRecord, write_record
+from experiments.formats.run_record import RunRecord, write_record
+from experiments.model.plan import ExperimentSpec, plan_experiment
 
 GIB = 2**30
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from experiments.cli import app
 from experiments.errors import UserError
-from experiments.price_refresh import refresh_catalog
+from experiments.estimate.price_refresh import refresh_catalog
 from experiments.resources import resource_path
 
 

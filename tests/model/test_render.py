@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from experiments.errors import UserError
-from experiments.render import RenderOptions, render_cell, strategy_waves, template_hash
+from experiments.model.render import RenderOptions, render_cell, strategy_waves, template_hash
+from experiments.model.topology import build_tree
 from experiments.resources import resource_dir
-from experiments.topology import build_tree
 
 MIB = 2**20
 CASES = [

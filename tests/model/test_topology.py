@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from experiments.errors import UserError
-from experiments.topology import (
+from experiments.model.topology import (
     build_tree,
     compress_idset,
     parse_topology,

@@ -35,7 +35,7 @@ def test_wheel_carries_templates_designs_and_clusters(tmp_path: Path) -> None:
         assert f"experiments/_resources/{resource}" in names
     probe = (
         "from experiments.resources import resource_dir;"
-        "from experiments.render import render_cell;"
+        "from experiments.model.render import render_cell;"
         "print(resource_dir('templates'));"
         "print(len(render_cell(4, 'kary:2', [1048576], ['all'], 'c').entrypoint_sh) > 0)"
     )

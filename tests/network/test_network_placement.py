@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from experiments.errors import UserError
+from experiments.model.topology import build_tree
 from experiments.network.model import Instance, load_instances
 from experiments.network.placement import count_edges, propose_order
-from experiments.topology import build_tree
 
 
 def _inst(name: str, l1: str, l2: str, l3: str) -> Instance:

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from experiments.cli import app
-from experiments.record import read_record
+from experiments.formats.run_record import read_record
 
 runner = CliRunner()
 # The emulator, named: without --backend kary picks real Flux when it is on PATH.

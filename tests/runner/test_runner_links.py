@@ -11,11 +11,11 @@ import json
 from pathlib import Path
 
 import pytest
+from fake_backend import FakeBackend
 from typer.testing import CliRunner
 
 import experiments.backends
 from experiments.backends.base import Backend, BackendSettings
-from experiments.backends.fake import FakeBackend
 from experiments.cli import app
 
 runner = CliRunner()

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from fake_backend import fake_log
 
 from experiments.backends import RunResult
-from experiments.backends.fake import fake_log
-from experiments.outcome import judge, summarize_log
-from experiments.plan import Cell
+from experiments.execution.outcome import judge, summarize_log
+from experiments.model.plan import Cell
 from experiments.redact import redact
 
 CELL = Cell(4, "kary:2", 0, (16 * 2**20, 64 * 2**20), ("all",))

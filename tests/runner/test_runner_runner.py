@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_backend import FakeBackend, fake_log
 
 from experiments.backends import BackendError, RunResult
-from experiments.backends.fake import FakeBackend, fake_log
-from experiments.plan import Cell, ExperimentSpec, Plan, plan_experiment
-from experiments.record import LOG_NAME, MINICLUSTER_NAME, read_record
-from experiments.render import Rendered, RenderOptions
-from experiments.runner import REPLACED_DIR, RunSummary, default_timeout, run_plan
+from experiments.execution.runner import REPLACED_DIR, RunSummary, default_timeout, run_plan
+from experiments.formats.run_record import LOG_NAME, MINICLUSTER_NAME, read_record
+from experiments.model.plan import Cell, ExperimentSpec, Plan, plan_experiment
+from experiments.model.render import Rendered, RenderOptions
 
 MIB = 2**20
 

@@ -1,4 +1,4 @@
-"""The runner's verdict and `kary parse` read KARY lines alike (experiments.karyline).
+"""The runner's verdict and `kary parse` read KARY lines alike (experiments.formats.kary_line).
 
 Before they had a parser each: a step with rc 0 but no seconds, and a
 tab-separated line with rc 3, left run.json `succeeded` while parse found two
@@ -18,7 +18,7 @@ from analysis_samples import run_record, write_cell
 
 from analysis import load_parsed, parse_tree
 from experiments.backends.base import RunResult
-from experiments.outcome import judge
+from experiments.execution.outcome import judge
 
 STEP = {"size": "16M", "size_bytes": 16777216}
 

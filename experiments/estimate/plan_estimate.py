@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from experiments.clusterspec import ClusterSpec
-from experiments.cost import (
+from experiments.errors import UserError
+from experiments.estimate.time_model import (
     Estimate,
     TimeModel,
     default_time_model,
     estimate_plan,
     load_price_catalog,
 )
-from experiments.errors import UserError
-from experiments.plan import Plan
+from experiments.model.cluster_spec import ClusterSpec
+from experiments.model.plan import Plan
 
 __all__ = ["PROVISION_SECONDS", "estimate_for", "time_model_for", "with_emulated_links"]
 
@@ -31,12 +31,15 @@ def time_model_for(
     link_latency: str | None = None,
     image: str | None = None,
     flux_view: str | None = None,
+    place: str | None = None,
 ) -> TimeModel:
     """The time model for a backend; on a cluster its image pull follows `image`."""
     link = None
     if cluster is not None:
         link = load_price_catalog(catalog_path).network_gbps.get(cluster.instance_type)
-    model = default_time_model(backend, link_gbps=link, image=image, flux_view=flux_view)
+    model = default_time_model(
+        backend, link_gbps=link, image=image, flux_view=flux_view, place=place
+    )
     if link_bandwidth or link_latency:
         model = with_emulated_links(model, link_bandwidth, link_latency)
     if cluster is not None:
@@ -44,7 +47,7 @@ def time_model_for(
         model = model.model_copy(update={"provision_s": create, "teardown_s": delete})
     if history is not None:
         # pandas costs ~1 s to import; only a plan calibrated on history pays it.
-        from experiments.calibrate import calibrate
+        from experiments.estimate.calibration import calibrate
 
         model = calibrate(model, history)
     return model
@@ -63,9 +66,19 @@ def estimate_for(
     link_latency: str | None = None,
     image: str | None = None,
     flux_view: str | None = None,
+    place: str | None = None,
 ) -> Estimate:
+    """The plan's estimate; `place` says where a flux backend runs (run_record's places)."""
     model = time_model_for(
-        backend, cluster, history, catalog_path, link_bandwidth, link_latency, image, flux_view
+        backend,
+        cluster,
+        history,
+        catalog_path,
+        link_bandwidth,
+        link_latency,
+        image,
+        flux_view,
+        place,
     )
     catalog = load_price_catalog(catalog_path) if cluster is not None else None
     return estimate_plan(plan, model, verify, cluster, catalog, provision=up, teardown=down)

@@ -13,12 +13,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from experiments.designs import Design, load_designs
 from experiments.errors import UserError
-from experiments.record import read_record
-from experiments.render import STRATEGIES, strategy_waves
-from experiments.topology import build_tree, parse_topology, topology_dirname
-from experiments.validate import dns1123_name, node_count
+from experiments.formats.run_record import read_record
+from experiments.model.designs import Design, load_designs
+from experiments.model.render import STRATEGIES, strategy_waves
+from experiments.model.topology import build_tree, parse_topology, topology_dirname
+from experiments.model.validate import dns1123_name, node_count
 
 __all__ = [
     "DEFAULT_SIZES",

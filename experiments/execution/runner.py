@@ -23,114 +23,30 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from experiments.backends.base import Backend, BackendError, RunResult
 from experiments.errors import UserError
+from experiments.execution.outcome import judge
+from experiments.execution.progress import Reporter, SilentReporter
+from experiments.execution.summary import CellOutcome, RunSummary
 from experiments.files import write_atomic
-from experiments.outcome import judge
-from experiments.plan import Cell, Plan
-from experiments.progress import Reporter, SilentReporter
-from experiments.record import (
+from experiments.formats.run_record import (
     LOG_NAME,
     MINICLUSTER_NAME,
     RunRecord,
     now_iso,
     write_record,
 )
+from experiments.model.plan import Cell, Plan
+from experiments.model.render import RenderOptions, image_provenance, render_cell
 from experiments.redact import redact
-from experiments.render import RenderOptions, image_provenance, render_cell
 
 __all__ = ["REPLACED_DIR", "CellOutcome", "RunSummary", "default_timeout", "run_plan"]
 
 REPLACED_DIR = ".replaced"
-
-
-@dataclass(frozen=True)
-class CellOutcome:
-    cell: Cell
-    state: str
-    seconds: float
-    error: str | None = None
-    step_seconds: float = 0.0
-
-    @property
-    def overhead_seconds(self) -> float:
-        """Wall time not spent in a timed step: start-up, teardown, bookkeeping."""
-        return max(0.0, self.seconds - self.step_seconds)
-
-
-@dataclass
-class RunSummary:
-    outcomes: list[CellOutcome] = field(default_factory=list)
-    skipped_done: int = 0
-    skipped_failed: int = 0
-    not_started: int = 0
-    wall_seconds: float = 0.0
-    interrupted: bool = False
-    stopped_because: str | None = None
-
-    def count(self, state: str) -> int:
-        return sum(1 for o in self.outcomes if o.state == state)
-
-    @property
-    def exit_code(self) -> int:
-        if self.interrupted:
-            return 130
-        bad = self.count("failed") + self.count("timeout")
-        return 1 if bad or self.stopped_because else 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "succeeded": self.count("succeeded"),
-            "failed": self.count("failed"),
-            "timeout": self.count("timeout"),
-            "interrupted": self.count("interrupted"),
-            "skipped": {"done": self.skipped_done, "failed": self.skipped_failed},
-            "not_started": self.not_started,
-            "wall_seconds": round(self.wall_seconds, 3),
-            "stopped_because": self.stopped_because,
-            "cells": [
-                {
-                    "cell": o.cell.id,
-                    "state": o.state,
-                    "seconds": round(o.seconds, 3),
-                    "step_seconds": round(o.step_seconds, 3),
-                    "error": o.error,
-                }
-                for o in self.outcomes
-            ],
-        }
-
-    def text(self) -> str:
-        parts = [
-            f"{self.count('succeeded')} succeeded",
-            f"{self.count('failed')} failed",
-        ]
-        for state in ("timeout", "interrupted"):
-            if self.count(state):
-                parts.append(f"{self.count(state)} {'timed out' if state == 'timeout' else state}")
-        skipped = self.skipped_done + self.skipped_failed
-        detail = []
-        if self.skipped_done:
-            detail.append(f"{self.skipped_done} done before")
-        if self.skipped_failed:
-            detail.append(f"{self.skipped_failed} failed before: --rerun-failed to retry")
-        parts.append(f"{skipped} skipped" + (f" ({'; '.join(detail)})" if detail else ""))
-        if self.not_started:
-            parts.append(f"{self.not_started} not started")
-        lines = [f"{', '.join(parts)}; wall time {self.wall_seconds:.1f} s"]
-        for outcome in self.outcomes:
-            if outcome.state != "succeeded":
-                lines.append(f"  {outcome.cell.id}: {outcome.state}: {outcome.error}")
-        if self.stopped_because:
-            lines.append(f"stopped: {self.stopped_because}")
-        if self.interrupted or self.not_started:
-            lines.append("run the same command again to finish the cells that are left")
-        return "\n".join(lines) + "\n"
 
 
 def default_timeout(predicted_seconds: float) -> float:

@@ -13,10 +13,10 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from experiments.backends.base import Backend, RunResult
-from experiments.plan import Cell
-from experiments.render import Rendered, strategy_waves
-from experiments.topology import build_tree
-from experiments.validate import format_size
+from experiments.model.plan import Cell
+from experiments.model.render import Rendered, strategy_waves
+from experiments.model.topology import build_tree
+from experiments.model.validate import format_size
 
 __all__ = ["FakeBackend", "fake_log"]
 

@@ -20,12 +20,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from experiments.clusterspec import ClusterSpec
 from experiments.errors import UserError
 from experiments.files import read_document
-from experiments.plan import Cell, Plan
-from experiments.render import DEFAULT_IMAGE, image_info, images_pulled, strategy_waves
-from experiments.topology import build_tree
+from experiments.formats.run_record import ALLOCATION
+from experiments.model.cluster_spec import ClusterSpec
+from experiments.model.plan import Cell, Plan
+from experiments.model.render import DEFAULT_IMAGE, image_info, images_pulled, strategy_waves
+from experiments.model.topology import build_tree
 
 __all__ = [
     "PULL_BYTES_PER_S",
@@ -52,7 +53,7 @@ BLOBS_PER_GB = 1024  # flux archive stores files as 1 MiB blobs
 # compressed size of an ordinary image it errs long, which is the safe side.
 # Every node pulls at once, so a cluster's pull takes one node's pull time.
 PULL_BYTES_PER_S = 55e9 / 1200
-# An image the catalog (experiments/render.py IMAGES) does not know is taken to
+# An image the catalog (experiments/model/render.py IMAGES) does not know is taken to
 # be this big: a Flux image with build tools and MPI, as flux-core's own are.
 UNKNOWN_IMAGE_BYTES = 2_000_000_000
 
@@ -164,8 +165,11 @@ def default_time_model(
     link_gbps: float | None = None,
     image: str | None = None,
     flux_view: str | None = None,
+    place: str | None = None,
 ) -> TimeModel:
-    """Defaults by backend; on a cluster the image pull follows `image` (see image_pull).
+    """Defaults by backend, for flux by `place` (test-instance or allocation).
+
+    On a cluster the image pull follows `image` (see image_pull).
 
     Cloud numbers are medians of the seed's EKS 6-node sweep on c5a.4xlarge
     (create 9.5 s/GB, extract 2.4 s/GB, clean 0.2 s/GB, delete 0.03 s) and its
@@ -175,7 +179,7 @@ def default_time_model(
     Local numbers: see `_local_time_model`.
     """
     if backend == "flux":
-        return _flux_time_model(link_gbps)
+        return _flux_time_model(link_gbps, in_allocation=place == ALLOCATION)
     if backend == "local":
         return _local_time_model()
     pull = image_pull(image or DEFAULT_IMAGE, flux_view)
@@ -232,7 +236,7 @@ def _local_time_model() -> TimeModel:
     )
 
 
-def _flux_time_model(link_gbps: float | None) -> TimeModel:
+def _flux_time_model(link_gbps: float | None, in_allocation: bool) -> TimeModel:
     """Real flux-core 0.88: a test instance on this machine, or nested in an allocation.
 
     Test instance: measured with `make demo` (30 brokers, kary:16, 16M and 64M,
@@ -247,9 +251,7 @@ def _flux_time_model(link_gbps: float | None) -> TimeModel:
     has its own node: per-GB numbers are the cloud's, the nested instance
     starts in seconds.
     """
-    from experiments.backends.flux import ALLOCATION, current_place
-
-    if current_place() == ALLOCATION:
+    if in_allocation:
         # The cloud's per-GB rates; no MiniCluster or image, a nested instance instead.
         return default_time_model("kubernetes", link_gbps).model_copy(
             update={

@@ -2,7 +2,7 @@
 
 A cell succeeded only when the entrypoint exited 0, the log holds at least
 one timed step, every `KARY {"event": ...}` step is a timing (rc 0 and a valid
-time, as experiments.karyline reads it for `kary parse` too), and the log ends
+time, as experiments.formats.kary_line reads it for `kary parse` too), and the log ends
 with `KARY {"meta": "done", "failed_steps": 0}`.  Anything else is a failure
 with a one-line reason: a failure is never recorded as a timing.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from experiments.backends.base import RunResult
-from experiments.karyline import kary_records, step_problem
+from experiments.formats.kary_line import kary_records, step_problem
 
 __all__ = ["LogSummary", "Verdict", "judge", "summarize_log"]
 

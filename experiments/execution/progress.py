@@ -17,8 +17,8 @@ from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from experiments.plan import Cell
-    from experiments.runner import CellOutcome
+    from experiments.execution.summary import CellOutcome
+    from experiments.model.plan import Cell
 
 __all__ = ["Reporter", "RichReporter", "SilentReporter", "format_seconds"]
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.cost import TimeModel
 from experiments.errors import UserError
-from experiments.topology import build_tree
+from experiments.estimate.time_model import TimeModel
+from experiments.model.topology import build_tree
 
 __all__ = ["calibrate", "load_history"]
 

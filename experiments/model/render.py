@@ -16,9 +16,8 @@ import jinja2
 
 from experiments import __version__
 from experiments.errors import UserError
-from experiments.resources import resource_dir
-from experiments.topology import Tree, build_tree, compress_idset
-from experiments.validate import (
+from experiments.model.topology import Tree, build_tree, compress_idset
+from experiments.model.validate import (
     dns1123_name,
     format_size,
     image_ref,
@@ -26,6 +25,7 @@ from experiments.validate import (
     pinned_digest,
     safe_path,
 )
+from experiments.resources import resource_dir
 
 __all__ = [
     "DEFAULT_IMAGE",

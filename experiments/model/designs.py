@@ -15,8 +15,8 @@ from typing import Any
 
 from experiments.errors import UserError
 from experiments.files import read_document, write_atomic
-from experiments.topology import build_tree, parse_topology, topology_sort_key
-from experiments.validate import node_count
+from experiments.model.topology import build_tree, parse_topology, topology_sort_key
+from experiments.model.validate import node_count
 
 __all__ = ["Design", "design_entry", "generate_designs", "load_designs", "write_designs"]
 

@@ -30,6 +30,10 @@ __all__ = [
 ]
 
 RECORD_FORMAT = 1
+# run.json "place" of a flux-backend cell: a `flux start --test-size` instance kary
+# started, or a job nested in the Flux allocation of FLUX_URI.
+TEST_INSTANCE = "test-instance"
+ALLOCATION = "allocation"
 RECORD_NAME = "run.json"
 LOG_NAME = "topology-experiment.out"
 MINICLUSTER_NAME = "minicluster.yaml"

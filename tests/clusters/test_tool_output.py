@@ -1,4 +1,4 @@
-"""experiments.toolout: every odd output becomes one line naming the command and what it wanted."""
+"""experiments.tool_output: each odd output is one line naming the command and what it wanted."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 from experiments.errors import UserError
-from experiments.toolout import ToolOutputError, check_shape, describe, read_json, read_line
+from experiments.tool_output import ToolOutputError, check_shape, describe, read_json, read_line
 
 CMD = "gcloud container clusters describe c --zone z --format json"
 CLUSTER = {"name": str, "status?": str, "resourceLabels?": dict}
