@@ -18,11 +18,11 @@ Public surface:
 from __future__ import annotations
 
 from analysis.compare import Comparison, compare_parsed, format_comparison
-from analysis.events import event_sort_key, topology_order_key
 from analysis.model import PingStep, Problem, Step
 from analysis.output import PARSED_FORMAT, Parsed, load_parsed
 from analysis.parse import ParseResult, parse_tree, read_tree
 from analysis.stats import median_ci_ranks, ratio_of_medians, summarize
+from experiments.formats.events import event_sort_key, topology_order_key
 
 __all__ = [
     "PARSED_FORMAT",

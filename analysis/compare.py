@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.events import event_sort_key, topology_order_key
 from analysis.output import Parsed
 from analysis.stats import ALPHA, MIN_RUNS, TEST_NAME, rank_test, ratio_of_medians
+from experiments.formats.events import event_sort_key, topology_order_key
 
 __all__ = [
     "COMPARE_COLUMNS",

@@ -12,11 +12,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.events import size_from_label, split_event_label, strategy_of
 from analysis.legacy import first_error
 from analysis.logtext import LogText
 from analysis.model import FAILED, OK, ProblemKind, Step, few
 from analysis.verify import fail_unverified, verify_detail
+from experiments.formats.cell_layout import format_size, size_from_label
+from experiments.formats.events import split_event_label, strategy_of
 from experiments.formats.kary_line import KARY_JSON, load_record, step_problem
 
 __all__ = ["KaryLog", "has_kary_lines", "parse_kary"]
@@ -120,7 +121,7 @@ def _step(record: dict[str, Any]) -> Step | None:
     if not isinstance(event, str) or not event:
         return None
     if not isinstance(label, str) or not label:
-        label = "" if not isinstance(size, int) else _label_for(size)
+        label = "" if not isinstance(size, int) else format_size(size)
     if not isinstance(size, int) or isinstance(size, bool):
         size = size_from_label(label)
         if size is None:
@@ -137,10 +138,3 @@ def _add_unfinished(steps: list[Step], seen: set[tuple[str, str]], name: str, re
         return
     seen.add(split)
     steps.append(Step(split[0], split[1], size_from_label(split[1]) or 0, None, FAILED, reason))
-
-
-def _label_for(size: int) -> str:
-    for unit, factor in (("T", 2**40), ("G", 2**30), ("M", 2**20), ("K", 2**10)):
-        if size % factor == 0:
-            return f"{size // factor}{unit}"
-    return f"{size}B"

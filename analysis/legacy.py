@@ -14,9 +14,10 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from analysis.events import size_from_label, split_event_label, strategy_of
 from analysis.logtext import LogText
 from analysis.model import FAILED, OK, PingStep, ProblemKind, Step, few, step_of
+from experiments.formats.cell_layout import size_from_label
+from experiments.formats.events import split_event_label, strategy_of
 
 __all__ = ["LegacyLog", "first_error", "parse_legacy", "parse_real"]
 

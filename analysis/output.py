@@ -17,11 +17,12 @@ from typing import Any
 import pandas as pd
 
 from analysis.csvtext import csv_text
-from analysis.events import strategy_of, topo_from_dirname
 from analysis.forked import usable_cores
 from analysis.tables import EVENT_COLUMNS, PING_COLUMNS, RUN_COLUMNS, summary_table
 from experiments.errors import UserError
 from experiments.files import write_atomic
+from experiments.formats.cell_layout import topo_from_dirname
+from experiments.formats.events import strategy_of
 
 __all__ = [
     "EVENTS_CSV",

@@ -11,7 +11,6 @@ from functools import partial
 from pathlib import Path
 
 from analysis.cells import CellResult, parse_cell
-from analysis.events import topology_order_key
 from analysis.forked import Forked, can_fork, usable_cores
 from analysis.model import Problem, step_of
 from analysis.output import PARSED_FORMAT, Parsed, write_parsed
@@ -20,6 +19,7 @@ from analysis.tables import build_tables, summary_table
 from analysis.walk import CellDir, find_cells
 from experiments import __version__
 from experiments.errors import UserError
+from experiments.formats.events import topology_order_key
 
 __all__ = ["ParseResult", "parse_tree", "read_tree"]
 

@@ -33,18 +33,14 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from matplotlib.typing import ColorType
 
-from analysis.events import (
-    SETUP_EVENTS,
-    event_sort_key,
-    size_text,
-    source_label,
-    topology_order_key,
-)
 from analysis.forked import Forked, can_fork, usable_cores
 from analysis.output import Parsed
 from analysis.plot_theme import COLORBLIND, THEME, colormap_palette, lut_palette
+from analysis.report_results import source_label
 from analysis.stats import summarize
 from experiments.files import write_atomic
+from experiments.formats.cell_layout import size_text
+from experiments.formats.events import SETUP_EVENTS, event_sort_key, topology_order_key
 
 __all__ = ["PLOT_PREFIXES", "PendingPlots", "start_plots", "write_plots"]
 

@@ -19,7 +19,6 @@ from typing import Any
 import jinja2
 
 from analysis.compare import compare_parsed
-from analysis.events import size_text
 from analysis.output import Parsed, load_parsed
 from analysis.report_facts import Facts, collect_facts
 from analysis.report_plots import collect_plots
@@ -29,6 +28,7 @@ from analysis.stats import ALPHA
 from experiments import __version__
 from experiments.errors import UserError
 from experiments.files import write_atomic
+from experiments.formats.cell_layout import size_text
 
 __all__ = ["REPORT_NAME", "build_report", "write_report"]
 

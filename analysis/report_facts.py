@@ -17,14 +17,10 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.events import (
-    SETUP_EVENTS,
-    event_sort_key,
-    size_text,
-    source_label,
-    topology_order_key,
-)
 from analysis.output import Parsed
+from analysis.report_results import source_label
+from experiments.formats.cell_layout import size_text
+from experiments.formats.events import SETUP_EVENTS, event_sort_key, topology_order_key
 
 __all__ = ["Facts", "Failure", "collect_facts"]
 

@@ -12,8 +12,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.events import event_sort_key
 from analysis.output import Parsed
+from experiments.formats.events import event_sort_key
 
 __all__ = ["Plot", "collect_plots"]
 

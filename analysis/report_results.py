@@ -24,14 +24,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analysis.events import source_label, topology_order_key
 from analysis.stats import MIN_RUNS, RankTest, rank_test, summarize
+from experiments.formats.events import topology_order_key
 
 __all__ = [
     "STRATEGIES",
     "Candidate",
     "Verdict",
     "number_or_none",
+    "source_label",
     "strategy_samples",
     "strategy_stats",
     "verdicts",
@@ -51,6 +52,17 @@ _EVENT = {"all": "distribute-all-nodes", "leaves": "distribute-leaf-nodes"}
 _MIDDLE_PREFIX = "distribute-middle-nodes-"
 GROUP = ["strategy", "source", "nodes", "size_bytes"]
 _KEYS = ["strategy", "source", "nodes", "topo", "size_bytes", "size_label"]
+
+
+def source_label(backend: object, cluster: object) -> str:
+    """Where timings come from: `local:vm`, `kubernetes/gke-30`, or `seed logs`."""
+    backend = backend if isinstance(backend, str) else ""
+    cluster = cluster if isinstance(cluster, str) else ""
+    if not backend and not cluster:
+        return "seed logs"
+    if not cluster or cluster.startswith(f"{backend}:"):  # local:HOST names itself
+        return cluster or backend
+    return f"{backend}/{cluster}"
 
 
 def strategy_samples(events: pd.DataFrame) -> pd.DataFrame:

@@ -11,7 +11,6 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
-from analysis.events import size_text, topology_order_key
 from analysis.output import Parsed
 from analysis.report_results import (
     STRATEGIES,
@@ -25,6 +24,8 @@ from analysis.report_results import (
 from analysis.report_svg import Scale, overlay_parents, strip_svg, tree_svg
 from analysis.stats import ALPHA, MIN_RUNS, TEST_NAME, RankTest, runs_needed, smallest_p
 from experiments.errors import UserError
+from experiments.formats.cell_layout import size_text, topology_dirname
+from experiments.formats.events import topology_order_key
 from experiments.model.topology import build_tree
 
 __all__ = ["coverage_text", "design_cards", "seconds", "strategy_views", "test_rule"]
@@ -242,7 +243,7 @@ def design_cards(parsed: Parsed, designs: list[tuple[int, str]]) -> list[dict[st
         except UserError as err:
             cards.append({"nodes": nodes, "topo": topo, "svg": "", "shape": str(err)})
             continue
-        lines = logged.get((nodes, topo.replace(":", "-")))
+        lines = logged.get((nodes, topology_dirname(topo)))
         if lines is None:
             check, check_class = "no overlay in the logs", "muted"
         elif overlay_parents(lines) == list(tree.parents):

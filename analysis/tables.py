@@ -14,9 +14,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.cells import CellResult
-from analysis.events import event_sort_key, strategy_of, topology_dirname, topology_order_key
 from analysis.model import Step
 from analysis.stats import SUMMARY_STATS, summarize
+from experiments.formats.cell_layout import topology_dirname
+from experiments.formats.events import event_sort_key, strategy_of, topology_order_key
 
 __all__ = [
     "EVENT_COLUMNS",

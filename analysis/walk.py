@@ -1,10 +1,10 @@
 """Find the cells of a raw tree by walking it, whatever its depth from the root.
 
 A cell is a directory holding any of the files a run leaves (the log,
-`run.json`, `minicluster.yaml`, `entrypoint.sh`); its
-identity comes from the `<nodes>/<topo>/<iteration>` directory names above it
-when they read as such (the seed's and kary's layout), and is completed or
-corrected from the files themselves later (see `analysis.cells`).
+`run.json`, `minicluster.yaml`, `entrypoint.sh`); its identity comes from the
+`<nodes>/<topo>/<iteration>` directory names above it when they read as such
+(the seed's and kary's layout, experiments.formats.cell_layout), and is
+completed or corrected from the files themselves later (see `analysis.cells`).
 """
 
 from __future__ import annotations
@@ -13,14 +13,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.events import topo_from_dirname
+from experiments.formats.cell_layout import cell_of_path
+from experiments.formats.run_record import LOG_NAME, MINICLUSTER_NAME, RECORD_NAME
 
 __all__ = ["CELL_FILES", "LOG_NAME", "RECORD_NAME", "CellDir", "find_cells"]
 
-LOG_NAME = "topology-experiment.out"
-RECORD_NAME = "run.json"
 # Files a runner leaves in a cell; anything else there is a stray file.
-CELL_FILES = frozenset({LOG_NAME, RECORD_NAME, "minicluster.yaml", "entrypoint.sh"})
+CELL_FILES = frozenset({LOG_NAME, RECORD_NAME, MINICLUSTER_NAME, "entrypoint.sh"})
 
 
 @dataclass(frozen=True)
@@ -70,10 +69,7 @@ def find_cells(
 
 
 def _cell(path: Path, rel: str, names: set[str]) -> CellDir:
-    parts = rel.split("/") if rel else []
-    iteration = _int(parts[-1]) if len(parts) >= 1 else None
-    topo = topo_from_dirname(parts[-2]) if len(parts) >= 2 else None
-    nodes = _int(parts[-3]) if len(parts) >= 3 else None
+    nodes, topo, iteration = cell_of_path(rel.split("/") if rel else [])
     return CellDir(
         path=path,
         rel=rel,
@@ -83,7 +79,3 @@ def _cell(path: Path, rel: str, names: set[str]) -> CellDir:
         has_log=LOG_NAME in names,
         has_record=RECORD_NAME in names,
     )
-
-
-def _int(text: str) -> int | None:
-    return int(text) if text.isdigit() and text.isascii() else None

@@ -35,10 +35,11 @@ from experiments.backends.base import Backend  # noqa: E402
 from experiments.backends.flux import FluxBackend, flux_on_path  # noqa: E402
 from experiments.backends.local import LocalBackend  # noqa: E402
 from experiments.execution.outcome import judge  # noqa: E402
+from experiments.formats.cell_layout import format_size  # noqa: E402
 from experiments.formats.kary_line import step_problem  # noqa: E402
 from experiments.model.plan import Cell  # noqa: E402
 from experiments.model.render import RenderOptions, render_cell  # noqa: E402
-from experiments.model.validate import format_size, parse_size  # noqa: E402
+from experiments.model.validate import parse_size  # noqa: E402
 
 EVENT = "distribute-all-nodes"
 TOLERANCE = 1.5

@@ -7,9 +7,9 @@ from typing import Any
 from experiments.backends import UNBILLED, describe_backend
 from experiments.backends.flux import current_place
 from experiments.estimate.time_model import Estimate
+from experiments.formats.cell_layout import format_size
 from experiments.formats.run_record import ALLOCATION
 from experiments.model.plan import Plan
-from experiments.model.validate import format_size
 
 __all__ = ["format_duration", "plan_json", "plan_text"]
 

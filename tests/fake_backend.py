@@ -3,8 +3,9 @@
     backend = FakeBackend(lambda cell, rendered, timeout: RunResult(fake_log(cell), 0))
 
 `fake_log(cell)` writes what a good entrypoint prints (legacy EVENT + `time`
-lines and KARY lines for every step); `failed=` makes chosen steps fail.
-Calls, ups and downs are recorded for assertions.
+lines and KARY lines), with event names from experiments.formats.events and
+KARY lines from experiments.formats.kary_line's writer; `failed=` makes chosen
+steps fail.  Calls, ups and downs are recorded for assertions.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from experiments.backends.base import Backend, RunResult
+from experiments.formats.cell_layout import format_size
+from experiments.formats.events import strategy_events
+from experiments.formats.kary_line import format_kary_line
 from experiments.model.plan import Cell
 from experiments.model.render import Rendered, strategy_waves
 from experiments.model.topology import build_tree
-from experiments.model.validate import format_size
 
 __all__ = ["FakeBackend", "fake_log"]
 
@@ -24,31 +27,33 @@ Handler = Callable[[Cell, Rendered, "float | None"], RunResult]
 
 
 def fake_log(cell: Cell, failed: Collection[str] = (), seconds: float = 0.5) -> str:
-    """A complete benchmark log for `cell`; events named in `failed` get rc 1."""
+    """A complete benchmark log for `cell`; events named in `failed` get rc 1.
+
+    Per size and strategy it has the steps a test needs, the archive's
+    creation and each distribution wave, each as the template prints it: the
+    legacy EVENT + `time` lines, then the KARY line.
+    """
     tree = build_tree(cell.topo, cell.nodes)
-    lines = [
-        "KARY "
-        f'{{"meta": "cell", "cell": "{cell.id}", "nodes": {cell.nodes}, '
-        f'"topo": "{cell.topo}", "flux_version": "0.66.0", "size_attr": "{cell.nodes}"}}'
-    ]
+    meta = {"meta": "cell", "cell": cell.id, "nodes": cell.nodes, "topo": cell.topo}
+    lines = [format_kary_line({**meta, "flux_version": "0.66.0", "size_attr": str(cell.nodes)})]
     bad = 0
     for size in cell.sizes:
         label = format_size(size)
         for strategy in cell.strategies:
-            events = ["create-archive"] + [e for e, _ in strategy_waves(tree, strategy)]
-            for event in events:
+            waves = [event for event, _ in strategy_waves(tree, strategy)]
+            for event in [strategy_events(strategy).create, *waves]:
                 rc = 1 if event in failed else 0
                 bad += rc
+                step = {"event": event, "size": label, "size_bytes": size}
                 lines += [
                     f"EVENT {event}-{label}",
                     "",
                     f"real\t0m{seconds:.3f}s",
                     "user\t0m0.010s",
                     "sys\t0m0.001s",
-                    f'KARY {{"event": "{event}", "size": "{label}", "size_bytes": {size}, '
-                    f'"seconds": {seconds}, "rc": {rc}}}',
+                    format_kary_line({**step, "seconds": seconds, "rc": rc}),
                 ]
-    lines.append(f'KARY {{"meta": "done", "failed_steps": {bad}}}')
+    lines.append(format_kary_line({"meta": "done", "failed_steps": bad}))
     return "\n".join(lines) + "\n"
 
 

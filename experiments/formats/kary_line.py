@@ -10,6 +10,9 @@ and meta lines (`{"meta": "cell", ...}`, `{"meta": "cold-cache", ...}`,
 backend's report and `kary parse` all read them here, so they cannot disagree
 on what a line says: `KARY` then spaces or tabs, then a JSON object; a step is
 a timing only when its rc is 0 and its seconds a finite number >= 0.
+
+`format_kary_line` writes a line exactly as the template prints it; tests build
+their logs with it, and a seam test holds the template to it byte for byte.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 __all__ = [
     "KARY_JSON",
+    "format_kary_line",
     "kary_records",
     "load_record",
     "step_problem",
@@ -62,3 +66,20 @@ def step_problem(record: dict[str, Any]) -> str | None:
     if not math.isfinite(seconds) or seconds < 0:
         return f"impossible time {seconds!r}"
     return None
+
+
+def format_kary_line(record: Mapping[str, Any]) -> str:
+    """`KARY {"event": ..., "seconds": 1.230000, "rc": 0}`, as the entrypoint prints it.
+
+    Keys in the record's order, `json.dumps` spacing; `seconds` has the six
+    decimals the template's awk (`%.6f`) gives it.  No trailing newline.
+    """
+    fields = (f"{json.dumps(key)}: {_json_value(key, value)}" for key, value in record.items())
+    return "KARY {" + ", ".join(fields) + "}"
+
+
+def _json_value(key: str, value: Any) -> str:
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if key == "seconds" and number and math.isfinite(value):
+        return f"{value:.6f}"
+    return json.dumps(value)

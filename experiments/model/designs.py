@@ -15,7 +15,7 @@ from typing import Any
 
 from experiments.errors import UserError
 from experiments.files import read_document, write_atomic
-from experiments.model.topology import build_tree, parse_topology, topology_sort_key
+from experiments.model.topology import build_tree, parse_topology
 from experiments.model.validate import node_count
 
 __all__ = ["Design", "design_entry", "generate_designs", "load_designs", "write_designs"]
@@ -31,7 +31,7 @@ def _topologies_for(nodes: int, min_kary: int, max_kary: int | None) -> list[str
     top = nodes // 2 if max_kary is None else min(max_kary, nodes // 2)
     topos = [f"kary:{k}" for k in range(max(1, min_kary), top + 1)]
     if math.ceil(math.log2(nodes)) <= nodes // 2:
-        topos.append("binomial")
+        topos.insert(0, "binomial")  # the seed lists it before the karys
     return topos
 
 
@@ -49,7 +49,7 @@ def generate_designs(
     return [
         Design(n, topo)
         for n in range(min_nodes, max_nodes + 1)
-        for topo in sorted(_topologies_for(n, min_kary, max_kary), key=topology_sort_key)
+        for topo in _topologies_for(n, min_kary, max_kary)
     ]
 
 

@@ -14,10 +14,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from experiments.errors import UserError
+from experiments.formats.cell_layout import cell_dir, cell_id, topology_dirname
 from experiments.formats.run_record import read_record
 from experiments.model.designs import Design, load_designs
 from experiments.model.render import STRATEGIES, strategy_waves
-from experiments.model.topology import build_tree, parse_topology, topology_dirname
+from experiments.model.topology import build_tree, parse_topology
 from experiments.model.validate import dns1123_name, node_count
 
 __all__ = [
@@ -55,10 +56,10 @@ class Cell:
     @property
     def id(self) -> str:
         """`30/kary-16/0`: the cell's path below the raw root, and its name everywhere."""
-        return f"{self.nodes}/{self.topo_dir}/{self.iteration}"
+        return cell_id(self.nodes, self.topo, self.iteration)
 
     def raw_dir(self, data_dir: Path) -> Path:
-        return Path(data_dir) / str(self.nodes) / self.topo_dir / str(self.iteration)
+        return cell_dir(data_dir, self.nodes, self.topo, self.iteration)
 
 
 class ExperimentSpec(BaseModel):

@@ -16,10 +16,11 @@ import jinja2
 
 from experiments import __version__
 from experiments.errors import UserError
+from experiments.formats.cell_layout import format_size
+from experiments.formats.events import STRATEGIES, strategy_events
 from experiments.model.topology import Tree, build_tree, compress_idset
 from experiments.model.validate import (
     dns1123_name,
-    format_size,
     image_ref,
     label_value,
     pinned_digest,
@@ -58,16 +59,8 @@ DEFAULT_IMAGE = (
 # flux-distribute's image: Flux 0.66.0 with 55 GB of blobs baked in that kary
 # does not use (it makes its blobs at run time).
 SEED_IMAGE = "ghcr.io/converged-computing/container-chonks:topology-flux-0.66.0"
-STRATEGIES = ("all", "leaves", "middle")
 MINICLUSTER_TEMPLATE = "minicluster.yaml.j2"
 ENTRYPOINT_TEMPLATE = "entrypoint.sh.j2"
-
-# Event names are the seed's, so old and new data line up in one table.
-_EVENTS = {
-    "all": ("create-archive", "delete-archive-all-nodes", "clean-all-nodes"),
-    "leaves": ("create-leaf-nodes", "delete-archive-leaf-nodes", "clean-leaf-nodes"),
-    "middle": ("create-middle-nodes", "delete-archive-middle-nodes", "clean-middle-nodes"),
-}
 
 
 @dataclass(frozen=True)
@@ -191,14 +184,18 @@ def strategy_waves(tree: Tree, strategy: str) -> list[tuple[str, str]]:
     """(event, target idset) per distribution wave of one strategy.
 
     `leaves` is the deepest level and `middle` the level halfway down, as in the
-    seed's experiments; `all` is every rank but 0.
+    seed's experiments; `all` is every rank but 0.  Event names come from
+    experiments.formats.events; which ranks each wave reaches is decided here.
     """
+    if strategy not in STRATEGIES:
+        raise UserError(f"unknown strategy {strategy!r}: choose from {', '.join(STRATEGIES)}")
+    events = strategy_events(strategy)
     levels = tree.levels()
     leaves = compress_idset(levels[tree.depth])
     if strategy == "all":
-        return [("distribute-all-nodes", "all")]
+        return [(events.distribute_event(), "all")]
     if strategy == "leaves":
-        return [("distribute-leaf-nodes", leaves)]
+        return [(events.distribute_event(), leaves)]
     if strategy == "middle":
         if tree.depth < 2:
             raise UserError(
@@ -206,19 +203,19 @@ def strategy_waves(tree: Tree, strategy: str) -> list[tuple[str, str]]:
                 f"{tree.topology} on {tree.size} nodes has depth {tree.depth}"
             )
         middle = compress_idset(levels[tree.depth // 2])
-        return [("distribute-middle-nodes-0", middle), ("distribute-middle-nodes-1", leaves)]
-    raise UserError(f"unknown strategy {strategy!r}: choose from {', '.join(STRATEGIES)}")
+        return [(events.distribute_event(0), middle), (events.distribute_event(1), leaves)]
+    raise AssertionError(f"strategy {strategy!r} has events but no waves in render.py")
 
 
 def _strategy_context(tree: Tree, strategy: str) -> dict[str, Any]:
     waves = strategy_waves(tree, strategy)  # refuses an unknown strategy
-    create, delete, clean = _EVENTS[strategy]
+    events = strategy_events(strategy)
     return {
         "strategy": strategy,
         "archive": f"kary-{strategy}",
-        "create_event": create,
-        "delete_event": delete,
-        "clean_event": clean,
+        "create_event": events.create,
+        "delete_event": events.delete,
+        "clean_event": events.clean,
         "waves": [{"event": event, "targets": targets} for event, targets in waves],
     }
 

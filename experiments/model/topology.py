@@ -24,10 +24,6 @@ __all__ = [
     "consecutive_runs",
     "parse_topology",
     "render_overlay",
-    "topo_dirname",
-    "topo_from_dirname",
-    "topology_dirname",
-    "topology_sort_key",
 ]
 
 # The Flux Operator starts brokers with tbon.fanout=256: an unset topology.
@@ -52,10 +48,6 @@ class Topology:
     def __str__(self) -> str:
         return self.scheme if self.k is None else f"{self.scheme}:{self.k}"
 
-    @property
-    def dirname(self) -> str:
-        return topology_dirname(str(self))
-
 
 def parse_topology(text: str) -> Topology:
     """Parse and validate a topology string; anything flux-core refuses is a UserError."""
@@ -74,39 +66,6 @@ def parse_topology(text: str) -> Topology:
             raise UserError(f"invalid topology {text!r}: binomial takes no argument")
         return Topology("binomial")
     return Topology("mincrit", None if arg is None else int(arg))
-
-
-def topology_sort_key(text: str) -> tuple[int, int]:
-    """Order topologies as a reader expects: binomial, kary:0, kary:1, ..., kary:16, mincrit."""
-    topo = parse_topology(text)
-    rank = {"binomial": 0, "kary": 1, "mincrit": 2}[topo.scheme]
-    return (rank, -1 if topo.k is None else topo.k)
-
-
-def topo_dirname(text: str) -> str:
-    """`kary:2` -> `kary-2`, after validation."""
-    return parse_topology(text).dirname
-
-
-def topology_dirname(topo: str) -> str:
-    """`kary:2` -> `kary-2`: the raw-tree directory name (':' is not portable in paths).
-
-    The one place this name is made; `topo_from_dirname` reads it back.
-    """
-    return topo.replace(":", "-")
-
-
-_DIRNAME = re.compile(r"^(?P<scheme>kary|mincrit)-(?P<k>[0-9]+)$|^(?P<plain>binomial|mincrit)$")
-
-
-def topo_from_dirname(name: str) -> str | None:
-    """`kary-2` -> `kary:2`, `binomial` -> `binomial`; None for anything else."""
-    match = _DIRNAME.match(name)
-    if match is None:
-        return None
-    if match.group("plain"):
-        return match.group("plain")
-    return f"{match.group('scheme')}:{int(match.group('k'))}"
 
 
 def _mincrit_routers(size: int) -> int:

@@ -14,7 +14,6 @@ from experiments.errors import UserError
 __all__ = [
     "MAX_NODES",
     "dns1123_name",
-    "format_size",
     "image_ref",
     "label_value",
     "node_count",
@@ -61,14 +60,6 @@ def parse_sizes(text: str) -> list[int]:
     if len(set(sizes)) != len(sizes):
         raise UserError(f"invalid sizes {text!r}: a size is listed twice")
     return sizes
-
-
-def format_size(size: int) -> str:
-    """Bytes -> the shortest exact label: 536870912 -> `512M`, 1073741824 -> `1G`."""
-    for unit, factor in (("T", 2**40), ("G", 2**30), ("M", 2**20), ("K", 2**10)):
-        if size % factor == 0:
-            return f"{size // factor}{unit}"
-    return f"{size}B"
 
 
 def node_count(value: int, flag: str = "--nodes") -> int:

@@ -11,9 +11,9 @@ from headless_chromium import chromium, page_requests
 from typer.testing import CliRunner
 
 from analysis import load_parsed, parse_tree
-from analysis.events import source_label
 from analysis.report import REPORT_NAME
 from analysis.report_facts import Failure, collect_facts
+from analysis.report_results import source_label
 from analysis.report_svg import tree_svg
 from analysis.report_view import strategy_views
 from experiments.cli import app
@@ -58,7 +58,7 @@ def test_facts_count_cells_outcomes_and_the_failed_step(parsed_sweep: Path) -> N
     assert facts.sources == ["local"]
     assert facts.iterations == (3, 3)
     assert facts.sizes == ["16M", "64M"]
-    # Dates come from run.json, found through the raw tree parse.json names.
+    # Dates come from run.json, carried into runs.csv by parse.
     assert (facts.started, facts.finished) == ("2026-01-01 00:00 UTC", "2026-01-01 00:01 UTC")
     assert dict(facts.provenance)["template hash"] == "abc123"
 

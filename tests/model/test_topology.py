@@ -8,13 +8,7 @@ from pathlib import Path
 import pytest
 
 from experiments.errors import UserError
-from experiments.model.topology import (
-    build_tree,
-    compress_idset,
-    parse_topology,
-    render_overlay,
-    topology_sort_key,
-)
+from experiments.model.topology import build_tree, compress_idset, parse_topology, render_overlay
 
 
 def _overlay_blocks(reference: Path) -> list[tuple[int, str, str, str]]:
@@ -135,17 +129,6 @@ def test_idsets_compress_like_flux() -> None:
     assert compress_idset([5, 3, 4, 7, 1]) == "1,3-5,7"
     assert compress_idset([1, 2]) == "1-2"
     assert compress_idset([]) == ""
-
-
-def test_topologies_sort_numerically() -> None:
-    topos = ["kary:16", "kary:2", "binomial", "kary:10", "kary:1"]
-    assert sorted(topos, key=topology_sort_key) == [
-        "binomial",
-        "kary:1",
-        "kary:2",
-        "kary:10",
-        "kary:16",
-    ]
 
 
 def test_an_unprintably_deep_overlay_is_refused_not_attempted() -> None:

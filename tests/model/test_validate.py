@@ -10,7 +10,8 @@ import pytest
 
 from experiments.errors import UserError
 from experiments.files import read_document, write_atomic
-from experiments.model.validate import format_size, parse_size, parse_sizes, safe_path
+from experiments.formats.cell_layout import format_size
+from experiments.model.validate import parse_size, parse_sizes, safe_path
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,8 @@
 """The runner's verdict and `kary parse` read KARY lines alike (experiments.formats.kary_line).
 
+In-process, on hand-made logs; tests/runner/test_seam_backends.py does the same
+through real backends.
+
 Before they had a parser each: a step with rc 0 but no seconds, and a
 tab-separated line with rc 3, left run.json `succeeded` while parse found two
 failed steps.
@@ -19,12 +22,14 @@ from analysis_samples import run_record, write_cell
 from analysis import load_parsed, parse_tree
 from experiments.backends.base import RunResult
 from experiments.execution.outcome import judge
+from experiments.formats.kary_line import format_kary_line
 
 STEP = {"size": "16M", "size_bytes": 16777216}
 
 
 def _line(record: dict[str, object], blank: str = " ") -> str:
-    return f"KARY{blank}{json.dumps(record)}\n"
+    """The line the template would print, with `blank` after KARY."""
+    return format_kary_line(record).replace("KARY ", f"KARY{blank}", 1) + "\n"
 
 
 HEAD = _line({"meta": "cell", "cell": "4/kary-2/0", "nodes": 4, "topo": "kary:2"})

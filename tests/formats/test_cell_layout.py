@@ -1,0 +1,87 @@
+"""Cell ids, raw-tree directory names and size labels: written one way, read back the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from experiments.formats.cell_layout import (
+    cell_dir,
+    cell_id,
+    cell_of_path,
+    format_size,
+    size_from_label,
+    size_text,
+    topo_from_dirname,
+    topology_dirname,
+)
+from experiments.model.plan import Cell
+
+
+@pytest.mark.parametrize(
+    ("topo", "dirname"),
+    [
+        ("kary:2", "kary-2"),
+        ("kary:0", "kary-0"),
+        ("kary:256", "kary-256"),
+        ("binomial", "binomial"),
+        ("mincrit", "mincrit"),
+        ("mincrit:3", "mincrit-3"),
+    ],
+)
+def test_a_topology_and_its_directory_name_round_trip(topo: str, dirname: str) -> None:
+    assert topology_dirname(topo) == dirname
+    assert topo_from_dirname(dirname) == topo
+
+
+@pytest.mark.parametrize("name", ["kary", "kary-", "kary-x", "binomial-2", "notes", "kary:2"])
+def test_a_directory_that_names_no_topology_reads_as_none(name: str) -> None:
+    assert topo_from_dirname(name) is None
+
+
+def test_a_cells_id_is_its_path_below_the_raw_root(tmp_path: Path) -> None:
+    assert cell_id(30, "kary:16", 0) == "30/kary-16/0"
+    assert cell_dir(tmp_path, 30, "kary:16", 0) == tmp_path / "30" / "kary-16" / "0"
+    assert cell_of_path(["30", "kary-16", "0"]) == (30, "kary:16", 0)
+    assert cell_of_path(["old", "runs", "6", "binomial", "2"]) == (6, "binomial", 2)
+    assert cell_of_path(["kary-2", "x"]) == (None, "kary:2", None)
+    assert cell_of_path([]) == (None, None, None)
+
+
+def test_the_plans_cell_uses_the_layout(tmp_path: Path) -> None:
+    cell = Cell(30, "kary:16", 1, (2**20,), ("all",))
+    assert cell.id == cell_id(30, "kary:16", 1)
+    assert cell.raw_dir(tmp_path) == cell_dir(tmp_path, 30, "kary:16", 1)
+
+
+@pytest.mark.parametrize(
+    ("size", "label"),
+    [
+        (2**20, "1M"),
+        (16 * 2**20, "16M"),
+        (512 * 2**20, "512M"),
+        (2**30, "1G"),
+        (3 * 2**29, "1536M"),
+        (2**40, "1T"),
+        (64 * 2**10, "64K"),
+        (1000, "1000B"),
+    ],
+)
+def test_a_size_and_its_label_round_trip(size: int, label: str) -> None:
+    assert format_size(size) == label
+    assert size_from_label(label) == size
+
+
+@pytest.mark.parametrize(("label", "size"), [("1", 2**30), ("10", 10 * 2**30), ("1.5G", 3 * 2**29)])
+def test_the_seeds_bare_labels_are_gigabytes(label: str, size: int) -> None:
+    assert size_from_label(label) == size
+
+
+@pytest.mark.parametrize("label", ["", "M", "16m", "0", "0.3K", "1X", "1G "])
+def test_an_unreadable_label_has_no_size(label: str) -> None:
+    assert size_from_label(label) is None
+
+
+def test_the_seeds_bare_label_reads_beside_karys() -> None:
+    assert [size_text(x) for x in ("1", 10, "16M")] == ["1G", "10G", "16M"]
