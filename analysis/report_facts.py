@@ -249,7 +249,7 @@ def _cost(walls: list[tuple[float, dict[str, Any]]]) -> str | None:
 def _list_price(instance: str) -> tuple[float, str] | None:
     """The catalog's price for an instance type, if every region that lists it agrees."""
     try:
-        from experiments.estimate.time_model import load_price_catalog
+        from experiments.estimate.prices import load_price_catalog
 
         catalog = load_price_catalog()
     except Exception:  # a missing or damaged catalog only means "cost unknown"

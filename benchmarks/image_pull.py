@@ -8,7 +8,8 @@ Run: .venv/bin/python benchmarks/image_pull.py
 
 from __future__ import annotations
 
-from experiments.estimate.time_model import PULL_BYTES_PER_S, image_pull, load_price_catalog
+from experiments.estimate.prices import cluster_hourly_price, load_price_catalog
+from experiments.estimate.time_model import PULL_BYTES_PER_S, image_pull
 from experiments.model.cluster_spec import load_cluster_spec
 from experiments.model.render import DEFAULT_IMAGE, SEED_IMAGE, images_pulled
 from experiments.resources import resource_path
@@ -26,10 +27,7 @@ def main() -> None:
         pull = image_pull(image)
         dollars = ""
         for spec in specs:
-            hourly = catalog.control_plane_usd_per_hour.get(spec.provider, 0.10)
-            for group in spec.node_groups:
-                price, _ = catalog.instance_price(spec.region, group.instance_type)
-                hourly += price * group.count
+            hourly = cluster_hourly_price(spec, catalog).usd_per_hour
             dollars += f"{hourly * pull.seconds / 3600:>14.2f}"
         print(f"{label:<44} {pull.seconds:>8.1f}{dollars}")
         for ref in images_pulled(image):

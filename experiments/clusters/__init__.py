@@ -12,7 +12,6 @@ from __future__ import annotations
 from experiments.clusters.base import ClusterState, DeadManStatus, Provider, Step
 from experiments.clusters.lease import DEFAULT_MAX_HOURS, Lease, current_owner
 from experiments.clusters.lifecycle import (
-    HourlyCost,
     ReapReport,
     cluster_down,
     cluster_status,
@@ -35,7 +34,6 @@ __all__ = [
     "CommandFailed",
     "CommandTimedOut",
     "DeadManStatus",
-    "HourlyCost",
     "Lease",
     "Provider",
     "ReapReport",

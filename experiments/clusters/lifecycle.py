@@ -27,12 +27,11 @@ from experiments.clusters.base import ClusterState, Provider
 from experiments.clusters.lease import Lease
 from experiments.clusters.shell import CommandFailed, Shell
 from experiments.errors import UserError
-from experiments.estimate.time_model import load_price_catalog
+from experiments.estimate.prices import HourlyPrice, cluster_hourly_price, load_price_catalog
 from experiments.model.cluster_spec import ClusterSpec
 from experiments.plan_view import format_duration
 
 __all__ = [
-    "HourlyCost",
     "ReapReport",
     "cluster_down",
     "cluster_status",
@@ -68,25 +67,9 @@ def provider_for(
     return GkeProvider(spec, shell, state_dir)
 
 
-@dataclass(frozen=True)
-class HourlyCost:
-    usd_per_hour: float
-    detail: str
-    as_of: str | None
-
-
-def hourly_cost(spec: ClusterSpec, catalog_path: Path | None = None) -> HourlyCost:
+def hourly_cost(spec: ClusterSpec, catalog_path: Path | None = None) -> HourlyPrice:
     """What the cluster bills per hour while it exists, from the price catalog."""
-    catalog = load_price_catalog(catalog_path)
-    total, parts, as_of = 0.0, [], None
-    for group in spec.node_groups:
-        price, as_of = catalog.instance_price(spec.region, group.instance_type)
-        total += price * group.count
-        parts.append(f"{group.count} x {group.instance_type} at ${price:.4f}/h")
-    control = catalog.control_plane_usd_per_hour.get(spec.provider, 0.10)
-    total += control
-    parts.append(f"control plane ${control:.2f}/h")
-    return HourlyCost(total, " + ".join(parts), as_of)
+    return cluster_hourly_price(spec, load_price_catalog(catalog_path))
 
 
 def _money(usd: float) -> str:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from experiments.errors import UserError
+from experiments.estimate.prices import load_price_catalog
 from experiments.estimate.time_model import (
     Estimate,
     TimeModel,
     default_time_model,
     estimate_plan,
-    load_price_catalog,
 )
 from experiments.model.cluster_spec import ClusterSpec
 from experiments.model.plan import Plan

@@ -1,4 +1,4 @@
-"""Time model + price catalog -> what a plan will cost in seconds and dollars.
+"""Time model + prices -> what a plan will cost in seconds and dollars.
 
 estimate = hourly(nodes x instance price + control plane) x
            (provision + image pull + sum over cells of predicted run time + teardown)
@@ -15,13 +15,10 @@ the seed's EKS sweep; `calibrate` refits them from parsed history.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
-from experiments.errors import UserError
-from experiments.files import read_document
+from experiments.estimate.prices import PriceCatalog, cluster_hourly_price, load_price_catalog
 from experiments.formats.run_record import ALLOCATION
 from experiments.model.cluster_spec import ClusterSpec
 from experiments.model.plan import Cell, Plan
@@ -34,12 +31,10 @@ __all__ = [
     "CellTime",
     "Estimate",
     "ImagePull",
-    "PriceCatalog",
     "TimeModel",
     "default_time_model",
     "estimate_plan",
     "image_pull",
-    "load_price_catalog",
     "predict_cell",
 ]
 
@@ -333,39 +328,6 @@ def _target_count(targets: str, nodes: int) -> int:
     return count
 
 
-class PriceCatalog(BaseModel):
-    path: Path
-    control_plane_usd_per_hour: dict[str, float]
-    network_gbps: dict[str, float]
-    regions: dict[str, dict[str, Any]]
-
-    def instance_price(self, region: str, instance_type: str) -> tuple[float, str]:
-        """($/h, as-of date) or a UserError naming how to add the price."""
-        entry = self.regions.get(region)
-        if entry is None or instance_type not in entry.get("usd_per_hour", {}):
-            raise UserError(
-                f"no price for {instance_type} in {region} in {self.path}; run "
-                f"`kary prices refresh --region {region} --instance-type {instance_type}`"
-            )
-        return float(entry["usd_per_hour"][instance_type]), str(entry.get("as_of", "unknown"))
-
-
-def load_price_catalog(path: Path | None = None) -> PriceCatalog:
-    if path is None:
-        from experiments.resources import resource_path
-
-        path = resource_path("clusters", "prices.yaml")
-    raw = read_document(Path(path), "price catalog", "yaml")
-    if not isinstance(raw, dict) or not isinstance(raw.get("regions"), dict):
-        raise UserError(f"price catalog {path}: expected a mapping with 'regions'")
-    return PriceCatalog(
-        path=Path(path),
-        control_plane_usd_per_hour=raw.get("control_plane_usd_per_hour", {}),
-        network_gbps=raw.get("network_gbps", {}),
-        regions=raw["regions"],
-    )
-
-
 @dataclass(frozen=True)
 class Estimate:
     cells: list[CellTime]
@@ -403,12 +365,8 @@ def estimate_plan(
     seconds = sum(parts.values())
     hourly, as_of, billed = 0.0, None, 0
     if cluster is not None:
-        catalog = catalog or load_price_catalog()
-        for group in cluster.node_groups:
-            price, as_of = catalog.instance_price(cluster.region, group.instance_type)
-            hourly += price * group.count
-            billed += group.count
-        hourly += catalog.control_plane_usd_per_hour.get(cluster.provider, 0.10)
+        price = cluster_hourly_price(cluster, catalog or load_price_catalog())
+        hourly, as_of, billed = price.usd_per_hour, price.as_of, price.nodes_billed
     return Estimate(
         cells=cells,
         seconds=seconds,

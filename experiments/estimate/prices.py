@@ -1,0 +1,125 @@
+"""The price catalog (clusters/prices.yaml) and what nodes bill per hour.
+
+`hourly_price` is the one sum of instance prices x counts (+ the provider's
+control plane): the plan's estimate, `kary cluster` (up's confirmation, status,
+the cost lines of a plan) and the report's cost of a finished sweep all use it,
+so they cannot disagree about what the same nodes cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from experiments.errors import UserError
+from experiments.files import read_document
+from experiments.model.cluster_spec import ClusterSpec
+
+__all__ = [
+    "DEFAULT_CONTROL_PLANE_USD_PER_HOUR",
+    "HourlyPrice",
+    "PriceCatalog",
+    "cluster_hourly_price",
+    "hourly_price",
+    "load_price_catalog",
+]
+
+# A provider the catalog does not list is charged what EKS and GKE charge.
+DEFAULT_CONTROL_PLANE_USD_PER_HOUR = 0.10
+
+
+class PriceCatalog(BaseModel):
+    path: Path
+    control_plane_usd_per_hour: dict[str, float]
+    network_gbps: dict[str, float]
+    regions: dict[str, dict[str, Any]]
+
+    def instance_price(self, region: str, instance_type: str) -> tuple[float, str]:
+        """($/h, as-of date) or a UserError naming how to add the price."""
+        entry = self.regions.get(region)
+        if entry is None or instance_type not in entry.get("usd_per_hour", {}):
+            raise UserError(
+                f"no price for {instance_type} in {region} in {self.path}; run "
+                f"`kary prices refresh --region {region} --instance-type {instance_type}`"
+            )
+        return float(entry["usd_per_hour"][instance_type]), str(entry.get("as_of", "unknown"))
+
+    def price_anywhere(self, instance_type: str) -> tuple[float, str]:
+        """($/h, as-of date) where the region is unknown: the price every region that
+        lists the type agrees on, or a UserError when none lists it or they differ."""
+        found = {
+            (float(entry["usd_per_hour"][instance_type]), str(entry.get("as_of", "unknown")))
+            for entry in self.regions.values()
+            if isinstance(entry, dict) and instance_type in entry.get("usd_per_hour", {})
+        }
+        prices = {usd for usd, _ in found}
+        if len(prices) != 1:
+            why = "no region lists it" if not prices else "its regions' prices differ"
+            raise UserError(f"no single price for {instance_type} in {self.path}: {why}")
+        return max(found, key=lambda price: price[1])
+
+
+def load_price_catalog(path: Path | None = None) -> PriceCatalog:
+    if path is None:
+        from experiments.resources import resource_path
+
+        path = resource_path("clusters", "prices.yaml")
+    raw = read_document(Path(path), "price catalog", "yaml")
+    if not isinstance(raw, dict) or not isinstance(raw.get("regions"), dict):
+        raise UserError(f"price catalog {path}: expected a mapping with 'regions'")
+    return PriceCatalog(
+        path=Path(path),
+        control_plane_usd_per_hour=raw.get("control_plane_usd_per_hour", {}),
+        network_gbps=raw.get("network_gbps", {}),
+        regions=raw["regions"],
+    )
+
+
+@dataclass(frozen=True)
+class HourlyPrice:
+    """What some nodes bill per hour, how many they are, and how the sum was made."""
+
+    usd_per_hour: float
+    nodes_billed: int
+    as_of: str | None  # the catalog's date for the (last) instance type priced
+    detail: str  # "6 x c5a.4xlarge at $0.6160/h + control plane $0.10/h"
+
+
+def hourly_price(
+    catalog: PriceCatalog,
+    nodes: Sequence[tuple[str, int]],
+    region: str | None,
+    provider: str | None = None,
+) -> HourlyPrice:
+    """$/h of `nodes`, (instance type, count) pairs, in `region`, plus the
+    `provider`'s control plane when one is named.
+
+    region None prices each type where the region is unknown (see
+    PriceCatalog.price_anywhere).  An unknown price is a UserError.
+    """
+    total, billed, as_of, parts = 0.0, 0, None, []
+    for instance_type, count in nodes:
+        if region is None:
+            price, as_of = catalog.price_anywhere(instance_type)
+        else:
+            price, as_of = catalog.instance_price(region, instance_type)
+        total += price * count
+        billed += count
+        parts.append(f"{count} x {instance_type} at ${price:.4f}/h")
+    if provider is not None:
+        control = catalog.control_plane_usd_per_hour.get(
+            provider, DEFAULT_CONTROL_PLANE_USD_PER_HOUR
+        )
+        total += control
+        parts.append(f"control plane ${control:.2f}/h")
+    return HourlyPrice(total, billed, as_of, " + ".join(parts))
+
+
+def cluster_hourly_price(cluster: ClusterSpec, catalog: PriceCatalog) -> HourlyPrice:
+    """What the cluster bills per hour while it exists: its node groups and control plane."""
+    groups = [(group.instance_type, group.count) for group in cluster.node_groups]
+    return hourly_price(catalog, groups, cluster.region, cluster.provider)
