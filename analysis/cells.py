@@ -3,11 +3,15 @@
 Identity comes, in order of trust, from run.json, the log's `KARY {"meta": "cell"}`
 line, the directory names, and the log's NODES / TOPOLOGY description lines.
 Sources that disagree are reported; a cell nobody can identify is skipped.
+
+run.json is read by experiments.formats.run_record's one reader.  A record it
+refuses (damaged, invalid, or of a newer format than this kary's) is noted as
+a warning on that cell and ignored: the cell's log is still parsed and the
+cell identified from its other sources, and the rest of the tree is untouched.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -20,6 +24,7 @@ from analysis.model import PingStep, Problem, ProblemKind, Step
 from analysis.walk import LOG_NAME, RECORD_NAME, CellDir
 from experiments.errors import UserError
 from experiments.formats.cell_layout import topo_from_dirname
+from experiments.formats.run_record import RunRecord, UnreadableRecord, read_record
 from experiments.model.topology import build_tree, parse_topology, render_overlay
 
 __all__ = ["CellResult", "parse_cell"]
@@ -33,7 +38,7 @@ class CellResult:
     nodes: int | None = None
     topo: str | None = None
     iteration: int | None = None
-    record: dict[str, Any] = field(default_factory=dict)
+    record: RunRecord | None = None  # None: no run.json, or one that was ignored
     log_format: str = ""  # "kary", "legacy" or "" (no usable log)
     complete: bool = False  # the log reached its end (end marker or done line)
     steps: list[Step] = field(default_factory=list)
@@ -76,8 +81,8 @@ def parse_cell(cell: CellDir) -> CellResult:
                 LOG_NAME if cell.has_log else "",
             )
     elif not cell.has_log:
-        state = result.record.get("state")
-        error = result.record.get("error")
+        state = result.record.state if result.record else None
+        error = result.record.error if result.record else None
         why = "no topology-experiment.out" + (f" (run state: {state})" if state else "")
         result.note("skipped", why + (f": {error}" if error else ""), "")
     elif isinstance(log, LogText) and not result.steps and not result.pings:
@@ -85,20 +90,12 @@ def parse_cell(cell: CellDir) -> CellResult:
     return result
 
 
-def _read_record(result: CellResult) -> dict[str, Any]:
-    path = result.cell.path / RECORD_NAME
+def _read_record(result: CellResult) -> RunRecord | None:
     try:
-        record = json.loads(path.read_bytes())
-    except (OSError, ValueError) as err:
-        result.note("warning", f"unreadable run.json ignored ({_oneline(err)})", RECORD_NAME)
-        return {}
-    if not isinstance(record, dict):
-        result.note("warning", "run.json is not a JSON object; ignored", RECORD_NAME)
-        return {}
-    fmt = record.get("format", 1)
-    if isinstance(fmt, int) and fmt > 1:
-        result.note("warning", f"run.json format {fmt} is newer than this kary reads", RECORD_NAME)
-    return record
+        return read_record(result.cell.path)
+    except UnreadableRecord as err:
+        result.note("warning", f"run.json ignored: {err.reason}", RECORD_NAME)
+        return None
 
 
 def _read_log(result: CellResult) -> LogText | None:
@@ -141,18 +138,21 @@ def _identify(
 ) -> None:
     record, cell = result.record, result.cell
     nodes = [
-        ("run.json", _int(record.get("nodes"))),
+        ("run.json", record.nodes if record else None),
         ("the KARY cell line", _int(meta.get("nodes"))),
         ("the directory", cell.nodes),
         ("the NODES line", header_nodes),
     ]
     topos = [
-        ("run.json", _topo(record.get("topo"))),
+        ("run.json", _topo(record.topo) if record else None),
         ("the KARY cell line", _topo(meta.get("topo"))),
         ("the directory", cell.topo),
         ("the TOPOLOGY description", _topo(header_topo)),
     ]
-    iterations = [("run.json", _int(record.get("iteration"))), ("the directory", cell.iteration)]
+    iterations = [
+        ("run.json", record.iteration if record else None),
+        ("the directory", cell.iteration),
+    ]
     result.nodes = _pick(result, "nodes", nodes)
     result.topo = _pick(result, "topology", topos)
     result.iteration = _pick(result, "iteration", iterations)

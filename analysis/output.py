@@ -18,7 +18,13 @@ import pandas as pd
 
 from analysis.csvtext import csv_text
 from analysis.forked import usable_cores
-from analysis.tables import EVENT_COLUMNS, PING_COLUMNS, RUN_COLUMNS, summary_table
+from analysis.tables import (
+    EVENT_COLUMNS,
+    PING_COLUMNS,
+    RECORD_FACTS,
+    RUN_COLUMNS,
+    summary_table,
+)
 from experiments.errors import UserError
 from experiments.files import write_atomic
 from experiments.formats.cell_layout import topo_from_dirname
@@ -44,7 +50,7 @@ META_JSON = "parse.json"
 _TEXT_COLUMNS = {
     "uid", "topology", "event", "status", "reason", "backend", "cluster", "source", "topo",
     "strategy", "size_label", "run_state", "topology-uid", "service", "log_format", "state",
-    "instance_type", "image", "flux_version", "error",
+    "instance_type", "image", "flux_version", "error", *RECORD_FACTS,
 }  # fmt: skip
 
 

@@ -81,7 +81,7 @@ def read_tree(data_dir: Path, jobs: int | None = None) -> tuple[Parsed, list[Pro
     meta = {
         "format": PARSED_FORMAT,
         "kary_version": __version__,
-        # Absolute, so the report finds each cell's run.json from any working directory.
+        # Absolute, so the report names the raw tree wherever it was parsed from.
         "data": str(data_dir.resolve()),
         "cells": len(cells),
         "logs": logs,
@@ -183,8 +183,8 @@ def _warn_duplicate_cells(results: list[CellResult]) -> None:
             continue
         record = result.record
         key = (
-            record.get("backend"),
-            record.get("cluster"),
+            record.backend if record else None,
+            record.cluster if record else None,
             result.nodes,
             result.topo,
             result.iteration,

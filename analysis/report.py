@@ -141,6 +141,8 @@ def _span(numbers: list[int]) -> str:
 def _dates(facts: Facts) -> str:
     if facts.started and facts.finished:
         return f"{facts.started} → {facts.finished}"
+    if facts.parsed_without_record_facts:
+        return "dates not recorded (parsed by an older kary)"
     if facts.records_found == 0:
         return "dates not recorded (no run.json)"
     return "dates not recorded"

@@ -1,24 +1,27 @@
 """The plain facts of a parsed directory: what ran, when, where, what failed, what it cost.
 
-Dates and the template hash live in each cell's run.json, which the parsed
-tables do not carry: they are read from the raw tree named in parse.json when
-it is still there, and reported as unknown when it is not.
+Everything comes from the parsed tables: parse copies what the report needs of
+each cell's run.json (dates, template hash, where Flux ran, the emulator's
+fidelity and faults) into runs.csv, so a parsed directory whose raw tree is
+gone gives the same facts.  A runs.csv written before those columns existed
+gives "not recorded" for them.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from analysis.output import Parsed
 from analysis.report_results import source_label
+from analysis.tables import RECORD_FACTS
+from experiments.errors import UserError
+from experiments.estimate.prices import PriceCatalog, hourly_price, load_price_catalog
 from experiments.formats.cell_layout import size_text
 from experiments.formats.events import SETUP_EVENTS, event_sort_key, topology_order_key
 
@@ -62,26 +65,19 @@ class Facts:
     problems: list[dict[str, str]] = field(default_factory=list)
     provenance: list[tuple[str, str]] = field(default_factory=list)
     records_found: int = 0
+    # runs.csv predates the run.json facts (dates, template hash): parse again to get them.
+    parsed_without_record_facts: bool = False
 
 
 def _texts(values: Any) -> list[str]:
     return sorted({str(v) for v in values if isinstance(v, str) and v})
 
 
-def _records(parsed: Parsed) -> dict[str, dict[str, Any]]:
-    """run.json per cell (by its folder in the raw tree), when the raw tree is still there."""
-    data = parsed.meta.get("data")
-    if not isinstance(data, str) or parsed.runs.empty or not Path(data).is_dir():
-        return {}
-    records: dict[str, dict[str, Any]] = {}
-    for rel in parsed.runs["source"].astype(str):
-        try:
-            record = json.loads((Path(data) / rel / "run.json").read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(record, dict):
-            records[rel] = record
-    return records
+def _records(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs whose cell had a readable run.json (only a record gives a state)."""
+    if "state" not in runs.columns:
+        return runs.iloc[0:0]
+    return runs[runs["state"].fillna("").astype(str) != ""]
 
 
 def _when(text: object) -> datetime | None:
@@ -145,10 +141,13 @@ def collect_facts(parsed: Parsed) -> Facts:
         for p in parsed.meta.get("problems", [])
         if isinstance(p, dict) and p.get("kind") != "ignored"
     ]
-    records = _records(parsed)
+    records = _records(runs)
     facts.records_found = len(records)
-    _dates_and_cost(facts, records, runs)
-    facts.provenance = _provenance(parsed, records)
+    facts.parsed_without_record_facts = not runs.empty and not set(RECORD_FACTS) <= set(
+        runs.columns
+    )
+    _dates_and_cost(facts, records)
+    facts.provenance = _provenance(parsed, records, facts)
     return facts
 
 
@@ -199,98 +198,98 @@ def _bad_cells(runs: pd.DataFrame) -> list[dict[str, str]]:
     return out
 
 
-def _dates_and_cost(facts: Facts, records: dict[str, dict[str, Any]], runs: pd.DataFrame) -> None:
-    starts = [t for r in records.values() if (t := _when(r.get("started")))]
-    ends = [t for r in records.values() if (t := _when(r.get("finished")))]
+def _dates_and_cost(facts: Facts, records: pd.DataFrame) -> None:
+    if not {"started", "finished"} <= set(records.columns):
+        return
+    walls: list[tuple[float, pd.Series]] = []
+    starts, ends = [], []
+    for _, record in records.iterrows():
+        start, end = _when(record["started"]), _when(record["finished"])
+        starts += [start] if start else []
+        ends += [end] if end else []
+        if start and end and end >= start:
+            walls.append(((end - start).total_seconds(), record))
     if starts:
         facts.started = min(starts).strftime("%Y-%m-%d %H:%M %Z").strip()
     if ends:
         facts.finished = max(ends).strftime("%Y-%m-%d %H:%M %Z").strip()
-    walls = []
-    for record in records.values():
-        start, end = _when(record.get("started")), _when(record.get("finished"))
-        if start and end and end >= start:
-            walls.append(((end - start).total_seconds(), record))
     if walls:
         facts.wall_seconds = sum(w for w, _ in walls)
     facts.cost = _cost(walls)
 
 
-def _cost(walls: list[tuple[float, dict[str, Any]]]) -> str | None:
+def _cost(walls: list[tuple[float, pd.Series]]) -> str | None:
     """List-price cost of the cells' wall time, when every cell names a priced instance."""
-    if walls and all(r.get("backend") == "local" for _, r in walls):
+    if not walls:
+        return None
+    backends = {str(r["backend"]) for _, r in walls}
+    if backends == {"local"}:
         return "$0: ran on this machine (emulated Flux)"
-    if walls and all(r.get("backend") == "flux" for _, r in walls):
+    if backends == {"flux"}:
         if all(r.get("place") == "test-instance" for _, r in walls):
             return "$0: ran on this machine (real Flux, flux start --test-size)"
         return "not billed by kary: ran inside a Flux allocation (the site's accounting applies)"
-    recorded = [r.get("cost_usd") for _, r in walls]
-    if walls and all(isinstance(c, (int, float)) for c in recorded):
-        total = sum(float(c) for c in recorded if isinstance(c, (int, float)))
-        return f"${total:,.2f} (recorded by the runner)"
-    types = {r.get("instance_type") for _, r in walls}
-    if not walls or None in types or len(types) != 1:
+    types = {str(r.get("instance_type") or "") for _, r in walls}
+    catalog = _catalog()
+    if len(types) != 1 or "" in types or catalog is None:
         return None
     (instance,) = types
-    price = _list_price(str(instance))
-    if price is None:
+    try:
+        # run.json names no region: the price is the one every region listing it agrees on.
+        per_node = hourly_price(catalog, [(instance, 1)], region=None)
+        usd = sum(
+            w / 3600 * hourly_price(catalog, [(instance, int(r["nodes"]))], None).usd_per_hour
+            for w, r in walls
+        )
+    except UserError:
         return None
-    usd_per_hour, as_of = price
-    seconds_nodes = sum(w * int(r.get("nodes", 0)) for w, r in walls)
-    usd = seconds_nodes / 3600 * usd_per_hour
     if not math.isfinite(usd):
         return None
     return (
-        f"≈ ${usd:,.2f}: cells' wall time × {instance} at ${usd_per_hour:g}/h per node "
-        f"(list price as of {as_of}); provisioning and control plane not included"
+        f"≈ ${usd:,.2f}: cells' wall time × {instance} at ${per_node.usd_per_hour:g}/h per node "
+        f"(list price as of {per_node.as_of}); provisioning and control plane not included"
     )
 
 
-def _list_price(instance: str) -> tuple[float, str] | None:
-    """The catalog's price for an instance type, if every region that lists it agrees."""
+def _catalog() -> PriceCatalog | None:
     try:
-        from experiments.estimate.prices import load_price_catalog
-
-        catalog = load_price_catalog()
+        return load_price_catalog()
     except Exception:  # a missing or damaged catalog only means "cost unknown"
         return None
-    found = {
-        (float(entry["usd_per_hour"][instance]), str(entry.get("as_of", "unknown")))
-        for entry in catalog.regions.values()
-        if isinstance(entry, dict) and instance in entry.get("usd_per_hour", {})
-    }
-    return found.pop() if len({p for p, _ in found}) == 1 else None
 
 
-def _provenance(parsed: Parsed, records: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
+def _provenance(parsed: Parsed, records: pd.DataFrame, facts: Facts) -> list[tuple[str, str]]:
     runs, meta = parsed.runs, parsed.meta
-    values = list(records.values())
+
+    def found(column: str, table: pd.DataFrame = runs) -> list[str]:
+        return _texts(table[column]) if column in table.columns else []
 
     def listed(column: str) -> str:
-        found = set(_texts(runs[column])) if column in runs.columns else set()
-        found |= set(_texts(r.get(column) for r in values))
-        return ", ".join(sorted(found)) or "not recorded"
+        return ", ".join(found(column)) or "not recorded"
 
+    if facts.parsed_without_record_facts:
+        template = "not recorded (parsed by an older kary: parse the raw tree again)"
+    elif records.empty:
+        template = "not recorded (no run.json)"
+    else:
+        template = ", ".join(found("template_hash", records)) or "not recorded"
     rows = [
         ("raw tree", str(meta.get("data", "not recorded"))),
         ("parsed by", f"kary {meta['kary_version']}" if meta.get("kary_version") else "the seed"),
         ("Flux versions", listed("flux_version")),
         ("instance types", listed("instance_type")),
         ("images", listed("image")),
-        ("template hash", ", ".join(_texts(r.get("template_hash") for r in values)) or ""),
+        ("template hash", template),
         ("log formats", listed("log_format")),
         ("run records", f"{len(records)} of {len(runs)} cells have a readable run.json"),
     ]
-    if not rows[5][1]:
-        rows[5] = ("template hash", "not recorded (no run.json)")
-    places = sorted(set(_texts(r.get("place") for r in values)))
+    places = found("place", records)
     if places:  # real Flux: a local test instance, or nested in an allocation
         rows.insert(3, ("where Flux ran", ", ".join(places)))
-    emulated = [r["emulator"] for r in values if isinstance(r.get("emulator"), dict)]
-    fidelity = sorted(set(_texts(e.get("fidelity") for e in emulated)))
+    fidelity = found("emulator_fidelity", records)
     if fidelity:  # the emulator's timings are its own: say how close to flux-core they are
         rows.append(("emulator fidelity", "; ".join(fidelity)))
-    faulted = sorted({str(f) for e in emulated for f in e.get("faults") or []})
+    faulted = sorted({f for text in found("emulator_faults", records) for f in text.split(", ")})
     if faulted:  # --emulator-fault: these cells test a template and measure nothing
         rows.append(("faults injected (testing only)", ", ".join(faulted)))
     if meta.get("ci_method"):

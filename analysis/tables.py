@@ -18,10 +18,12 @@ from analysis.model import Step
 from analysis.stats import SUMMARY_STATS, summarize
 from experiments.formats.cell_layout import topology_dirname
 from experiments.formats.events import event_sort_key, strategy_of, topology_order_key
+from experiments.formats.run_record import RunRecord
 
 __all__ = [
     "EVENT_COLUMNS",
     "PING_COLUMNS",
+    "RECORD_FACTS",
     "RUN_COLUMNS",
     "SUMMARY_KEYS",
     "build_tables",
@@ -71,6 +73,16 @@ PING_COLUMNS = [
     "source",
     "topo",
 ]
+# Facts of run.json that only the report reads: dates, the template, where Flux
+# ran, and the emulator's fidelity and injected faults.
+RECORD_FACTS = (
+    "started",
+    "finished",
+    "template_hash",
+    "place",
+    "emulator_fidelity",
+    "emulator_faults",
+)
 RUN_COLUMNS = [
     "uid",
     "topology",
@@ -91,6 +103,9 @@ RUN_COLUMNS = [
     "steps_failed",
     "pings_ok",
     "pings_failed",
+    # From run.json too, so the report needs the parsed tables alone.  A
+    # parsed directory written before these were added lacks them.
+    *RECORD_FACTS,
 ]
 SUMMARY_KEYS = [
     "backend",
@@ -114,6 +129,29 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
+_RECORD_TEXTS = ("backend", "cluster", "state", "instance_type", "image", "flux_version", "error")
+
+
+def _record_texts(record: RunRecord | None) -> dict[str, str]:
+    """The run.json facts the tables carry, as text ("" where unknown or no record)."""
+    if record is None:
+        return dict.fromkeys((*_RECORD_TEXTS, *RECORD_FACTS), "")
+    texts = {name: _text(getattr(record, name)) for name in _RECORD_TEXTS}
+    extra = record.model_extra or {}
+    emulator = extra.get("emulator")
+    emulator = emulator if isinstance(emulator, dict) else {}
+    faults = emulator.get("faults")
+    texts.update(
+        started=_text(record.started),
+        finished=_text(record.finished),
+        template_hash=_text(record.template_hash),
+        place=_text(extra.get("place")),
+        emulator_fidelity=_text(emulator.get("fidelity")),
+        emulator_faults=", ".join(map(str, faults)) if isinstance(faults, list) else "",
+    )
+    return texts
+
+
 def build_tables(
     results: Iterable[CellResult],
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, list[str]]]:
@@ -130,9 +168,8 @@ def build_tables(
         assert res.topo is not None and res.nodes is not None
         topology = topology_dirname(res.topo)
         uid = f"{topology}-{res.nodes}"
-        record = res.record
-        backend, cluster = _text(record.get("backend")), _text(record.get("cluster"))
-        state = _text(record.get("state"))
+        record = _record_texts(res.record)
+        backend, cluster, state = record["backend"], record["cluster"], record["state"]
         source = (
             f"{res.cell.rel}/topology-experiment.out" if res.cell.rel else "topology-experiment.out"
         )
@@ -183,14 +220,15 @@ def build_tables(
                 state,
                 backend,
                 cluster,
-                _text(record.get("instance_type")),
-                _text(record.get("image")),
-                _text(record.get("flux_version")),
-                _text(record.get("error")),
+                record["instance_type"],
+                record["image"],
+                record["flux_version"],
+                record["error"],
                 len(res.steps) - steps_failed,
                 steps_failed,
                 len(res.pings) - pings_failed,
                 pings_failed,
+                *(record[name] for name in RECORD_FACTS),
             )
         )
     events_frame = _columns_frame(

@@ -3,6 +3,11 @@
 A cell is done only when its run.json says `succeeded`.  The record is written
 atomically (temp + rename), so a crash leaves the old record or the new one.
 Format versions are stamped; a newer or unknown format is refused clearly.
+
+`read_record` is the one reader of run.json, for the runner, the plan and
+analysis alike.  A record it cannot use raises `UnreadableRecord` (a
+UserError, so the runner stops with one line); analysis catches it and notes
+the cell instead, since one bad file must not stop a parse.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ __all__ = [
     "RECORD_NAME",
     "CellState",
     "RunRecord",
+    "UnreadableRecord",
     "now_iso",
     "read_record",
     "write_record",
@@ -70,26 +76,47 @@ class RunRecord(BaseModel):
     seed: int | None = None
 
 
+class UnreadableRecord(UserError):
+    """A run.json this kary cannot use: `reason` says why, `newer` when only its format is."""
+
+    def __init__(self, path: Path, reason: str, newer: bool = False) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+        self.newer = newer
+
+
 def read_record(cell_dir: Path) -> RunRecord | None:
-    """The cell's record, or None when it has none. A damaged record is a UserError."""
+    """The cell's record, or None when it has none.
+
+    A damaged, invalid or newer-format record raises UnreadableRecord.
+    """
     path = Path(cell_dir) / RECORD_NAME
     try:
-        raw: Any = json.loads(path.read_text())
+        raw: Any = json.loads(path.read_bytes())
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UserError(f"{path} is not a readable run record: {err}") from None
-    if isinstance(raw, dict) and raw.get("format", RECORD_FORMAT) > RECORD_FORMAT:
-        raise UserError(
-            f"{path} has format {raw['format']}, newer than this kary's {RECORD_FORMAT}: "
-            "upgrade kary"
+    except (OSError, ValueError) as err:  # ValueError: bad JSON or bad UTF-8
+        raise UnreadableRecord(path, f"not readable JSON ({_first_line(err)})") from None
+    if not isinstance(raw, dict):
+        raise UnreadableRecord(path, f"not a JSON object but {type(raw).__name__}")
+    fmt = raw.get("format", RECORD_FORMAT)
+    if not isinstance(fmt, int) or isinstance(fmt, bool):
+        raise UnreadableRecord(path, f"format {fmt!r} is not a version number")
+    if fmt > RECORD_FORMAT:
+        raise UnreadableRecord(
+            path, f"format {fmt} is newer than this kary's {RECORD_FORMAT}: upgrade kary", True
         )
     try:
         return RunRecord.model_validate(raw)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise UserError(f"{path} is not a valid run record: {where}: {first['msg']}") from None
+        raise UnreadableRecord(path, f"not a valid run record: {where}: {first['msg']}") from None
+
+
+def _first_line(err: Exception) -> str:
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
 def write_record(cell_dir: Path, record: RunRecord) -> None:

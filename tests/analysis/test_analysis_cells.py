@@ -61,7 +61,7 @@ def test_a_damaged_run_json_is_a_warning_and_the_log_still_counts(tmp_path: Path
     write_cell(tmp_path, "4/kary-2/0", kary_log(4, "kary:2", 0, sizes=("16M",)), "{not json")
     parsed, problems, _, _ = read_tree(tmp_path)
     assert [str(p) for p in problems] == [
-        "warning 4/kary-2/0/run.json: unreadable run.json ignored "
+        "warning 4/kary-2/0/run.json: run.json ignored: not readable JSON "
         "(Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"
     ]
     assert len(parsed.events) == 6

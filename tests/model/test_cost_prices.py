@@ -1,0 +1,104 @@
+"""One hourly price: the plan's estimate, `kary cluster` and the report agree on a cluster."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from analysis.output import Parsed
+from analysis.report_facts import collect_facts
+from analysis.tables import EVENT_COLUMNS, RUN_COLUMNS
+from experiments.cli import app
+from experiments.clusters import hourly_cost
+from experiments.errors import UserError
+from experiments.estimate.prices import PriceCatalog, hourly_price, load_price_catalog
+from experiments.model.cluster_spec import ClusterSpec, load_cluster_spec
+from experiments.resources import resource_path
+
+CLUSTERS = ["eks-6.yaml", "eks-30.yaml", "eks-256.yaml", "eks-p5-efa.yaml", "gke-30.yaml"]
+
+
+def _cluster(name: str) -> ClusterSpec:
+    return load_cluster_spec(resource_path("clusters", name))
+
+
+def _plan_hourly(cluster: ClusterSpec) -> float:
+    """What `kary plan --json` says the cluster bills per hour."""
+    args = ["plan", "--cluster", str(cluster.path), "--exact-nodes", "4", "--topo", "kary:2"]
+    result = CliRunner().invoke(app, [*args, "--sizes", "1M", "--iters", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    return float(json.loads(result.stdout)["hourly_usd"])
+
+
+def _report_cost(cluster: ClusterSpec, hours: int) -> str | None:
+    """The report's cost of one cell that ran `hours` on all of the cluster's nodes."""
+    run = dict.fromkeys(RUN_COLUMNS, "")
+    run.update(
+        uid="kary-2-6", topology="kary-2", iteration=0, nodes=cluster.nodes, topo="kary:2",
+        source="6/kary-2/0", state="succeeded", backend="kubernetes", cluster=cluster.name,
+        instance_type=cluster.instance_type, steps_ok=0, steps_failed=0, pings_ok=0,
+        pings_failed=0, started="2026-01-01T00:00:00+00:00",
+        finished=(pd.Timestamp("2026-01-01T00:00:00+00:00") + pd.Timedelta(hours=hours))
+        .isoformat(),
+    )  # fmt: skip
+    events = pd.DataFrame(columns=EVENT_COLUMNS)
+    parsed = Parsed(events, pd.DataFrame(), pd.DataFrame([run]), pd.DataFrame(), meta={})
+    return collect_facts(parsed).cost
+
+
+@pytest.mark.parametrize("name", CLUSTERS)
+def test_the_plan_and_the_cluster_commands_bill_a_cluster_alike(name: str) -> None:
+    cluster = _cluster(name)
+    catalog = load_price_catalog()
+    by_hand = (
+        sum(
+            catalog.instance_price(cluster.region, g.instance_type)[0] * g.count
+            for g in cluster.node_groups
+        )
+        + catalog.control_plane_usd_per_hour[cluster.provider]
+    )
+    assert _plan_hourly(cluster) == pytest.approx(by_hand, abs=1e-4)  # the JSON rounds
+    assert hourly_cost(cluster).usd_per_hour == pytest.approx(by_hand)
+
+
+@pytest.mark.parametrize("name", ["eks-6.yaml", "eks-30.yaml", "gke-30.yaml"])
+def test_the_report_prices_node_hours_as_the_plan_does(name: str) -> None:
+    cluster = _cluster(name)
+    control = load_price_catalog().control_plane_usd_per_hour[cluster.provider]
+    nodes_per_hour = _plan_hourly(cluster) - control  # the report leaves the control plane out
+    cost = _report_cost(cluster, hours=100)
+    assert cost is not None
+    assert cost.startswith(f"≈ ${100 * nodes_per_hour:,.2f}: cells' wall time × ")
+    assert cost.endswith("provisioning and control plane not included")
+
+
+def _catalog(tmp_path: Path, regions: dict[str, dict[str, float]]) -> PriceCatalog:
+    return PriceCatalog(
+        path=tmp_path / "prices.yaml",
+        control_plane_usd_per_hour={"eks": 0.25},
+        network_gbps={},
+        regions={r: {"as_of": "2025-01-01", "usd_per_hour": p} for r, p in regions.items()},
+    )
+
+
+def test_hourly_price_adds_groups_and_the_named_control_plane(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path, {"r1": {"a": 1.5, "b": 2.0}})
+    price = hourly_price(catalog, [("a", 2), ("b", 1)], "r1", "eks")
+    assert (price.usd_per_hour, price.nodes_billed, price.as_of) == (5.25, 3, "2025-01-01")
+    assert price.detail == "2 x a at $1.5000/h + 1 x b at $2.0000/h + control plane $0.25/h"
+    assert hourly_price(catalog, [("a", 2)], "r1").usd_per_hour == 3.0
+    # A provider the catalog does not list pays what EKS and GKE pay.
+    assert hourly_price(catalog, [("a", 1)], "r1", "other").usd_per_hour == 1.6
+
+
+def test_without_a_region_only_a_price_every_region_agrees_on_is_used(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path, {"r1": {"a": 1.0, "b": 2.0}, "r2": {"a": 1.0, "b": 3.0}})
+    assert hourly_price(catalog, [("a", 4)], None).usd_per_hour == 4.0
+    with pytest.raises(UserError, match="b .*its regions' prices differ"):
+        hourly_price(catalog, [("b", 1)], None)
+    with pytest.raises(UserError, match="c .*no region lists it"):
+        hourly_price(catalog, [("c", 1)], None)
