@@ -1,4 +1,4 @@
-"""Refit the time model from parsed history (`--history DIR` of topologies-events.csv).
+"""Refit the time model from parsed history (`--history DIR` of parsed directories).
 
 A plan predicts a sum, so the estimator is the mean, not the median (these
 timings are right-skewed: the median under-predicts a sweep's total).  Rows
@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis import load_parsed
+from analysis.output import EVENTS_CSV
 from experiments.errors import UserError
 from experiments.estimate.time_model import TimeModel
 from experiments.model.topology import build_tree
@@ -24,33 +26,38 @@ from experiments.model.topology import build_tree
 __all__ = ["calibrate", "load_history"]
 
 GIB = 2**30
-EVENTS_CSV = "topologies-events.csv"
+_NEEDED = {"event", "status", "time_seconds", "size_bytes", "nodes", "topology"}
 
 
 def load_history(history: Path) -> pd.DataFrame:
-    """Timed, successful rows of every topologies-events.csv at or below `history`."""
+    """Timed, successful event rows of every parsed directory at or below `history`
+    (or of the one whose topologies-events.csv `history` names), read by
+    analysis's one loader: kary's own parsed directories and the seed's CSVs alike."""
     history = Path(history)
-    files = [history] if history.is_file() else sorted(history.rglob(EVENTS_CSV))
-    if not files:
+    if history.is_file():
+        dirs = [history.parent] if history.name == EVENTS_CSV else []
+    else:
+        dirs = sorted({path.parent for path in history.rglob(EVENTS_CSV)})
+    if not dirs:
         raise UserError(f"--history {history}: no {EVENTS_CSV} found")
     frames = []
-    for path in files:
+    for folder in dirs:
         try:
-            frame = pd.read_csv(path)
-        except (OSError, ValueError) as err:
-            raise UserError(f"--history: cannot read {path}: {err}") from None
-        missing = {"event", "time_seconds", "nodes", "topology"} - set(frame.columns)
+            events = load_parsed(folder).events
+        except UserError as err:
+            raise UserError(f"--history: {err}") from None
+        missing = _NEEDED - set(events.columns)
         if missing:
-            raise UserError(f"--history: {path} lacks columns {', '.join(sorted(missing))}")
-        frames.append(frame)
+            raise UserError(
+                f"--history: {folder / EVENTS_CSV} lacks columns {', '.join(sorted(missing))}"
+            )
+        frames.append(events)
     rows = pd.concat(frames, ignore_index=True)
-    if "status" in rows.columns:
-        rows = rows[rows["status"].fillna("ok") == "ok"]
-    if "size_bytes" in rows.columns and rows["size_bytes"].notna().all():
-        rows = rows.assign(gb=rows["size_bytes"] / GIB)
-    else:
-        rows = rows.assign(gb=pd.to_numeric(rows["size_gb"], errors="coerce"))
-    rows = rows.assign(time_seconds=pd.to_numeric(rows["time_seconds"], errors="coerce"))
+    rows = rows[rows["status"] == "ok"]
+    rows = rows.assign(
+        gb=pd.to_numeric(rows["size_bytes"], errors="coerce") / GIB,
+        time_seconds=pd.to_numeric(rows["time_seconds"], errors="coerce"),
+    )
     rows = rows.dropna(subset=["gb", "time_seconds"])
     rows = rows[rows["gb"] > 0]
     # Seed topology names use '-' ("kary-2"); ours use ':'.

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from experiments.errors import UserError
-from experiments.estimate.calibration import calibrate
+from experiments.estimate.calibration import calibrate, load_history
 from experiments.estimate.plan_estimate import estimate_for
-from experiments.estimate.time_model import default_time_model, load_price_catalog, predict_cell
+from experiments.estimate.prices import load_price_catalog
+from experiments.estimate.time_model import default_time_model, predict_cell
 from experiments.model.cluster_spec import load_cluster_spec
 from experiments.model.plan import Cell, ExperimentSpec, plan_experiment
 from experiments.resources import resource_path
@@ -99,3 +102,51 @@ def test_history_without_events_is_a_user_error(tmp_path: Path) -> None:
     (tmp_path / "topologies-events.csv").write_text("a,b\n1,2\n")
     with pytest.raises(UserError, match="lacks columns"):
         calibrate(default_time_model("local"), tmp_path)
+
+
+def _parsed_dir(folder: Path, rows: list[tuple[str, str, float]], fmt: int = 1) -> Path:
+    """A kary parsed directory of 4-node kary:2 events at 1 GiB: (event, status, seconds)."""
+    folder.mkdir(parents=True)
+    events = pd.DataFrame(
+        [
+            ("kary-2-4", "kary-2", 0, 4, event, 1, seconds, GIB, status, "kary:2")
+            for event, status, seconds in rows
+        ],
+        columns=[
+            "uid", "topology", "iteration", "nodes", "event", "size_gb",
+            "time_seconds", "size_bytes", "status", "topo",
+        ],
+    )  # fmt: skip
+    events.to_csv(folder / "topologies-events.csv", index=False)
+    (folder / "parse.json").write_text(json.dumps({"format": fmt}))
+    return folder
+
+
+def test_history_is_read_by_the_parsed_table_loader(tmp_path: Path) -> None:
+    _parsed_dir(
+        tmp_path / "sweep-a",
+        [("create-archive", "ok", 8.0), ("create-archive", "failed", 0.01)],
+    )
+    _parsed_dir(tmp_path / "sweep-b", [("create-archive", "ok", 12.0)])
+    # The seed's ping table has no events: the loader reads it as none, not as an error.
+    ping = tmp_path / "ping"
+    ping.mkdir()
+    ping.joinpath("topologies-events.csv").write_text(
+        ",uid,topology,topology-uid,iteration,nodes,rank,service,message_size_bytes,"
+        "message_size_mb,time_ms,time_seconds,hops\n"
+        "0,flux-ping-broker-size-0-rank-0,kary-1,kary-1-6,0,6,0,broker,0,0,0.1,0.0001,3\n"
+    )
+    rows = load_history(tmp_path)
+    assert sorted(rows["time_seconds"]) == [8.0, 12.0]  # the failed step is left out
+    assert set(rows["topology"]) == {"kary:2"}
+    model = calibrate(default_time_model("local"), tmp_path)
+    assert (model.calibrated_from, model.create_s_per_gb) == (2, 10.0)
+
+
+def test_history_in_a_newer_parsed_format_is_refused_in_one_line(tmp_path: Path) -> None:
+    _parsed_dir(tmp_path / "new", [("create-archive", "ok", 8.0)], fmt=2)
+    with pytest.raises(UserError) as caught:
+        load_history(tmp_path)
+    message = str(caught.value)
+    assert message.startswith("--history: ") and "upgrade kary" in message
+    assert "\n" not in message
