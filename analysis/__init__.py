@@ -2,8 +2,13 @@
 
 Analysis reads files only; it never imports the runner or a backend.
 
-Public surface:
+Public surface (`parse` and `report` are what `kary parse` and `kary report` do):
 
+- `parse(raw, out, plots=True) -> ParseResult`: the raw tree at `raw` into the
+  parsed directory `out` (tables, plots, report.html); `.parsed` holds the
+  tables as DataFrames, `.problems` what was skipped and why.
+- `report(parsed_dirs, out) -> Path`: one self-contained HTML page over one or
+  more parsed directories (the first is the baseline).
 - `parse_tree(data_dir, out_dir, plots=True) -> ParseResult`: parse a raw tree
   (kary's own KARY-line logs and the seed's flux-distribute logs) and write
   the parsed directory; `read_tree(data_dir)` does the same in memory.
@@ -17,10 +22,13 @@ Public surface:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 from analysis.compare import Comparison, compare_parsed, format_comparison
 from analysis.model import PingStep, Problem, Step
 from analysis.output import PARSED_FORMAT, Parsed, load_parsed
-from analysis.parse import ParseResult, parse_tree, read_tree
+from analysis.parse_raw import ParseResult, parse_tree, read_tree
 from analysis.stats import median_ci_ranks, ratio_of_medians, summarize
 from experiments.formats.events import event_sort_key, topology_order_key
 
@@ -37,9 +45,24 @@ __all__ = [
     "format_comparison",
     "load_parsed",
     "median_ci_ranks",
+    "parse",
     "parse_tree",
     "ratio_of_medians",
     "read_tree",
+    "report",
     "summarize",
     "topology_order_key",
 ]
+
+
+def parse(raw: str | Path, out: str | Path, plots: bool = True) -> ParseResult:
+    """Parse the raw tree `raw` into `out`, as `kary parse --data RAW --out OUT` does."""
+    return parse_tree(Path(raw), Path(out), plots=plots)
+
+
+def report(parsed_dirs: str | Path | Sequence[str | Path], out: str | Path) -> Path:
+    """Write one HTML report over `parsed_dirs` (the first is the baseline) to `out`."""
+    from analysis.report_page import write_report  # jinja2 and the plots: only when asked
+
+    dirs = [parsed_dirs] if isinstance(parsed_dirs, (str, Path)) else list(parsed_dirs)
+    return write_report([Path(d) for d in dirs], Path(out))

@@ -8,3 +8,7 @@ from __future__ import annotations
 
 class UserError(Exception):
     """Bad input from the user: reported as one line, exit code 2."""
+
+
+class Declined(Exception):
+    """The user answered no when asked to start something billed: exit code 1."""

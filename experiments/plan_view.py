@@ -7,6 +7,7 @@ from typing import Any
 from experiments.backends import UNBILLED, describe_backend
 from experiments.backends.flux import current_place
 from experiments.estimate.time_model import Estimate
+from experiments.execution.ledger import Ledger
 from experiments.formats.cell_layout import format_size
 from experiments.formats.run_record import ALLOCATION
 from experiments.model.plan import Plan
@@ -35,14 +36,14 @@ def _sizes(sizes: list[int] | tuple[int, ...]) -> str:
     return ",".join(format_size(s) for s in sizes)
 
 
-def plan_text(plan: Plan, estimate: Estimate, backend: str, cluster_name: str | None) -> str:
-    spec = plan.spec
+def plan_text(plan: Plan, ledger: Ledger, estimate: Estimate, cluster_name: str | None) -> str:
+    spec, backend = plan.spec, plan.spec.backend
     lines = [
-        f"kary plan: {_count(len(plan.cells), 'cell')} to run, "
-        f"{len(plan.done)} already done (skipped)"
+        f"kary plan: {_count(len(ledger.to_run), 'cell')} to run, "
+        f"{len(ledger.done)} already done (skipped)"
         + (
-            f", {len(plan.failed)} failed before (skipped; --rerun-failed runs them)"
-            if plan.failed
+            f", {len(ledger.failed)} failed before (skipped; --rerun-failed runs them)"
+            if ledger.failed
             else ""
         ),
         f"backend {backend}"
@@ -80,10 +81,10 @@ def plan_text(plan: Plan, estimate: Estimate, backend: str, cluster_name: str | 
 
 
 def plan_json(
-    plan: Plan, estimate: Estimate, backend: str, cluster_name: str | None
+    plan: Plan, ledger: Ledger, estimate: Estimate, cluster_name: str | None
 ) -> dict[str, Any]:
     return {
-        "backend": backend,
+        "backend": plan.spec.backend,
         "cluster": cluster_name,
         "cells": [
             {
@@ -98,8 +99,8 @@ def plan_json(
             }
             for c in estimate.cells
         ],
-        "done": [c.id for c in plan.done],
-        "failed_skipped": [c.id for c in plan.failed],
+        "done": [c.id for c in ledger.done],
+        "failed_skipped": [c.id for c in ledger.failed],
         "estimated_seconds": round(estimate.seconds, 3),
         "breakdown_seconds": {k: round(v, 3) for k, v in estimate.parts.items()},
         "hourly_usd": round(estimate.hourly_usd, 4),

@@ -13,13 +13,14 @@ import typer
 from typer._click.exceptions import UsageError  # typer vendors click; no public alias
 from typer.core import TyperGroup
 
-from experiments.errors import UserError
+from experiments.errors import Declined, UserError
 
 __all__ = ["app", "main"]
 
 
 class _KaryGroup(TyperGroup):
-    """Turns a UserError or a bad flag into one line, `kary: error: ...`, and exit code 2."""
+    """A UserError or a bad flag: one line, `kary: error: ...`, exit code 2.  A "no" to a
+    billed start (Declined): its one line, exit code 1."""
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -27,6 +28,9 @@ class _KaryGroup(TyperGroup):
         except UserError as err:
             typer.echo(f"kary: error: {err}", err=True)
             raise typer.Exit(2) from None
+        except Declined as err:
+            typer.echo(str(err), err=True)
+            raise typer.Exit(1) from None
         except UsageError as err:
             where = err.ctx.command_path if err.ctx is not None else "kary"
             typer.echo(f"kary: error: {err.format_message()} (see '{where} --help')", err=True)

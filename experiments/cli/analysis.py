@@ -15,7 +15,7 @@ from experiments.errors import UserError
 from experiments.files import write_atomic
 
 if TYPE_CHECKING:
-    from analysis.parse import ParseResult
+    from analysis.parse_raw import ParseResult
 
 __all__ = ["register"]
 
@@ -53,9 +53,9 @@ def register(app: typer.Typer) -> None:
         \b
             kary parse --data data/raw --out data/parsed
         """
-        from analysis import parse_tree
+        from analysis import parse
 
-        result = parse_tree(data, out, plots=not no_plots)
+        result = parse(data, out, plots=not no_plots)
         for problem in result.problems:
             typer.echo(f"kary parse: {problem}", err=True)
         typer.echo(_parse_line(result, out))

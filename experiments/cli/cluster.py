@@ -11,7 +11,6 @@ from pathlib import Path
 
 import typer
 
-from experiments.cli.confirm import confirm_billed
 from experiments.clusters import (
     DEFAULT_MAX_HOURS,
     CommandFailed,
@@ -30,6 +29,7 @@ from experiments.clusters import (
     terminate_as_interrupt,
     up_plan,
 )
+from experiments.confirm import confirm_billed
 from experiments.errors import UserError
 from experiments.model.cluster_spec import ClusterSpec, load_cluster_spec
 

@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
             kary report data/parsed --out report.html
             kary report data/parsed-before data/parsed --out compare.html
         """
-        from analysis.report import write_report
+        from analysis import report
 
-        written = write_report(parsed, out)
+        written = report(parsed, out)
         typer.echo(f"wrote {written} ({written.stat().st_size / 1e6:.1f} MB)")

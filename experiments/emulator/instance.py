@@ -62,9 +62,8 @@ def write_flux_command(bin_dir: Path) -> Path:
     package's parent folder goes on sys.path instead, which works from a clone
     and from a wheel.
     """
-    import experiments
-
-    package_parent = str(Path(experiments.__file__).resolve().parent.parent)
+    # experiments/emulator/instance.py -> the folder that holds experiments/.
+    package_parent = str(Path(__file__).resolve().parents[2])
     # Appended, not prepended: nothing in site-packages may shadow the stdlib.
     code = (
         f"import sys; sys.path.append({package_parent!r}); "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from experiments.errors import UserError
@@ -13,7 +14,7 @@ from experiments.estimate.time_model import (
     estimate_plan,
 )
 from experiments.model.cluster_spec import ClusterSpec
-from experiments.model.plan import Plan
+from experiments.model.plan import Cell
 
 __all__ = ["PROVISION_SECONDS", "estimate_for", "time_model_for", "with_emulated_links"]
 
@@ -54,7 +55,7 @@ def time_model_for(
 
 
 def estimate_for(
-    plan: Plan,
+    to_run: Sequence[Cell],
     backend: str,
     verify: bool,
     cluster: ClusterSpec | None = None,
@@ -68,7 +69,7 @@ def estimate_for(
     flux_view: str | None = None,
     place: str | None = None,
 ) -> Estimate:
-    """The plan's estimate; `place` says where a flux backend runs (run_record's places)."""
+    """The estimate for the cells to run; `place` is where a flux backend runs (run_record)."""
     model = time_model_for(
         backend,
         cluster,
@@ -81,7 +82,7 @@ def estimate_for(
         place,
     )
     catalog = load_price_catalog(catalog_path) if cluster is not None else None
-    return estimate_plan(plan, model, verify, cluster, catalog, provision=up, teardown=down)
+    return estimate_plan(to_run, model, verify, cluster, catalog, provision=up, teardown=down)
 
 
 def with_emulated_links(

@@ -14,6 +14,7 @@ the seed's EKS sweep; `calibrate` refits them from parsed history.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel
@@ -21,7 +22,7 @@ from pydantic import BaseModel
 from experiments.estimate.prices import PriceCatalog, cluster_hourly_price, load_price_catalog
 from experiments.formats.run_record import ALLOCATION
 from experiments.model.cluster_spec import ClusterSpec
-from experiments.model.plan import Cell, Plan
+from experiments.model.plan import Cell
 from experiments.model.render import DEFAULT_IMAGE, image_info, images_pulled, strategy_waves
 from experiments.model.topology import build_tree
 
@@ -342,7 +343,7 @@ class Estimate:
 
 
 def estimate_plan(
-    plan: Plan,
+    to_run: Sequence[Cell],
     model: TimeModel,
     verify: bool,
     cluster: ClusterSpec | None = None,
@@ -351,7 +352,7 @@ def estimate_plan(
     teardown: bool = False,
 ) -> Estimate:
     """Seconds and dollars for the cells still to run (done cells cost nothing)."""
-    cells = [predict_cell(c, model, verify) for c in plan.cells]
+    cells = [predict_cell(c, model, verify) for c in to_run]
     parts: dict[str, float] = {}
     for cell_time in cells:
         for key, value in cell_time.parts.items():

@@ -21,7 +21,7 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,6 +29,7 @@ from typing import Any
 
 from experiments.backends.base import Backend, BackendError, RunResult
 from experiments.errors import UserError
+from experiments.execution.ledger import Ledger, read_ledger
 from experiments.execution.outcome import judge
 from experiments.execution.progress import Reporter, SilentReporter
 from experiments.execution.summary import CellOutcome, RunSummary
@@ -238,33 +239,38 @@ def run_plan(
     backend: Backend,
     render: RenderOptions,
     *,
+    ledger: Ledger | None = None,
     template_dir: Path | None = None,
     timeout: float | None = None,
-    predicted: list[float] | None = None,
+    predicted: Mapping[str, float] | None = None,
     reporter: Reporter | None = None,
     cluster: str | None = None,
     instance_type: str | None = None,
     before_cell: Callable[[int, Cell], str | None] | None = None,
 ) -> RunSummary:
-    """Run every cell of `plan.cells` in order on `backend` (brought up and down here).
+    """Run the plan's cells that `ledger` says are to run, in order, on `backend`.
 
+    `ledger` defaults to the raw tree as it is now (read_ledger: done cells are
+    skipped, failed ones too).  The backend is brought up and down here.
     `timeout` is per cell; None gives each cell `default_timeout` of its
-    predicted seconds (`predicted`, one per cell).  `before_cell` may return a
+    predicted seconds (`predicted`, by cell id).  `before_cell` may return a
     reason to stop before a cell starts (a spending cap).  Ctrl-C / SIGTERM end
     the run with `interrupted` set; the caller exits 130.
     """
     reporter = reporter or SilentReporter()
-    cells = plan.cells
-    predicted = list(predicted) if predicted is not None else [0.0] * len(cells)
+    if ledger is None:
+        ledger = read_ledger(plan.cells, plan.spec.data_dir)
+    cells = ledger.to_run
+    seconds = [(predicted or {}).get(cell.id, 0.0) for cell in cells]
     timeouts: list[float | None] = [
-        timeout if timeout is not None else default_timeout(p) for p in predicted
+        timeout if timeout is not None else default_timeout(s) for s in seconds
     ]
-    summary = RunSummary(skipped_done=len(plan.done), skipped_failed=len(plan.failed))
+    summary = RunSummary(skipped_done=len(ledger.done), skipped_failed=len(ledger.failed))
     runner = _Runner(
         plan, backend, render, template_dir, timeouts, plan.spec.seed, cluster, instance_type
     )
     started = time.monotonic()
-    reporter.start(cells, predicted)
+    reporter.start(cells, seconds)
     try:
         with _signals_interrupt() as which:
             try:

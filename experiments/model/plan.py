@@ -1,7 +1,8 @@
 """Experiment spec -> run cells, with deterministic ids and raw-tree paths.
 
-A cell is one (nodes, topology, iteration): one MiniCluster, one log.  Cells
-whose run.json already says `succeeded` are done: skipped and not costed.
+A cell is one (nodes, topology, iteration): one MiniCluster, one log.  The plan
+is pure: it lists every cell of the spec.  Which of them still have to run is
+the raw tree's business (experiments/execution/ledger.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from experiments.errors import UserError
 from experiments.formats.cell_layout import cell_dir, cell_id, topology_dirname
-from experiments.formats.run_record import read_record
 from experiments.model.designs import Design, load_designs
 from experiments.model.render import STRATEGIES, strategy_waves
 from experiments.model.topology import build_tree, parse_topology
@@ -108,18 +108,15 @@ class ExperimentSpec(BaseModel):
 
 @dataclass(frozen=True)
 class Plan:
-    """`cells` will run; `done` succeeded before; `failed` failed before and stay skipped
-    unless asked (--rerun-failed).  Interrupted or never-finished cells run again."""
+    """Every cell of a spec, in run order, and the sizes each runs."""
 
     spec: ExperimentSpec
     cells: list[Cell]
-    done: list[Cell]
-    failed: list[Cell]
     sizes: list[int]
 
     @property
     def max_nodes(self) -> int:
-        return max((c.nodes for c in self.cells + self.done), default=0)
+        return max((c.nodes for c in self.cells), default=0)
 
 
 def _designs(spec: ExperimentSpec) -> list[Design]:
@@ -164,11 +161,8 @@ def _check_runnable(design: Design, strategies: list[str]) -> None:
         strategy_waves(tree, strategy)
 
 
-def plan_experiment(spec: ExperimentSpec, rerun_failed: bool = False, force: bool = False) -> Plan:
-    """Every cell of the spec, in run order, split by what its run.json says.
-
-    `force` runs every cell again (the runner keeps the old results aside).
-    """
+def plan_experiment(spec: ExperimentSpec) -> Plan:
+    """Every cell of the spec, in run order; refuses a spec that cannot run."""
     dns1123_name(spec.name)
     designs = _designs(spec)
     for design in designs:
@@ -185,16 +179,4 @@ def plan_experiment(spec: ExperimentSpec, rerun_failed: bool = False, force: boo
         if spec.order == "random":
             rng.shuffle(batch)
         cells.extend(batch)
-    todo: list[Cell] = []
-    done: list[Cell] = []
-    failed: list[Cell] = []
-    for cell in cells:
-        record = None if force else read_record(cell.raw_dir(spec.data_dir))
-        state = record.state if record is not None else "pending"
-        if state == "succeeded":
-            done.append(cell)
-        elif state in ("failed", "timeout") and not rerun_failed:
-            failed.append(cell)
-        else:
-            todo.append(cell)
-    return Plan(spec=spec, cells=todo, done=done, failed=failed, sizes=sizes)
+    return Plan(spec=spec, cells=cells, sizes=sizes)

@@ -14,7 +14,6 @@ from typing import Any
 
 import jinja2
 
-from experiments import __version__
 from experiments.errors import UserError
 from experiments.formats.cell_layout import format_size
 from experiments.formats.events import STRATEGIES, strategy_events
@@ -27,6 +26,7 @@ from experiments.model.validate import (
     safe_path,
 )
 from experiments.resources import resource_dir
+from experiments.version import __version__
 
 __all__ = [
     "DEFAULT_IMAGE",

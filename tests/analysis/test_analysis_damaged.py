@@ -206,7 +206,7 @@ def test_a_mislabelled_cell_is_warned_about(tmp_path: Path) -> None:
 _READ_FORKED = """
 import pickle, sys
 from pathlib import Path
-import analysis.parse as parse
+import analysis.parse_raw as parse
 parse.CELLS_PER_JOB = 1  # fork even for a small tree
 forked = []
 real = parse.Forked

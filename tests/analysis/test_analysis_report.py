@@ -11,8 +11,8 @@ from headless_chromium import chromium, page_requests
 from typer.testing import CliRunner
 
 from analysis import load_parsed, parse_tree
-from analysis.report import REPORT_NAME
 from analysis.report_facts import Failure, collect_facts
+from analysis.report_page import REPORT_NAME
 from analysis.report_results import source_label
 from analysis.report_svg import tree_svg
 from analysis.report_view import strategy_views

@@ -27,7 +27,7 @@ EKS_QUESTION = f"Create {NAME}? It bills $18.58/h until it is deleted [y/N]:"
 
 
 def _terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("experiments.cli.confirm.stdin_is_terminal", lambda: True)
+    monkeypatch.setattr("experiments.confirm.stdin_is_terminal", lambda: True)
 
 
 def test_without_a_terminal_or_yes_it_refuses_before_any_cloud_call(fake_cloud: Any) -> None:

@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO / "tests" / "emulator"))
 from emulator_helpers import processes_mentioning, wait_for_no_processes  # noqa: E402
 
 from analysis.output import load_parsed  # noqa: E402
-from analysis.parse import parse_tree  # noqa: E402
+from analysis.parse_raw import parse_tree  # noqa: E402
 from experiments.formats.kary_line import kary_records  # noqa: E402
 
 KARY = [sys.executable, "-c", "from experiments.cli import main; main()"]

@@ -40,7 +40,7 @@ def test_eks6_sweep_calibrated_on_its_own_history_lands_near_its_wall_time(
     plan = _eks6_plan(tmp_path, flux_distribute / "kary-designs.json")
     cluster = load_cluster_spec(resource_path("clusters", "eks-6.yaml"))
     estimate = estimate_for(
-        plan,
+        plan.cells,
         "kubernetes",
         verify=False,
         cluster=cluster,
@@ -82,7 +82,9 @@ def test_plan_prices_every_node_group(tmp_path: Path) -> None:
             exact_nodes=4, topos=["kary:2"], backend="kubernetes", data_dir=tmp_path, sizes=[GIB]
         )
     )
-    estimate = estimate_for(plan, "kubernetes", verify=False, cluster=cluster, up=True, down=True)
+    estimate = estimate_for(
+        plan.cells, "kubernetes", verify=False, cluster=cluster, up=True, down=True
+    )
     catalog = load_price_catalog()
     p5, _ = catalog.instance_price("us-east-2", "p5.48xlarge")
     m5, _ = catalog.instance_price("us-east-2", "m5.xlarge")

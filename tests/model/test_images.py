@@ -79,8 +79,8 @@ def _plan(tmp_path: Path) -> Plan:
 def test_a_30_node_plan_no_longer_pays_for_the_seed_images_pull(tmp_path: Path) -> None:
     cluster = load_cluster_spec(resource_path("clusters", "eks-30.yaml"))
     plan = _plan(tmp_path)
-    seed = estimate_for(plan, "kubernetes", verify=False, cluster=cluster, image=SEED_IMAGE)
-    small = estimate_for(plan, "kubernetes", verify=False, cluster=cluster)
+    seed = estimate_for(plan.cells, "kubernetes", verify=False, cluster=cluster, image=SEED_IMAGE)
+    small = estimate_for(plan.cells, "kubernetes", verify=False, cluster=cluster)
     assert seed.parts["image pull"] == pytest.approx(1200.0)
     assert small.parts["image pull"] == pytest.approx(image_pull().seconds)
     assert "image pull 12 s" in small.model.source
@@ -89,7 +89,7 @@ def test_a_30_node_plan_no_longer_pays_for_the_seed_images_pull(tmp_path: Path) 
     # 30 x c5a.4xlarge at $0.616/h for 20 minutes: the $6 issue 15 counts.
     assert 6.0 < saved < 6.3
     # Where nothing is pulled, the image does not matter.
-    local = estimate_for(plan, "local", verify=False, image=SEED_IMAGE)
+    local = estimate_for(plan.cells, "local", verify=False, image=SEED_IMAGE)
     assert local.parts["image pull"] == 0.0
 
 

@@ -12,6 +12,7 @@ import pytest
 from fake_backend import FakeBackend, fake_log
 
 from experiments.backends import BackendError, RunResult
+from experiments.execution.ledger import read_ledger
 from experiments.execution.runner import REPLACED_DIR, RunSummary, default_timeout, run_plan
 from experiments.formats.run_record import LOG_NAME, MINICLUSTER_NAME, read_record
 from experiments.model.plan import Cell, ExperimentSpec, Plan, plan_experiment
@@ -81,8 +82,8 @@ def test_failed_cells_stay_failed_until_rerun_failed_which_keeps_the_old_attempt
 ) -> None:
     _run(_plan(tmp_path, ("kary:2",)), FakeBackend(lambda c, r, t: RunResult("", rc=2)))
     assert _run(_plan(tmp_path, ("kary:2",)), FakeBackend()).skipped_failed == 1
-    plan = plan_experiment(_plan(tmp_path, ("kary:2",)).spec, rerun_failed=True)
-    summary = _run(plan, FakeBackend())
+    plan = _plan(tmp_path, ("kary:2",))
+    summary = _run(plan, FakeBackend(), ledger=read_ledger(plan.cells, tmp_path, rerun_failed=True))
     assert summary.count("succeeded") == 1
     moved = list((tmp_path / REPLACED_DIR).glob("*/4/kary-2/0/run.json"))
     assert len(moved) == 1 and json.loads(moved[0].read_text())["state"] == "failed"
@@ -91,9 +92,11 @@ def test_failed_cells_stay_failed_until_rerun_failed_which_keeps_the_old_attempt
 def test_force_moves_old_results_aside_and_never_deletes(tmp_path: Path) -> None:
     _run(_plan(tmp_path, ("kary:2",)), FakeBackend())
     old_log = (tmp_path / "4/kary-2/0" / LOG_NAME).read_text()
-    plan = plan_experiment(_plan(tmp_path, ("kary:2",)).spec, force=True)
-    assert [c.id for c in plan.cells] == ["4/kary-2/0"]
-    _run(plan, FakeBackend(lambda c, r, t: RunResult(fake_log(c, seconds=9.0), rc=0)))
+    plan = _plan(tmp_path, ("kary:2",))
+    ledger = read_ledger(plan.cells, tmp_path, force=True)
+    assert [c.id for c in ledger.to_run] == ["4/kary-2/0"]
+    backend = FakeBackend(lambda c, r, t: RunResult(fake_log(c, seconds=9.0), rc=0))
+    _run(plan, backend, ledger=ledger)
     kept = list((tmp_path / REPLACED_DIR).glob(f"*/4/kary-2/0/{LOG_NAME}"))
     assert [p.read_text() for p in kept] == [old_log]
     assert '"seconds": 9.0' in (tmp_path / "4/kary-2/0" / LOG_NAME).read_text()
@@ -120,7 +123,7 @@ def test_timeout_and_backend_errors_are_recorded_and_the_run_goes_on(tmp_path: P
 
 def test_timeout_per_cell_defaults_to_the_prediction(tmp_path: Path) -> None:
     backend = FakeBackend()
-    _run(_plan(tmp_path), backend, predicted=[10.0, 200.0])
+    _run(_plan(tmp_path), backend, predicted={"4/kary-1/0": 10.0, "4/kary-2/0": 200.0})
     assert [t for _, _, t in backend.calls] == [300.0, 800.0]
     assert default_timeout(1000.0) == 4000.0
     backend = FakeBackend()

@@ -25,10 +25,10 @@ from analysis.report_plots import collect_plots
 from analysis.report_results import number_or_none
 from analysis.report_view import design_cards, seconds, strategy_views, test_rule
 from analysis.stats import ALPHA
-from experiments import __version__
 from experiments.errors import UserError
 from experiments.files import write_atomic
 from experiments.formats.cell_layout import size_text
+from experiments.version import __version__
 
 __all__ = ["REPORT_NAME", "build_report", "write_report"]
 

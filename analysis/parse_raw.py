@@ -17,9 +17,9 @@ from analysis.output import PARSED_FORMAT, Parsed, write_parsed
 from analysis.stats import CI_LEVEL
 from analysis.tables import build_tables, summary_table
 from analysis.walk import CellDir, find_cells
-from experiments import __version__
 from experiments.errors import UserError
 from experiments.formats.events import topology_order_key
+from experiments.version import __version__
 
 __all__ = ["ParseResult", "parse_tree", "read_tree"]
 
@@ -149,7 +149,7 @@ def parse_tree(data_dir: Path, out_dir: Path, plots: bool = True) -> ParseResult
     pending = start_plots(parsed, out_dir / "plots")
     try:
         written = write_parsed(out_dir, parsed)
-        from analysis.report import REPORT_NAME, write_report
+        from analysis.report_page import REPORT_NAME, write_report
 
         report = write_report([out_dir], out_dir / REPORT_NAME, pending.wait)
     finally:

@@ -1,0 +1,371 @@
+"""kary as a library: a sweep spec, `plan()` and `run()`.  The `kary` commands are
+thin layers over these, so a notebook gets exactly what the command line does.
+
+    from experiments import Sweep, plan, run
+
+    sweep = Sweep(exact_nodes=8, topos=["kary:1", "kary:2"], sizes="16M", iterations=2)
+    planned = plan(sweep)        # validated and priced; nothing runs
+    print(planned.text())        # what `kary plan` prints
+    summary = run(planned)       # what `kary run` does; a RunSummary
+    summary.exit_code            # 0 all succeeded, 1 some failed, 130 interrupted
+
+Everything is checked in `plan()`, before anything starts; a mistake is a
+UserError with a one-line message.  A billed sweep asks before it starts (on
+a terminal) or needs `yes=True`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments.backends import UNBILLED, check_backend_name, default_backend, describe_backend
+from experiments.errors import UserError
+from experiments.estimate.plan_estimate import estimate_for
+from experiments.estimate.time_model import Estimate
+from experiments.execution.ledger import Ledger, read_ledger
+from experiments.execution.progress import Reporter
+from experiments.execution.summary import RunSummary
+from experiments.model.cluster_spec import ClusterSpec, load_cluster_spec
+from experiments.model.plan import ExperimentSpec, Plan, plan_experiment
+from experiments.model.render import DEFAULT_IMAGE, RenderOptions
+from experiments.model.validate import image_ref, parse_size, parse_sizes
+from experiments.plan_view import format_duration, plan_json, plan_text
+
+__all__ = ["PlannedSweep", "Sweep", "plan", "run"]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What to run: the fields are `kary plan` / `kary run`'s flags, with their defaults.
+
+    `sizes` takes "16M,64M" or a list of labels or byte counts; None is the
+    backend's default (the seed's 1-10 GB with `min_size_gb` / `max_size_gb`).
+    `backend` None picks: a cluster file means kubernetes, emulated links or
+    faults mean the emulator (local), else real Flux when `flux` is on PATH.
+    """
+
+    exact_nodes: int | None = None
+    max_nodes: int | None = None
+    topos: Sequence[str] = ()
+    sizes: str | Sequence[str | int] | None = None
+    min_size_gb: int | None = None
+    max_size_gb: int | None = None
+    iterations: int = 1
+    strategies: Sequence[str] = ("all",)
+    designs: Path | None = None
+    data_dir: Path = Path("data/raw")
+    name: str = "flux-sample"
+    backend: str | None = None
+    cluster: Path | None = None
+    history: Path | None = None
+    template: Path | None = None
+    image: str = DEFAULT_IMAGE
+    verify: bool | None = None
+    purge_target_size: str | None = None
+    order: str = "given"
+    seed: int | None = None
+    rerun_failed: bool = False
+    force: bool = False
+    up: bool = False
+    down: bool = False
+    link_bandwidth: str | None = None
+    link_latency: str | None = None
+    emulator_faults: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class PlannedSweep:
+    """A validated, priced sweep: every cell, which still run (the ledger), and the estimate."""
+
+    sweep: Sweep
+    plan: Plan
+    ledger: Ledger
+    estimate: Estimate
+    render: RenderOptions
+    cluster: ClusterSpec | None
+
+    @property
+    def backend(self) -> str:
+        return self.plan.spec.backend
+
+    @property
+    def _cluster_name(self) -> str | None:
+        return self.cluster.name if self.cluster else None
+
+    @property
+    def billed(self) -> bool:
+        return self.backend not in UNBILLED
+
+    def text(self, max_cost: float | None = None, max_hours: float | None = None) -> str:
+        """The plan as `kary plan` prints it (with what --up/--down will run)."""
+        lines = plan_text(self.plan, self.ledger, self.estimate, self._cluster_name).splitlines()
+        lines += self.guard(max_cost, max_hours).plan_lines()
+        if self.sweep.emulator_faults:
+            lines.append(faults_line(self.sweep.emulator_faults))
+        return "\n".join(lines) + "\n"
+
+    def to_json(self, max_cost: float | None = None, max_hours: float | None = None) -> Any:
+        """The plan as `kary plan --json` prints it."""
+        data = plan_json(self.plan, self.ledger, self.estimate, self._cluster_name)
+        cluster_lines = self.guard(max_cost, max_hours).plan_lines()
+        if cluster_lines:
+            data["cluster_lifecycle"] = cluster_lines
+        if self.sweep.emulator_faults:
+            data["emulator_faults"] = list(self.sweep.emulator_faults)
+        return data
+
+    def guard(
+        self,
+        max_cost: float | None = None,
+        max_hours: float | None = None,
+        echo: Callable[[str], None] | None = None,
+    ) -> Any:
+        """The cluster session (--up/--down) and spending cap around this sweep."""
+        from experiments.clusters.session import sweep_guard
+
+        return sweep_guard(
+            self.cluster,
+            self.estimate,
+            up=self.sweep.up,
+            down=self.sweep.down,
+            max_hours=max_hours,
+            max_cost=max_cost,
+            echo=echo or _stderr,
+        )
+
+
+def faults_line(faults: Sequence[str]) -> str:
+    return (
+        f"emulator faults: {', '.join(faults)} (a testing aid: these cells test the "
+        "template, they measure nothing)"
+    )
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _sizes(sizes: str | Sequence[str | int] | None) -> list[int] | None:
+    if sizes is None:
+        return None
+    if isinstance(sizes, str):
+        return parse_sizes(sizes) if sizes.strip() else None
+    return [s if isinstance(s, int) else parse_size(s) for s in sizes]
+
+
+def _strategies(values: Sequence[str]) -> list[str]:
+    """Strategies as given: a list, and each item may be a comma list (the CLI's form)."""
+    return [s.strip() for v in values for s in v.split(",") if s.strip()] or ["all"]
+
+
+def _choose_backend(sweep: Sweep, cluster: ClusterSpec | None) -> str:
+    emulated = bool(sweep.link_bandwidth or sweep.link_latency)
+    if sweep.backend is not None:
+        backend = check_backend_name(sweep.backend)
+    elif cluster is not None:
+        backend = "kubernetes"
+    else:
+        backend = "local" if emulated or sweep.emulator_faults else default_backend()
+    if emulated and backend != "local":
+        raise UserError("--link-bandwidth and --link-latency emulate links: local backend only")
+    if sweep.emulator_faults and backend != "local":
+        raise UserError("--emulator-fault injects faults into the emulator: local backend only")
+    return backend
+
+
+def _check_sweep(sweep: Sweep) -> None:
+    if sweep.iterations < 1:
+        raise UserError(f"invalid --iters {sweep.iterations}: must be >= 1")
+    if sweep.order not in ("given", "random"):
+        raise UserError(f"invalid --order {sweep.order!r}: choose given or random")
+    if sweep.template is not None and not (sweep.template / "entrypoint.sh.j2").is_file():
+        raise UserError(
+            f"--template {sweep.template}: expected a folder with minicluster.yaml.j2 "
+            "and entrypoint.sh.j2"
+        )
+    if (sweep.up or sweep.down) and sweep.cluster is None:
+        raise UserError("--up and --down need --cluster FILE")
+    if sweep.emulator_faults:
+        from experiments.backends.local import parse_faults
+
+        parse_faults(sweep.emulator_faults)
+
+
+def plan(sweep: Sweep) -> PlannedSweep:
+    """Validate `sweep`, list its cells, read which still run, and price them.
+
+    Nothing is started; every mistake is a one-line UserError.
+    """
+    _check_sweep(sweep)
+    cluster = load_cluster_spec(sweep.cluster) if sweep.cluster is not None else None
+    backend = _choose_backend(sweep, cluster)
+    seed = sweep.seed
+    if sweep.order == "random" and seed is None:
+        seed = secrets.randbelow(2**31)
+    spec = ExperimentSpec(
+        designs_file=sweep.designs,
+        exact_nodes=sweep.exact_nodes,
+        max_nodes=sweep.max_nodes,
+        topos=list(sweep.topos),
+        iters=sweep.iterations,
+        sizes=_sizes(sweep.sizes),
+        min_size_gb=sweep.min_size_gb,
+        max_size_gb=sweep.max_size_gb,
+        strategies=_strategies(sweep.strategies),
+        data_dir=sweep.data_dir,
+        name=sweep.name,
+        backend=backend,
+        order=sweep.order,  # type: ignore[arg-type]
+        seed=seed,
+    )
+    cells = plan_experiment(spec)
+    if sweep.emulator_faults:
+        from experiments.backends.local import check_fault_ranks
+
+        check_fault_ranks(sweep.emulator_faults, cells.cells)
+    if cluster is not None and cells.max_nodes > cluster.nodes:
+        raise UserError(
+            f"the plan needs {cells.max_nodes} nodes but {cluster.path} has {cluster.nodes} workers"
+        )
+    ledger = read_ledger(cells.cells, spec.data_dir, sweep.rerun_failed, sweep.force)
+    # Verifying every rank's copy is cheap where kary runs, and on by default there.
+    verify = (backend in UNBILLED) if sweep.verify is None else sweep.verify
+    render = RenderOptions(
+        name=sweep.name,
+        image=image_ref(sweep.image),
+        verify=verify,
+        purge_target_size=parse_size(sweep.purge_target_size) if sweep.purge_target_size else None,
+    )
+    estimate = estimate_for(
+        ledger.to_run,
+        backend,
+        verify,
+        cluster,
+        sweep.history,
+        up=sweep.up,
+        down=sweep.down,
+        link_bandwidth=sweep.link_bandwidth,
+        link_latency=sweep.link_latency,
+        image=render.image,
+        flux_view=render.flux_view,
+        place=_flux_place() if backend == "flux" else None,
+    )
+    return PlannedSweep(sweep, cells, ledger, estimate, render, cluster)
+
+
+def _flux_place() -> str:
+    from experiments.backends.flux import current_place
+
+    return current_place()
+
+
+def run(
+    sweep: Sweep | PlannedSweep,
+    *,
+    yes: bool = False,
+    timeout: float | None = None,
+    max_cost: float | None = None,
+    max_hours: float | None = None,
+    reporter: Reporter | None = None,
+    echo: Callable[[str], None] = _stderr,
+) -> RunSummary:
+    """Run a sweep (planned here if given as a Sweep) and record every cell in the raw tree.
+
+    A billed backend shows the plan and asks first (`yes=True` skips; without a
+    terminal it refuses).  `max_cost` refuses a plan above it and stops before a
+    cell that would pass it; `max_hours` is the --up cluster's lease.  Progress
+    goes to `reporter` (default: a progress bar); one-line notes to `echo`.
+    Ctrl-C stops cleanly: the summary says `interrupted` and the same call resumes.
+    """
+    from experiments.backends import BackendSettings, make_backend
+    from experiments.execution.progress import RichReporter
+    from experiments.execution.runner import run_plan
+
+    planned = plan(sweep) if isinstance(sweep, Sweep) else sweep
+    if timeout is not None and timeout <= 0:
+        raise UserError(f"invalid --timeout {timeout:g}: must be > 0 seconds")
+    # --up/--down and --max-cost: checked now, before anything starts or is billed.
+    guard = planned.guard(max_cost, max_hours, echo)
+    guard.cap.check_plan(planned.estimate.cost_usd)
+    to_run, ledger = planned.ledger.to_run, planned.ledger
+    if not to_run:
+        message = f"nothing to run: {_cells(len(ledger.done))} done"
+        if ledger.failed:
+            message += f", {len(ledger.failed)} failed before (--rerun-failed to retry them)"
+        echo(message)
+        if planned.sweep.down and guard.provider is not None:
+            with dataclasses.replace(guard, up=False).session():
+                pass
+        return RunSummary(skipped_done=len(ledger.done), skipped_failed=len(ledger.failed))
+    if planned.billed:
+        _confirm(planned, yes, max_cost, max_hours)
+    settings = BackendSettings(
+        render=planned.render,
+        cluster=planned.cluster,
+        link_bandwidth=planned.sweep.link_bandwidth,
+        link_latency=planned.sweep.link_latency,
+        options={"faults": tuple(planned.sweep.emulator_faults)}
+        if planned.sweep.emulator_faults
+        else {},
+    )
+    backend = make_backend(planned.backend, settings)
+    spec = planned.plan.spec
+    echo(
+        f"kary run: {_cells(len(to_run))} on {describe_backend(spec.backend)}; predicted "
+        f"{format_duration(planned.estimate.seconds)}; raw results in {spec.data_dir}"
+        + (f"; seed {spec.seed}" if spec.seed is not None else "")
+    )
+    if planned.sweep.emulator_faults:
+        echo(f"kary run: {faults_line(planned.sweep.emulator_faults)}")
+    cluster = planned.cluster
+    try:
+        # --up creates the cluster before the backend comes up; --down deletes it after.
+        with guard.session():
+            return run_plan(
+                planned.plan,
+                backend,
+                planned.render,
+                ledger=ledger,
+                template_dir=planned.sweep.template,
+                timeout=timeout,
+                predicted={c.cell.id: c.seconds for c in planned.estimate.cells},
+                reporter=reporter or RichReporter(),
+                cluster=cluster.name if cluster else None,
+                instance_type=cluster.instance_type if cluster else None,
+                before_cell=guard.cap.before_cell,
+            )
+    except KeyboardInterrupt:
+        echo("kary run: interrupted while the cluster was being created")
+        return RunSummary(
+            skipped_done=len(ledger.done),
+            skipped_failed=len(ledger.failed),
+            not_started=len(to_run),
+            interrupted=True,
+        )
+
+
+def _confirm(
+    planned: PlannedSweep, yes: bool, max_cost: float | None, max_hours: float | None
+) -> None:
+    """Billed runs show their plan and ask; without a terminal they need --yes."""
+    from experiments.confirm import confirm_billed
+
+    if yes:
+        return
+    confirm_billed(
+        planned.text(max_cost, max_hours).splitlines(),
+        "Start this run?",
+        yes,
+        "this run is billed and there is no terminal to confirm it: "
+        "check the plan above and add --yes",
+    )
+
+
+def _cells(count: int) -> str:
+    return f"{count} cell" if count == 1 else f"{count} cells"

@@ -1,0 +1,133 @@
+"""The sweep flags `kary plan`, `kary run` and `kary render` share, declared once.
+
+Each is a type alias a command uses as a parameter annotation; the defaults are
+the Python API's (`experiments.api.Sweep`), so the command line and a notebook
+can never disagree on them.  The seed's runner names are kept (--data,
+--exact-nodes, --max-nodes, --min-size, --max-size, --topo, --iters, --data-dir).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from experiments.api import Sweep
+
+__all__ = ["sweep_from_flags"]
+
+DEFAULT = Sweep()
+
+Data = Annotated[
+    Path | None,
+    typer.Option("--data", help="Design file (default: the shipped designs/kary-designs.json)."),
+]
+ExactNodes = Annotated[
+    int | None, typer.Option("--exact-nodes", help="Run the designs for exactly N nodes.")
+]
+MaxNodes = Annotated[
+    int | None, typer.Option("--max-nodes", help="Run every design with at most N nodes.")
+]
+MinSize = Annotated[
+    int | None, typer.Option("--min-size", help="Smallest size in GB (seed flag; with --max-size).")
+]
+MaxSize = Annotated[int | None, typer.Option("--max-size", help="Largest size in GB (seed flag).")]
+Sizes = Annotated[
+    str | None,
+    typer.Option("--sizes", help="Sizes with units, e.g. 512M,2G (default: per backend)."),
+]
+Topo = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--topo", metavar="<topo>", help="Topology to run (repeatable); needs --exact-nodes."
+    ),
+]
+Iters = Annotated[int, typer.Option("--iters", help="Iterations per design.")]
+Strategy = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--strategy", metavar="<strategy>", help="all, leaves, middle (repeatable or comma list)."
+    ),
+]
+DataDir = Annotated[Path, typer.Option("--data-dir", help="Raw tree to write cells into.")]
+Name = Annotated[str, typer.Option("--name", help="MiniCluster name (hosts are NAME-rank).")]
+Backend = Annotated[
+    str | None,
+    typer.Option(
+        "--backend",
+        help="flux (real flux-core: here, or nested in a Flux allocation), local (emulated "
+        "Flux here) or kubernetes.  Default: flux when `flux` is on PATH, else local.",
+    ),
+]
+Cluster = Annotated[
+    Path | None,
+    typer.Option("--cluster", help="Cluster file (clusters/*.yaml) to run on and price."),
+]
+History = Annotated[
+    Path | None, typer.Option("--history", help="Parsed results to calibrate the time model.")
+]
+Template = Annotated[
+    Path | None, typer.Option("--template", help="Folder with your own templates.")
+]
+Image = Annotated[str, typer.Option("--image", help="Container image with Flux.")]
+Verify = Annotated[
+    bool | None,
+    typer.Option("--verify/--no-verify", help="sha256 every copy (default: on locally)."),
+]
+PurgeTargetSize = Annotated[
+    str | None,
+    typer.Option("--purge-target-size", help="Content cache size per broker, e.g. 16M."),
+]
+Order = Annotated[str, typer.Option("--order", help="given, or random (shuffled per iteration).")]
+Seed = Annotated[
+    int | None, typer.Option("--seed", help="Seed for --order random (recorded either way).")
+]
+RerunFailed = Annotated[
+    bool, typer.Option("--rerun-failed", help="Run cells that failed before again.")
+]
+Force = Annotated[
+    bool, typer.Option("--force", help="Run every cell again (old results kept aside).")
+]
+Up = Annotated[bool, typer.Option("--up", help="Create the --cluster first.")]
+Down = Annotated[
+    bool, typer.Option("--down", help="Delete the --cluster at the end, also on error or Ctrl-C.")
+]
+LinkBandwidth = Annotated[
+    str | None,
+    typer.Option(
+        "--link-bandwidth",
+        help="Emulator only (implies --backend local): link per node, e.g. 1Gbit; "
+        "the plan's time model uses it too.",
+    ),
+]
+LinkLatency = Annotated[
+    str | None,
+    typer.Option(
+        "--link-latency",
+        help="Emulator only (implies --backend local): latency per hop, e.g. 200us.",
+    ),
+]
+MaxCost = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost",
+        help="Dollars: refuse a plan estimated above it; stop before a cell that would pass it.",
+    ),
+]
+MaxHours = Annotated[
+    float | None,
+    typer.Option(
+        "--max-hours", help="With --up: the cluster's lease (default: the plan x 1.5 + 1 h)."
+    ),
+]
+Json = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
+
+
+def sweep_from_flags(flags: dict[str, Any]) -> Sweep:
+    """A command's sweep flags (named as Sweep's fields; unset lists as None) -> Sweep."""
+    fields = {name: value for name, value in flags.items() if name in Sweep.__dataclass_fields__}
+    for name in ("topos", "strategies", "emulator_faults"):
+        if fields.get(name) is None:
+            fields.pop(name, None)
+    return Sweep(**fields)
