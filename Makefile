@@ -1,6 +1,6 @@
 # kary: one command for each job a person or CI does.
 #   make demo    set up, then run the main job on this machine and parse it
-#   make check   lint (ruff), types (mypy) and every test (pytest); CI runs this
+#   make check   lint (ruff, import rules), types (mypy) and every test (pytest); CI runs this
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -26,9 +26,11 @@ demo: setup
 	$(BIN)/kary parse --data data/raw --out data/parsed
 	@echo "plots and report: data/parsed/ (open data/parsed/report.html)"
 
+# lint-imports: DESIGN's import rules and no import cycle (pyproject's [tool.importlinter]).
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 types: setup
 	$(BIN)/mypy
