@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from analysis.karylog import has_kary_lines, parse_kary
+from analysis.karylog import parse_kary
 from analysis.legacy import parse_legacy
 from analysis.logtext import LogText, decode_log, header_value, overlay_lines
 from analysis.model import PingStep, Problem, ProblemKind, Step
 from analysis.walk import LOG_NAME, RECORD_NAME, CellDir
 from experiments.errors import UserError
 from experiments.formats.cell_layout import topo_from_dirname
+from experiments.formats.kary_line import has_kary_lines
 from experiments.formats.run_record import RunRecord, UnreadableRecord, read_record
 from experiments.model.topology import build_tree, parse_topology, render_overlay
 

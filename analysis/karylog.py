@@ -20,10 +20,9 @@ from experiments.formats.cell_layout import format_size, size_from_label
 from experiments.formats.events import split_event_label, strategy_of
 from experiments.formats.kary_line import KARY_JSON, load_record, step_problem
 
-__all__ = ["KaryLog", "has_kary_lines", "parse_kary"]
+__all__ = ["KaryLog", "parse_kary"]
 
 _LINE = re.compile(rf"^(?:{KARY_JSON}|EVENT[ \t]+(?P<event>\S+))[ \t]*$", re.M)
-_HAS_KARY_STEP = re.compile(r'^KARY[ \t]+\{[ \t]*"event"', re.M)
 
 
 @dataclass
@@ -34,11 +33,6 @@ class KaryLog:
     cell: dict[str, Any] = field(default_factory=dict)
     done: dict[str, Any] | None = None
     notes: list[tuple[ProblemKind, str]] = field(default_factory=list)
-
-
-def has_kary_lines(text: str) -> bool:
-    """True when the log has machine-readable step lines (then legacy lines are ignored)."""
-    return "KARY " in text and _HAS_KARY_STEP.search(text) is not None
 
 
 def parse_kary(log: LogText) -> KaryLog:

@@ -26,6 +26,7 @@ from typing import Any
 __all__ = [
     "KARY_JSON",
     "format_kary_line",
+    "has_kary_lines",
     "kary_records",
     "load_record",
     "step_problem",
@@ -34,6 +35,12 @@ __all__ = [
 # `KARY`, blanks, then the JSON text (group "json") up to trailing blanks.
 KARY_JSON = r"KARY[ \t]+(?P<json>\S.*?)"
 _LINE = re.compile(rf"^{KARY_JSON}[ \t]*$", re.M)
+_STEP_LINE = re.compile(r'^KARY[ \t]+\{[ \t]*"event"', re.M)
+
+
+def has_kary_lines(log: str) -> bool:
+    """True when a log has step lines (a kary-format log, not the seed's EVENT/time one)."""
+    return "KARY" in log and _STEP_LINE.search(log) is not None
 
 
 def load_record(text: str) -> dict[str, Any] | None:
