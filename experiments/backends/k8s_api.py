@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import urllib3
+import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
@@ -27,10 +28,14 @@ __all__ = [
     "CRD_PLURAL",
     "CRD_VERSION",
     "INSTALL_OPERATOR",
+    "OPERATOR_DEPLOYMENT",
+    "OPERATOR_NAMESPACE",
     "ApiUnavailable",
     "KubeApi",
     "RetryPolicy",
+    "api_message",
     "connect",
+    "is_transient",
 ]
 
 CRD_GROUP = "flux-framework.org"
@@ -40,6 +45,9 @@ INSTALL_OPERATOR = (
     "kubectl apply -f https://raw.githubusercontent.com/flux-framework/flux-operator/"
     "main/examples/dist/flux-operator.yaml"
 )
+# Where INSTALL_OPERATOR puts the operator's controller.
+OPERATOR_NAMESPACE = "operator-system"
+OPERATOR_DEPLOYMENT = "operator-controller-manager"
 _TRANSIENT_STATUS = {429, 500, 502, 503, 504}
 
 
@@ -65,6 +73,17 @@ def _reason(err: BaseException) -> str:
         return f"{err.status} {err.reason}".strip()
     text = str(err).strip().splitlines()
     return text[0] if text else type(err).__name__
+
+
+def api_message(err: ApiException) -> str:
+    """The API server's own one-line message from an error body, else the status line."""
+    try:
+        body = yaml.safe_load(err.body) if err.body else None
+    except yaml.YAMLError:
+        body = None
+    if isinstance(body, dict) and body.get("message"):
+        return str(body["message"])
+    return f"{err.status} {err.reason}"
 
 
 def is_transient(err: BaseException) -> bool:
@@ -121,6 +140,14 @@ class KubeApi:
             return read_json(self.asked(doing), data, expect, verb="answered", quote=False)
         except ToolOutputError as err:
             raise ApiUnavailable(str(err)) from None
+
+    def call_or_none(self, doing: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Like `call`, None when it fails: for an answer that only fills a provenance
+        field, whose loss (no RBAC to list nodes, say) must not fail the cell."""
+        try:
+            return self.call(doing, fn, *args, **kwargs)
+        except (ApiException, ApiUnavailable, UserError):
+            return None
 
     def asked(self, doing: str) -> str:
         """How an odd answer names its source: `the Kubernetes API at URL, asked to DOING,`."""
