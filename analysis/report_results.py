@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.stats import MIN_RUNS, RankTest, rank_test, summarize
-from experiments.formats.events import topology_order_key
+from experiments.formats.events import STRATEGY_EVENTS, StrategyEvents, topology_order_key
 
 __all__ = [
     "STRATEGIES",
@@ -38,18 +38,26 @@ __all__ = [
     "verdicts",
 ]
 
+# What each strategy's time measures, in the report's words.
+_MEASURES = {
+    "all": "every rank but 0 extracts the archive",
+    "leaves": "only the deepest level extracts it",
+    "middle": "the middle level first, then the leaves (sum of both waves)",
+}
+
+
+def _shown_event(events: StrategyEvents) -> str:
+    """`distribute-all-nodes`; for a waved strategy its waves, `distribute-middle-nodes-0 + -1`."""
+    if not events.waved:
+        return events.distribute_event()
+    return f"{events.distribute_event(0)} + -1"  # wave 0, then wave 1 (to the leaves)
+
+
 # (strategy, the event name shown, what it measures)
-STRATEGIES = (
-    ("all", "distribute-all-nodes", "every rank but 0 extracts the archive"),
-    ("leaves", "distribute-leaf-nodes", "only the deepest level extracts it"),
-    (
-        "middle",
-        "distribute-middle-nodes-0 + -1",
-        "the middle level first, then the leaves (sum of both waves)",
-    ),
+STRATEGIES: tuple[tuple[str, str, str], ...] = tuple(
+    (events.strategy, _shown_event(events), _MEASURES.get(events.strategy, ""))
+    for events in STRATEGY_EVENTS
 )
-_EVENT = {"all": "distribute-all-nodes", "leaves": "distribute-leaf-nodes"}
-_MIDDLE_PREFIX = "distribute-middle-nodes-"
 GROUP = ["strategy", "source", "nodes", "size_bytes"]
 _KEYS = ["strategy", "source", "nodes", "topo", "size_bytes", "size_label"]
 
@@ -82,18 +90,21 @@ def strategy_samples(events: pd.DataFrame) -> pd.DataFrame:
     if "source" in events.columns:
         frame["log"] = events["source"].astype(str).where(events["source"] != "", frame["log"])
     frame["ok"] = (frame["status"] == "ok") & frame["time_seconds"].notna()
+    names = frame["event"].astype(str)
     parts = []
-    for strategy, event in _EVENT.items():
-        rows = frame[frame["event"] == event].assign(strategy=strategy)
-        parts.append(rows)
-    waves = frame[frame["event"].astype(str).str.match(rf"^{_MIDDLE_PREFIX}[0-9]+$")]
-    if not waves.empty:
-        keys = ["log", "source", "nodes", "topo", "size_bytes", "size_label", "iteration"]
-        total = waves.groupby(keys, sort=False, dropna=False).agg(
-            time_seconds=("time_seconds", "sum"), ok=("ok", "all")
-        )
-        total = total.reset_index().assign(strategy="middle")
-        parts.append(total)
+    for events in STRATEGY_EVENTS:
+        if not events.waved:
+            parts.append(frame[names == events.distribute_event()].assign(strategy=events.strategy))
+            continue
+        # A waved strategy's time in one iteration is the sum of its waves.
+        wave_names = [name for name in names.unique() if events.distribute_wave(name) is not None]
+        waves = frame[names.isin(wave_names)]
+        if not waves.empty:
+            keys = ["log", "source", "nodes", "topo", "size_bytes", "size_label", "iteration"]
+            total = waves.groupby(keys, sort=False, dropna=False).agg(
+                time_seconds=("time_seconds", "sum"), ok=("ok", "all")
+            )
+            parts.append(total.reset_index().assign(strategy=events.strategy))
     samples = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
     samples["status"] = np.where(samples["ok"], "ok", "failed")
     samples["time_seconds"] = samples["time_seconds"].where(samples["ok"])

@@ -36,12 +36,15 @@ from experiments.backends.flux import FluxBackend, flux_on_path  # noqa: E402
 from experiments.backends.local import LocalBackend  # noqa: E402
 from experiments.execution.outcome import judge  # noqa: E402
 from experiments.formats.cell_layout import format_size  # noqa: E402
+from experiments.formats.events import strategy_events  # noqa: E402
 from experiments.formats.kary_line import step_problem  # noqa: E402
 from experiments.model.plan import Cell  # noqa: E402
 from experiments.model.render import RenderOptions, render_cell  # noqa: E402
 from experiments.model.validate import parse_size  # noqa: E402
 
-EVENT = "distribute-all-nodes"
+# The cells run one strategy; the timing compared is its (single) distribution.
+STRATEGY = "all"
+EVENT = strategy_events(STRATEGY).distribute_event()
 TOLERANCE = 1.5
 
 
@@ -56,9 +59,9 @@ def _topos(nodes: int, wanted: list[str]) -> list[str]:
 
 def run_cell(backend: Backend, nodes: int, topo: str, sizes: list[int]) -> dict[str, float]:
     """{size label: distribute seconds} for the sizes whose distribution and verify succeeded."""
-    cell = Cell(nodes, topo, 0, tuple(sizes), ("all",))
+    cell = Cell(nodes, topo, 0, tuple(sizes), (STRATEGY,))
     rendered = render_cell(
-        nodes, topo, sizes, ["all"], cell.id, RenderOptions(verify=True)
+        nodes, topo, sizes, [STRATEGY], cell.id, RenderOptions(verify=True)
     )  # fmt: skip
     result = backend.run(cell, rendered, timeout=1800)
     steps = judge(result).log.steps

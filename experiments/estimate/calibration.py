@@ -21,12 +21,19 @@ from analysis import load_parsed
 from analysis.output import EVENTS_CSV
 from experiments.errors import UserError
 from experiments.estimate.time_model import TimeModel
+from experiments.formats.events import GENERATE_BLOB, STRATEGY_EVENTS, VERIFY_PREFIX
 from experiments.model.topology import build_tree
 
 __all__ = ["calibrate", "load_history"]
 
 GIB = 2**30
 _NEEDED = {"event", "status", "time_seconds", "size_bytes", "nodes", "topology"}
+# Each step's events across the strategies, as prefixes (a waved distribution's
+# events are `<distribute>-<wave>`).
+_CREATES = tuple(s.create for s in STRATEGY_EVENTS)
+_DISTRIBUTES = tuple(s.distribute for s in STRATEGY_EVENTS)
+_DELETES = tuple(s.delete for s in STRATEGY_EVENTS)
+_CLEANS = tuple(s.clean for s in STRATEGY_EVENTS)
 
 
 def load_history(history: Path) -> pd.DataFrame:
@@ -64,7 +71,7 @@ def load_history(history: Path) -> pd.DataFrame:
     return rows.assign(topology=rows["topology"].astype(str).str.replace("-", ":", n=1))
 
 
-def _per_gb(rows: pd.DataFrame, prefix: str) -> pd.Series:
+def _per_gb(rows: pd.DataFrame, prefix: str | tuple[str, ...]) -> pd.Series:
     chosen = rows[rows["event"].astype(str).str.startswith(prefix)]
     return chosen["time_seconds"] / chosen["gb"]
 
@@ -89,19 +96,19 @@ def calibrate(model: TimeModel, history: Path) -> TimeModel:
     """A copy of `model` with every parameter the history can tell refitted."""
     rows = load_history(history)
     update: dict[str, object] = {"calibrated_from": len(rows)}
-    update["create_s_per_gb"] = _mean(_per_gb(rows, "create-"), model.create_s_per_gb)
-    update["generate_s_per_gb"] = _mean(_per_gb(rows, "generate-blob"), model.generate_s_per_gb)
-    update["verify_s_per_gb"] = _mean(_per_gb(rows, "verify-"), model.verify_s_per_gb)
-    deletes = rows[rows["event"].astype(str).str.startswith("delete-archive")]["time_seconds"]
+    update["create_s_per_gb"] = _mean(_per_gb(rows, _CREATES), model.create_s_per_gb)
+    update["generate_s_per_gb"] = _mean(_per_gb(rows, GENERATE_BLOB), model.generate_s_per_gb)
+    update["verify_s_per_gb"] = _mean(_per_gb(rows, VERIFY_PREFIX), model.verify_s_per_gb)
+    deletes = rows[rows["event"].astype(str).str.startswith(_DELETES)]["time_seconds"]
     update["delete_s"] = _mean(deletes, model.delete_s)
 
-    cleans = rows[rows["event"].astype(str).str.startswith("clean-")]
+    cleans = rows[rows["event"].astype(str).str.startswith(_CLEANS)]
     if cleans["gb"].nunique() >= 2:
         slope, intercept = np.polyfit(cleans["gb"], cleans["time_seconds"], 1)
         update["clean_s_per_gb"] = max(float(slope), 0.0)
         update["clean_s"] = max(float(intercept), 0.0)
 
-    dist = rows[rows["event"].astype(str).str.startswith("distribute-")]
+    dist = rows[rows["event"].astype(str).str.startswith(_DISTRIBUTES)]
     if len(dist):
         per_design = (
             (dist["time_seconds"] / dist["gb"])

@@ -21,6 +21,7 @@ from functools import lru_cache
 from experiments.formats.cell_layout import size_from_label
 
 __all__ = [
+    "GENERATE_BLOB",
     "SETUP_EVENTS",
     "STRATEGIES",
     "STRATEGY_EVENTS",
@@ -82,7 +83,8 @@ _BY_STRATEGY = {s.strategy: s for s in STRATEGY_EVENTS}
 
 # Setup work done before the timed steps (kary's blob generation): kept as its
 # own event so it never mixes with the benchmark's timings.
-SETUP_EVENTS = frozenset({"generate-blob"})
+GENERATE_BLOB = "generate-blob"
+SETUP_EVENTS = frozenset({GENERATE_BLOB})
 SETUP = "setup"
 
 # A step's place within its strategy: create, distribute (and its verify), delete, clean.

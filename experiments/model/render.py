@@ -16,7 +16,7 @@ import jinja2
 
 from experiments.errors import UserError
 from experiments.formats.cell_layout import format_size
-from experiments.formats.events import STRATEGIES, strategy_events
+from experiments.formats.events import GENERATE_BLOB, STRATEGIES, strategy_events
 from experiments.model.topology import Tree, build_tree, compress_idset
 from experiments.model.validate import (
     dns1123_name,
@@ -254,6 +254,7 @@ def render_cell(
         "nodes": nodes,
         "topo": str(tree.topology),
         "sizes": [{"label": format_size(s), "bytes": s} for s in sizes],
+        "generate_event": GENERATE_BLOB,
         "strategies": [_strategy_context(tree, s) for s in strategies],
         "verify": options.verify,
         "purge_target_size": options.purge_target_size,
