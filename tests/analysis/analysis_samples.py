@@ -1,6 +1,8 @@
 """Builders for synthetic logs and raw trees: kary's own format and the seed's legacy one.
 
-Imported by the analysis tests (pytest puts this folder on sys.path).
+Imported by the analysis tests (pytest puts this folder on sys.path).  kary's
+own format is built from experiments/formats (cell ids, KARY lines, event
+names, run.json's names), so a test double cannot drift from what a run writes.
 """
 
 from __future__ import annotations
@@ -12,23 +14,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.formats.cell_layout import cell_id
+from experiments.formats.events import GENERATE_BLOB, VERIFY_PREFIX, strategy_events
+from experiments.formats.kary_line import format_kary_line
+from experiments.formats.run_record import LOG_NAME, RECORD_FORMAT, RECORD_NAME
 from experiments.model.topology import build_tree, render_overlay
 
-STEPS = {
-    "all": [
-        "create-archive",
-        "distribute-all-nodes",
-        "verify-distribute-all-nodes",
-        "delete-archive-all-nodes",
-        "clean-all-nodes",
-    ],
-    "leaves": [
-        "create-leaf-nodes",
-        "distribute-leaf-nodes",
-        "delete-archive-leaf-nodes",
-        "clean-leaf-nodes",
-    ],
-}
+
+def _steps(strategy: str, verify: bool) -> list[str]:
+    """A single-wave strategy's events in the order the entrypoint runs them."""
+    events = strategy_events(strategy)
+    distribute = events.distribute_event()
+    verified = [VERIFY_PREFIX + distribute] if verify else []
+    return [events.create, distribute, *verified, events.delete, events.clean]
+
+
+# `all` with its copies verified, `leaves` without.
+STEPS = {"all": _steps("all", verify=True), "leaves": _steps("leaves", verify=False)}
 SIZES = {"16M": 16 * 2**20, "64M": 64 * 2**20, "1G": 2**30}
 
 
@@ -59,19 +61,20 @@ def kary_log(
     """
     rc = rc or {}
     output = output or {}
-    cell = f"{nodes}/{topo.replace(':', '-')}/{iteration}"
-    lines = [
-        header(nodes, topo),
-        "KARY "
-        + json.dumps(
-            {"meta": "cell", "cell": cell, "nodes": nodes, "topo": topo,
-             "flux_version": "0.66.0", "size_attr": str(nodes)}
-        ) + "\n",
-    ]  # fmt: skip
+    cell = cell_id(nodes, topo, iteration)
+    meta = {
+        "meta": "cell",
+        "cell": cell,
+        "nodes": nodes,
+        "topo": topo,
+        "flux_version": "0.66.0",
+        "size_attr": str(nodes),
+    }
+    lines = [header(nodes, topo), format_kary_line(meta) + "\n"]
     failed = 0
     for label in sizes:
         size = SIZES[label]
-        lines.append(_kary("generate-blob", label, size, 0.25, 0))
+        lines.append(_kary(GENERATE_BLOB, label, size, 0.25, 0))
         for strategy in strategies:
             for i, event in enumerate(STEPS[strategy]):
                 name = f"{event}-{label}"
@@ -89,14 +92,14 @@ def kary_log(
                 lines.append(f"\nreal\t0m{took:.3f}s\nuser\t0m0.001s\nsys\t0m0.002s\n")
                 lines.append(_kary(event, label, size, took, status))
     if done:
-        lines.append(f'KARY {{"meta": "done", "failed_steps": {failed}}}\n')
+        lines.append(format_kary_line({"meta": "done", "failed_steps": failed}) + "\n")
         lines.append('SCRIPT entrypoint\n#!/bin/bash\necho "KARY {\\"meta\\": \\"done\\"}"\n')
     return "".join(lines)
 
 
 def _kary(event: str, label: str, size: int, seconds: float, rc: int) -> str:
     record = {"event": event, "size": label, "size_bytes": size, "seconds": seconds, "rc": rc}
-    return "KARY " + json.dumps(record) + "\n"
+    return format_kary_line(record) + "\n"
 
 
 def legacy_log(
@@ -123,8 +126,8 @@ def legacy_log(
 
 def run_record(nodes: int, topo: str, iteration: int, **extra: Any) -> str:
     record = {
-        "format": 1,
-        "cell": f"{nodes}/{topo.replace(':', '-')}/{iteration}",
+        "format": RECORD_FORMAT,
+        "cell": cell_id(nodes, topo, iteration),
         "nodes": nodes,
         "topo": topo,
         "iteration": iteration,
@@ -151,9 +154,9 @@ def write_cell(root: Path, rel: str, log: str | bytes | None, record: str | None
     cell.mkdir(parents=True, exist_ok=True)
     if log is not None:
         data = log.encode() if isinstance(log, str) else log
-        (cell / "topology-experiment.out").write_bytes(data)
+        (cell / LOG_NAME).write_bytes(data)
     if record is not None:
-        (cell / "run.json").write_text(record)
+        (cell / RECORD_NAME).write_text(record)
     return cell
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from analysis_samples import kary_log, run_record, write_cell
 
+from experiments.formats.cell_layout import cell_id
+
 
 @pytest.fixture
 def small_tree(tmp_path: Path) -> Path:
@@ -18,7 +20,7 @@ def small_tree(tmp_path: Path) -> Path:
             state = "failed" if rc else "succeeded"
             write_cell(
                 root,
-                f"4/{topo.replace(':', '-')}/{it}",
+                cell_id(4, topo, it),
                 kary_log(4, topo, it, seconds=1.0 + 0.01 * it, rc=rc),
                 run_record(4, topo, it, state=state),
             )

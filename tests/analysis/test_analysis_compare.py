@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from analysis import compare_parsed, load_parsed, parse_tree
 from experiments.cli import app
+from experiments.formats.cell_layout import cell_id
 
 runner = CliRunner()
 
@@ -22,7 +23,7 @@ def _tree(root: Path, slow: float = 1.0, fail: dict[str, int] | None = None) -> 
             seconds = (slow if topo == "kary:2" else 1.0) + 0.01 * it
             write_cell(
                 root,
-                f"4/{topo.replace(':', '-')}/{it}",
+                cell_id(4, topo, it),
                 kary_log(4, topo, it, sizes=("16M",), seconds=seconds, rc=rc),
                 run_record(4, topo, it),
             )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from analysis_samples import SIZES, kary_log, legacy_log
 
@@ -11,6 +9,7 @@ from analysis.karylog import parse_kary
 from analysis.legacy import parse_legacy, parse_real
 from analysis.logtext import LogText, decode_log, overlay_lines
 from analysis.model import Step
+from experiments.formats.kary_line import format_kary_line
 
 
 def _text(text: str) -> LogText:
@@ -185,7 +184,7 @@ def test_malformed_duplicate_and_unknown_kary_lines() -> None:
 
     def line(event: str, size: str, seconds: float) -> str:
         record = {"event": event, "size": size, "size_bytes": SIZES[size], "seconds": seconds}
-        return "KARY " + json.dumps({**record, "rc": 0}) + "\n"
+        return format_kary_line({**record, "rc": 0}) + "\n"
 
     extra = (
         line("create-archive", "16M", 9)
@@ -201,7 +200,7 @@ def test_malformed_duplicate_and_unknown_kary_lines() -> None:
         "64M",
         None,
         "failed",
-        "impossible time -1",
+        "impossible time -1.0",  # the template prints -1.000000
     )
     assert kary.notes == [
         ("partial", "1 malformed KARY line(s) ignored"),

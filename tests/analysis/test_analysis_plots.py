@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from analysis import parse_tree, plots
 from experiments.cli import app
+from experiments.formats.cell_layout import cell_id
 
 runner = CliRunner()
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -161,7 +162,7 @@ def test_fewer_than_three_runs_draw_no_error_bar(tmp_path: Path) -> None:
         for it in range(runs):
             write_cell(
                 tmp_path / "raw",
-                f"4/{topo.replace(':', '-')}/{it}",
+                cell_id(4, topo, it),
                 kary_log(4, topo, it, seconds=1.0 + 0.1 * it),
                 run_record(4, topo, it),
             )

@@ -17,6 +17,7 @@ from analysis.report_results import source_label
 from analysis.report_svg import tree_svg
 from analysis.report_view import strategy_views
 from experiments.cli import app
+from experiments.formats.cell_layout import cell_id
 from experiments.model.topology import build_tree
 
 runner = CliRunner()
@@ -30,7 +31,7 @@ def _sweep(root: Path, seconds: dict[str, float], iterations: int = 3) -> Path:
             rc = {FAILED_STEP: 1} if (topo, it) == ("kary:1", 2) else None
             write_cell(
                 root,
-                f"4/{topo.replace(':', '-')}/{it}",
+                cell_id(4, topo, it),
                 kary_log(4, topo, it, seconds=base + 0.01 * it, rc=rc),
                 run_record(4, topo, it, state="failed" if rc else "succeeded"),
             )
