@@ -4,6 +4,7 @@ thin layers over these, so a notebook gets exactly what the command line does.
     from experiments import Sweep, plan, run
 
     sweep = Sweep(exact_nodes=8, topos=["kary:1", "kary:2"], sizes="16M", iterations=2)
+    sweep = Sweep.from_file("study.yaml", iterations=3)   # or a sweep file, with overrides
     planned = plan(sweep)        # validated and priced; nothing runs
     print(planned.text())        # what `kary plan` prints
     summary = run(planned)       # what `kary run` does; a RunSummary
@@ -19,8 +20,8 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +32,18 @@ from experiments.estimate.time_model import Estimate
 from experiments.execution.ledger import Ledger, read_ledger
 from experiments.execution.progress import Reporter
 from experiments.execution.summary import RunSummary
+from experiments.files import write_atomic
+from experiments.formats.cell_layout import sweep_copy_path
+from experiments.model.axes import knob_flag
+from experiments.model.cell_filter import parse_only
 from experiments.model.cluster_spec import ClusterSpec, load_cluster_spec
 from experiments.model.plan import ExperimentSpec, Plan, plan_experiment
 from experiments.model.render import DEFAULT_IMAGE, RenderOptions
+from experiments.model.sweep_file import SweepFile, load_sweep_file
 from experiments.model.validate import image_ref, parse_size, parse_sizes
 from experiments.plan_view import format_duration, plan_json, plan_text
 
-__all__ = ["PlannedSweep", "Sweep", "plan", "run"]
+__all__ = ["PlannedSweep", "Sweep", "load_sweep", "plan", "run"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,13 @@ class Sweep:
     backend's default (the seed's 1-10 GB with `min_size_gb` / `max_size_gb`).
     `backend` None picks: a cluster file means kubernetes, emulated links or
     faults mean the emulator (local), else real Flux when `flux` is on PATH.
+
+    `matrix` and `zip` are a sweep file's axes ({axis: [values]}; see
+    experiments/model/axes.py): nodes, topo and the Flux knobs `chunksize`,
+    `mmap`, `purge_target_size`, which the same-named fields set for every
+    cell instead.  `only` keeps the cells a filter selects
+    (experiments/model/cell_filter.py).  `file` is the sweep file this came
+    from (`Sweep.from_file`), recorded with every cell.
     """
 
     exact_nodes: int | None = None
@@ -67,7 +80,13 @@ class Sweep:
     template: Path | None = None
     image: str = DEFAULT_IMAGE
     verify: bool | None = None
-    purge_target_size: str | None = None
+    chunksize: str | int | None = None
+    mmap: bool | None = None
+    purge_target_size: str | int | None = None
+    matrix: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    zip: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    only: str | Sequence[str] | None = None
+    file: SweepFile | None = None
     order: str = "given"
     seed: int | None = None
     rerun_failed: bool = False
@@ -77,6 +96,53 @@ class Sweep:
     link_bandwidth: str | None = None
     link_latency: str | None = None
     emulator_faults: Sequence[str] = ()
+
+    @classmethod
+    def from_file(cls, path: str | Path, **overrides: Any) -> Sweep:
+        """The sweep a sweep file describes, with `overrides` on top (as flags are)."""
+        return load_sweep(Path(path)).override(**overrides)
+
+    def override(self, **changes: Any) -> Sweep:
+        """`dataclasses.replace`, where a field that sets an axis takes the axis's place.
+
+        --exact-nodes / --max-nodes replace the nodes axis, --topo the topo axis,
+        and a knob field its axis, so a flag given with a sweep file wins over it.
+        """
+        replaced = {
+            axis
+            for axis, names in _AXIS_FIELDS.items()
+            if any(changes.get(name) not in (None, (), []) for name in names)
+        }
+        if replaced:
+            changes.setdefault(
+                "matrix", {a: v for a, v in self.matrix.items() if a not in replaced}
+            )
+            changes.setdefault("zip", {a: v for a, v in self.zip.items() if a not in replaced})
+        return dataclasses.replace(self, **changes)
+
+
+# Which Sweep fields set each axis when given.
+_AXIS_FIELDS = {
+    "nodes": ("exact_nodes", "max_nodes"),
+    "topo": ("topos",),
+    "chunksize": ("chunksize",),
+    "mmap": ("mmap",),
+    "purge_target_size": ("purge_target_size",),
+}
+
+
+def load_sweep(path: Path) -> Sweep:
+    """Read a sweep file into a Sweep; a mistake is one UserError line with its line number."""
+    from experiments.backends import check_backend_name
+
+    file = load_sweep_file(path)
+    values = dict(file.values)
+    if "backend" in values:
+        try:
+            check_backend_name(values["backend"])
+        except UserError as err:
+            raise file.error("backend", str(err)) from None
+    return Sweep(**values, file=file)
 
 
 @dataclass(frozen=True)
@@ -108,7 +174,20 @@ class PlannedSweep:
         lines += self.guard(max_cost, max_hours).plan_lines()
         if self.sweep.emulator_faults:
             lines.append(faults_line(self.sweep.emulator_faults))
+        lines += self._sweep_lines()
         return "\n".join(lines) + "\n"
+
+    def _sweep_lines(self) -> list[str]:
+        """Where the cells came from: the sweep file (by hash) and the --only filter."""
+        lines = []
+        if self.sweep.file is not None:
+            lines.append(
+                f"sweep file: {self.sweep.file.path} (sha256 {self.sweep.file.sha256[:12]})"
+            )
+        chosen = parse_only(self.sweep.only)
+        if chosen is not None:
+            lines.append(f"only: {chosen.text}")
+        return lines
 
     def to_json(self, max_cost: float | None = None, max_hours: float | None = None) -> Any:
         """The plan as `kary plan --json` prints it."""
@@ -118,6 +197,14 @@ class PlannedSweep:
             data["cluster_lifecycle"] = cluster_lines
         if self.sweep.emulator_faults:
             data["emulator_faults"] = list(self.sweep.emulator_faults)
+        if self.sweep.file is not None:
+            data["sweep_file"] = {
+                "path": str(self.sweep.file.path),
+                "sha256": self.sweep.file.sha256,
+            }
+        chosen = parse_only(self.sweep.only)
+        if chosen is not None:
+            data["only"] = chosen.text
         return data
 
     def guard(
@@ -223,8 +310,15 @@ def plan(sweep: Sweep) -> PlannedSweep:
         backend=backend,
         order=sweep.order,  # type: ignore[arg-type]
         seed=seed,
+        matrix={axis: list(values) for axis, values in sweep.matrix.items()},
+        zip={axis: list(values) for axis, values in sweep.zip.items()},
+        chunksize=knob_flag("chunksize", sweep.chunksize),
+        mmap=sweep.mmap,
+        purge_target_size=knob_flag("purge_target_size", sweep.purge_target_size),
+        sweep_file=str(sweep.file.path.resolve()) if sweep.file else None,
+        sweep_sha256=sweep.file.sha256 if sweep.file else None,
     )
-    cells = plan_experiment(spec)
+    cells = plan_experiment(spec).only(parse_only(sweep.only))
     if sweep.emulator_faults:
         from experiments.backends.local import check_fault_ranks
 
@@ -236,12 +330,7 @@ def plan(sweep: Sweep) -> PlannedSweep:
     ledger = read_ledger(cells.cells, spec.data_dir, sweep.rerun_failed, sweep.force)
     # Verifying every rank's copy is cheap where kary runs, and on by default there.
     verify = (backend in UNBILLED) if sweep.verify is None else sweep.verify
-    render = RenderOptions(
-        name=sweep.name,
-        image=image_ref(sweep.image),
-        verify=verify,
-        purge_target_size=parse_size(sweep.purge_target_size) if sweep.purge_target_size else None,
-    )
+    render = RenderOptions(name=sweep.name, image=image_ref(sweep.image), verify=verify)
     estimate = estimate_for(
         ledger.to_run,
         backend,
@@ -323,6 +412,8 @@ def run(
     )
     if planned.sweep.emulator_faults:
         echo(f"kary run: {faults_line(planned.sweep.emulator_faults)}")
+    if planned.sweep.file is not None:
+        _keep_sweep_file(planned.sweep.file, spec.data_dir)
     cluster = planned.cluster
     try:
         # --up creates the cluster before the backend comes up; --down deletes it after.
@@ -348,6 +439,13 @@ def run(
             not_started=len(to_run),
             interrupted=True,
         )
+
+
+def _keep_sweep_file(file: SweepFile, data_dir: Path) -> None:
+    """Keep the sweep file's bytes in the raw tree, named by the hash each run.json records."""
+    copy = sweep_copy_path(data_dir, file.sha256)
+    if not copy.is_file():
+        write_atomic(copy, file.data)
 
 
 def _confirm(

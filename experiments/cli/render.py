@@ -13,9 +13,11 @@ import typer
 
 from experiments.cli import sweep_options as o
 from experiments.errors import UserError
+from experiments.formats.cell_layout import Knobs
+from experiments.model.axes import knob_flag
 from experiments.model.plan import Cell
 from experiments.model.render import RenderOptions, render_cell
-from experiments.model.validate import image_ref, node_count, parse_size, parse_sizes
+from experiments.model.validate import image_ref, node_count, parse_sizes
 
 D = o.DEFAULT
 
@@ -32,31 +34,36 @@ def render(
     name: o.Name = D.name,
     image: o.Image = D.image,
     verify: o.Verify = None,
+    chunksize: o.Chunksize = None,
+    mmap: o.Mmap = None,
     purge_target_size: o.PurgeTargetSize = None,
     template: o.Template = None,
 ) -> None:
     """Render one cell so you can read exactly what will run.
 
     Sizes default to 1G; --verify defaults to off (a run turns it on where kary runs).
+    The Flux knobs (--chunksize, --mmap, --purge-target-size) appear in the
+    entrypoint only when given.
 
     Example:
 
     \b
         kary render --nodes 30 --topo kary:16 --sizes 512M,2G --out /tmp/cell
+        kary render --nodes 8 --topo kary:2 --chunksize 256K --mmap --out /tmp/cell
     """
     node_count(nodes)
     if iteration < 0:
         raise UserError(f"invalid --iteration {iteration}: must be >= 0")
     chosen = [s.strip() for v in strategies or D.strategies for s in v.split(",") if s.strip()]
-    options = RenderOptions(
-        name=name,
-        image=image_ref(image),
-        verify=bool(verify),
-        purge_target_size=parse_size(purge_target_size) if purge_target_size else None,
+    options = RenderOptions(name=name, image=image_ref(image), verify=bool(verify))
+    knobs = Knobs(
+        chunksize=knob_flag("chunksize", chunksize),
+        mmap=mmap,
+        purge_target_size=knob_flag("purge_target_size", purge_target_size),
     )
-    cell_id = Cell(nodes, topo, iteration, (), ()).id
+    cell_id = Cell(nodes, topo, iteration, (), (), knobs).id
     rendered = render_cell(
-        nodes, topo, parse_sizes(sizes or "1G"), chosen, cell_id, options, template
+        nodes, topo, parse_sizes(sizes or "1G"), chosen, cell_id, options, template, knobs
     )
     for path in rendered.write(out):
         typer.echo(f"wrote {path}")

@@ -32,12 +32,14 @@ EmulatorFault = Annotated[
 
 
 def plan(
+    ctx: typer.Context, sweep_file: o.SweepFile = None,
     designs: o.Data = D.designs, exact_nodes: o.ExactNodes = None, max_nodes: o.MaxNodes = None,
     min_size_gb: o.MinSize = None, max_size_gb: o.MaxSize = None, sizes: o.Sizes = None,
     topos: o.Topo = None, iterations: o.Iters = D.iterations, strategies: o.Strategy = None,
     data_dir: o.DataDir = D.data_dir, name: o.Name = D.name, backend: o.Backend = None,
     cluster: o.Cluster = None, history: o.History = None, template: o.Template = None,
-    image: o.Image = D.image, verify: o.Verify = None, purge_target_size: o.PurgeTargetSize = None,
+    image: o.Image = D.image, verify: o.Verify = None, chunksize: o.Chunksize = None,
+    mmap: o.Mmap = None, purge_target_size: o.PurgeTargetSize = None, only: o.Only = None,
     order: o.Order = D.order, seed: o.Seed = None, rerun_failed: o.RerunFailed = False,
     force: o.Force = False, up: o.Up = False, down: o.Down = False,
     link_bandwidth: o.LinkBandwidth = None, link_latency: o.LinkLatency = None,
@@ -50,19 +52,22 @@ def plan(
     \b
         kary plan --exact-nodes 6 --min-size 1 --max-size 10 --iters 3 \\
             --cluster clusters/eks-6.yaml
+        kary plan study.yaml --only nodes=4,chunksize=256K
     """
-    planned = api.plan(o.sweep_from_flags(locals()))
+    planned = api.plan(o.sweep_from_flags(locals(), ctx))
     _show(planned, as_json, max_cost)
-    planned.guard(max_cost).cap.check_plan(planned.estimate.cost_usd)
+    planned.guard(max_cost).cap.check_plan(planned.estimate.cost_usd_high, high_end=True)
 
 
 def run(
+    ctx: typer.Context, sweep_file: o.SweepFile = None,
     designs: o.Data = D.designs, exact_nodes: o.ExactNodes = None, max_nodes: o.MaxNodes = None,
     min_size_gb: o.MinSize = None, max_size_gb: o.MaxSize = None, sizes: o.Sizes = None,
     topos: o.Topo = None, iterations: o.Iters = D.iterations, strategies: o.Strategy = None,
     data_dir: o.DataDir = D.data_dir, name: o.Name = D.name, backend: o.Backend = None,
     cluster: o.Cluster = None, history: o.History = None, template: o.Template = None,
-    image: o.Image = D.image, verify: o.Verify = None, purge_target_size: o.PurgeTargetSize = None,
+    image: o.Image = D.image, verify: o.Verify = None, chunksize: o.Chunksize = None,
+    mmap: o.Mmap = None, purge_target_size: o.PurgeTargetSize = None, only: o.Only = None,
     order: o.Order = D.order, seed: o.Seed = None, rerun_failed: o.RerunFailed = False,
     force: o.Force = False, up: o.Up = False, down: o.Down = False,
     link_bandwidth: o.LinkBandwidth = None, link_latency: o.LinkLatency = None,
@@ -88,11 +93,14 @@ def run(
         kary run --exact-nodes 30 --topo kary:16 --iters 1
         kary run --exact-nodes 6 --iters 3 --cluster clusters/eks-6.yaml --yes
         kary run --exact-nodes 5 --sizes 2M --emulator-fault corrupt:3
+        kary run study.yaml --iters 3
     """
-    planned = api.plan(o.sweep_from_flags(locals()))
+    planned = api.plan(o.sweep_from_flags(locals(), ctx))
     if dry_run:
         _show(planned, as_json, max_cost, max_hours)
-        planned.guard(max_cost, max_hours).cap.check_plan(planned.estimate.cost_usd)
+        planned.guard(max_cost, max_hours).cap.check_plan(
+            planned.estimate.cost_usd_high, high_end=True
+        )
         return
     summary = api.run(
         planned,

@@ -4,6 +4,9 @@ Each is a type alias a command uses as a parameter annotation; the defaults are
 the Python API's (`experiments.api.Sweep`), so the command line and a notebook
 can never disagree on them.  The seed's runner names are kept (--data,
 --exact-nodes, --max-nodes, --min-size, --max-size, --topo, --iters, --data-dir).
+
+`kary plan` and `kary run` also take a sweep file (SweepFile); the flags given
+on the command line override it, exactly as `Sweep.from_file(path, **flags)`.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from experiments.api import Sweep
+from experiments.api import Sweep, load_sweep
 
 __all__ = ["sweep_from_flags"]
 
@@ -75,9 +78,47 @@ Verify = Annotated[
     bool | None,
     typer.Option("--verify/--no-verify", help="sha256 every copy (default: on locally)."),
 ]
+SweepFile = Annotated[
+    Path | None,
+    typer.Argument(
+        metavar="[SWEEP_FILE]",
+        help="A study as YAML (matrix, zip, sizes, ...; see README, Sweep files); "
+        "flags given here override it.",
+        show_default=False,
+    ),
+]
+Chunksize = Annotated[
+    str | None,
+    typer.Option(
+        "--chunksize",
+        metavar="SIZE",
+        help="flux archive create --chunksize: largest content blob, e.g. 256K (Flux: 1M).",
+    ),
+]
+Mmap = Annotated[
+    bool | None,
+    typer.Option(
+        "--mmap/--no-mmap",
+        help="flux archive create --mmap: rank 0 maps the blob instead of copying it.",
+        show_default=False,
+    ),
+]
 PurgeTargetSize = Annotated[
     str | None,
-    typer.Option("--purge-target-size", help="Content cache size per broker, e.g. 16M."),
+    typer.Option(
+        "--purge-target-size",
+        metavar="SIZE",
+        help="Content cache per broker (flux module reload content), e.g. 64M (Flux: 16M).",
+    ),
+]
+Only = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--only",
+        metavar="KEY=VALUE,...",
+        help="Keep only these cells, e.g. nodes=30,topo=kary:16 (keys: nodes, topo, "
+        "chunksize, mmap, purge_target_size, iteration; a key twice takes either value).",
+    ),
 ]
 Order = Annotated[str, typer.Option("--order", help="given, or random (shuffled per iteration).")]
 Seed = Annotated[
@@ -124,10 +165,25 @@ MaxHours = Annotated[
 Json = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
 
 
-def sweep_from_flags(flags: dict[str, Any]) -> Sweep:
-    """A command's sweep flags (named as Sweep's fields; unset lists as None) -> Sweep."""
+def sweep_from_flags(flags: dict[str, Any], ctx: typer.Context | None = None) -> Sweep:
+    """A command's sweep flags (named as Sweep's fields; unset lists as None) -> Sweep.
+
+    With a sweep file (`flags["sweep_file"]`), only the flags given on the
+    command line (`ctx` says which) are laid over the file; the others keep
+    the file's values.
+    """
     fields = {name: value for name, value in flags.items() if name in Sweep.__dataclass_fields__}
     for name in ("topos", "strategies", "emulator_faults"):
         if fields.get(name) is None:
             fields.pop(name, None)
-    return Sweep(**fields)
+    path = flags.get("sweep_file")
+    if path is None:
+        return Sweep(**fields)
+    given = {name: value for name, value in fields.items() if _given(ctx, name)}
+    return load_sweep(path).override(**given)
+
+
+def _given(ctx: typer.Context | None, name: str) -> bool:
+    """The flag was typed (or came from the environment), not left at its default."""
+    source = ctx.get_parameter_source(name) if ctx is not None else None
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")

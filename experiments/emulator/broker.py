@@ -33,7 +33,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from experiments.emulator.content import ContentCache, Egress
+from experiments.emulator.content import BACKING_MODULE, ContentCache, Egress
 from experiments.emulator.cpu import CpuCosts, burn
 from experiments.emulator.rexec import exec_cwd, exec_env, run_command
 from experiments.emulator.wire import (
@@ -379,6 +379,8 @@ class Broker:
             "broker.pid": str(os.getpid()),
             "content.purge-target-size": str(self.cache.limit),
         }
+        if self.rank == 0:
+            attrs["content.backing-module"] = BACKING_MODULE
         if name not in attrs:
             raise BrokerError(errno.ENOENT, f"{name}: No such file or directory")
         return attrs[name]

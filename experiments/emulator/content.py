@@ -16,10 +16,12 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-__all__ = ["BLOB_SIZE", "DEFAULT_PURGE_TARGET_SIZE", "ContentCache", "Egress"]
+__all__ = ["BACKING_MODULE", "BLOB_SIZE", "DEFAULT_PURGE_TARGET_SIZE", "ContentCache", "Egress"]
 
 BLOB_SIZE = 1 << 20
 DEFAULT_PURGE_TARGET_SIZE = 16 << 20
+# What rank 0 answers for `flux getattr content.backing-module`, as flux-core's default.
+BACKING_MODULE = "content-sqlite"
 
 
 class ContentCache:

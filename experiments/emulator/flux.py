@@ -24,6 +24,7 @@ from experiments.emulator.client import (
     option,
     parse_options,
 )
+from experiments.emulator.content import BACKING_MODULE
 from experiments.emulator.cpu import burn, client_cost
 from experiments.emulator.wire import set_send_buffer
 
@@ -62,22 +63,29 @@ def archive_create(argv: list[str]) -> int:
 
     opts, files = parse_options(
         argv,
-        {"-n": "name", "--name": "name", "-C": "dir", "--directory": "dir"},
+        {"-n": "name", "--name": "name", "-C": "dir", "--directory": "dir"}
+        | {"--chunksize": "chunksize"},
         {"--overwrite": "overwrite", "-v": "verbose", "--verbose": "verbose", "--mmap": "mmap"},
         stop_at_operand=False,
     )
     name, directory = option(opts, "name", "main"), option(opts, "dir", os.getcwd())
     overwrite = bool(opts.get("overwrite"))
+    chunksize = _size_option("chunksize", option(opts, "chunksize", str(BLOB_SIZE)))
     if not files:
         raise FluxError("no input files")
     handle = broker_handle()
+    # --mmap: flux-core maps the file into rank 0's content store instead of
+    # copying it; the emulator stores the same blobs either way.
+    if opts.get("mmap") and _rank(handle) != 0:
+        raise FluxError("--mmap only works on the rank 0 broker")
     set_send_buffer(handle.sock)
     entries = []
     stored: set[str] = set()
     for arcname, disk in _archive_files(directory, files):
         refs: list[str] = []
         with open(disk, "rb") as src:
-            while blob := src.read(BLOB_SIZE):
+            # chunksize 0: the whole file is one blob (flux-core's "unlimited").
+            while blob := src.read(chunksize or -1):
                 key = hashlib.sha256(blob).hexdigest()
                 if key not in stored:
                     handle.rpc({"op": "store", "hash": key}, blob)
@@ -99,6 +107,26 @@ def archive_create(argv: list[str]) -> int:
     except FluxError:
         raise FluxError(f"archive.{name}: key exists") from None  # flux-core's words
     return 0
+
+
+_SIZE_SUFFIX = {"": 1, "k": 1 << 10, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def _size_option(name: str, text: str) -> int:
+    """flux-core's optparse size: a number with an optional k/K/M/G suffix, up to INT_MAX."""
+    number, suffix = (text[:-1], text[-1]) if text[-1:] in _SIZE_SUFFIX else (text, "")
+    try:
+        size = float(number) * _SIZE_SUFFIX[suffix]
+    except ValueError:
+        size = -1.0
+    if not 0 <= size <= 2**31 - 1:
+        raise FluxError(f"Invalid argument for option '{name}': '{text}'")
+    return int(size)
+
+
+def _rank(handle: Any) -> int:
+    reply, _ = handle.rpc({"op": "getattr", "name": "rank"})
+    return int(reply["value"])
 
 
 def archive_extract(argv: list[str]) -> int:
@@ -167,6 +195,9 @@ def module(argv: list[str]) -> int:
     parse_key = None
     if argv[:1] == ["stats"] and len(argv) >= 3 and argv[1] in ("-p", "--parse"):
         parse_key, argv = argv[2], [argv[0], *argv[3:]]
+    if argv[:2] == ["reload", BACKING_MODULE]:
+        # The emulator's backing store is part of rank 0's broker: nothing to re-register.
+        return 0
     if len(argv) < 2 or argv[1] != "content" or argv[0] not in ("reload", "stats", "load"):
         raise FluxError("only `flux module reload|stats [--parse KEY] content` is emulated")
     if argv[0] == "stats":

@@ -143,6 +143,7 @@ class _Runner:
                 "strategies": list(cell.strategies),
                 "seed": self.seed,
                 "timeout_seconds": timeout,
+                **self.plan.record_fields(cell),
             }
         )
 
@@ -156,6 +157,7 @@ class _Runner:
             cell.id,
             self.render,
             self.template_dir,
+            knobs=cell.knobs,
         )
         timeout = self.timeouts[index]
         _set_aside(cell_dir, self.replaced_root, cell)

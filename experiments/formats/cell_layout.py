@@ -1,9 +1,28 @@
-"""Where a cell lives in the raw tree, and how sizes are labelled in names and logs.
+"""Where a cell lives in the raw tree, and how sizes and Flux knobs are labelled.
 
-A cell is one (nodes, topology, iteration).  Its id is its path below the raw
-root, `<nodes>/<topology dir>/<iteration>` (`30/kary-16/0`), the seed's layout,
-so the runner writes it and analysis reads it back from the path alone.  ':'
-is not portable in paths, so `kary:16` becomes the directory `kary-16`.
+A cell is one (nodes, topology, Flux knobs, iteration).  Its id is its path
+below the raw root, `<nodes>/<topology dir>/<iteration>` (`30/kary-16/0`), the
+seed's layout, so the runner writes it and analysis reads it back from the
+path alone.  ':' is not portable in paths, so `kary:16` becomes the
+directory `kary-16`.
+
+Flux's knobs (`Knobs`) a cell may set:
+
+- chunksize: `flux archive create --chunksize N`, the largest content blob
+  (Flux's default 1M; 0 is one blob per file);
+- mmap: `flux archive create --mmap`, rank 0 maps the file instead of copying it;
+- purge_target_size: each broker's content cache, `flux module reload content
+  purge-target-size=N` (Flux's default 16M).
+
+A knob left None is not set: Flux's default applies and no name mentions it,
+so a tree whose cells set no knob keeps the seed's layout.  A cell that sets
+any has one more directory, between its topology and its iteration, naming
+each knob it sets: `30/kary-16/chunksize-256K_mmap-on_purge-16M/0` (`_`
+between knobs, only letters, digits and `-` within one, so that the id with
+`/` made `_` is still a Kubernetes label value).
+
+A run planned from a sweep file keeps a copy of it at `sweeps/<sha256>.yaml`
+below the raw root; each cell's run.json names it by that hash.
 
 A size label is the shortest exact binary unit (`16M`, `1G`); the seed's logs
 label sizes as a bare number of GB (`1` .. `10`).
@@ -13,16 +32,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 __all__ = [
+    "KNOB_NAMES",
+    "NO_KNOBS",
+    "SWEEPS_DIR",
+    "Knobs",
     "cell_dir",
     "cell_id",
     "cell_of_path",
     "format_size",
+    "knob_label",
+    "knobs_from_dirname",
+    "knobs_of_path",
     "size_from_label",
     "size_text",
+    "sweep_copy_path",
     "topo_from_dirname",
     "topology_dirname",
 ]
@@ -46,26 +74,50 @@ def topo_from_dirname(name: str) -> str | None:
     return f"{match.group('scheme')}:{int(match.group('k'))}"
 
 
-def cell_id(nodes: int, topo: str, iteration: int) -> str:
-    """`30/kary-16/0`: the cell's path below the raw root, and its name everywhere."""
-    return f"{nodes}/{topology_dirname(topo)}/{iteration}"
+def cell_id(nodes: int, topo: str, iteration: int, knobs: Knobs | None = None) -> str:
+    """`30/kary-16/0` (`30/kary-16/chunksize-256K/0` with knobs): the cell's path below
+    the raw root, and its name everywhere."""
+    knob_dir = knobs.dirname() if knobs is not None else None
+    middle = f"{topology_dirname(topo)}/{knob_dir}" if knob_dir else topology_dirname(topo)
+    return f"{nodes}/{middle}/{iteration}"
 
 
-def cell_dir(data_dir: Path, nodes: int, topo: str, iteration: int) -> Path:
-    """`<data>/<nodes>/<topology dir>/<iteration>`: where a cell's files go."""
-    return Path(data_dir) / str(nodes) / topology_dirname(topo) / str(iteration)
+def cell_dir(
+    data_dir: Path, nodes: int, topo: str, iteration: int, knobs: Knobs | None = None
+) -> Path:
+    """`<data>/<nodes>/<topology dir>[/<knob dir>]/<iteration>`: where a cell's files go."""
+    return Path(data_dir).joinpath(*cell_id(nodes, topo, iteration, knobs).split("/"))
 
 
 def cell_of_path(parts: Sequence[str]) -> tuple[int | None, str | None, int | None]:
     """(nodes, topo, iteration) that a cell directory's last path parts say; None where not.
 
-    `["30", "kary-16", "0"]` -> (30, "kary:16", 0).  Any depth below the raw
-    root is read, so a tree kept one folder down still parses.
+    `["30", "kary-16", "0"]` -> (30, "kary:16", 0); a knob directory before the
+    iteration is passed over (`knobs_of_path` reads it).  Any depth below the
+    raw root is read, so a tree kept one folder down still parses.
     """
+    parts = list(parts)
+    if len(parts) >= 2 and knobs_from_dirname(parts[-2]) is not None:
+        del parts[-2]
     iteration = _whole(parts[-1]) if len(parts) >= 1 else None
     topo = topo_from_dirname(parts[-2]) if len(parts) >= 2 else None
     nodes = _whole(parts[-3]) if len(parts) >= 3 else None
     return nodes, topo, iteration
+
+
+def knobs_of_path(parts: Sequence[str]) -> Knobs:
+    """The knobs a cell directory's path names (its parent's name); NO_KNOBS when none."""
+    knobs = knobs_from_dirname(parts[-2]) if len(parts) >= 2 else None
+    return knobs if knobs is not None else NO_KNOBS
+
+
+# A sweep file's copy, kept beside the cells it planned: <data>/sweeps/<sha256>.yaml.
+SWEEPS_DIR = "sweeps"
+
+
+def sweep_copy_path(data_dir: Path, sha256: str) -> Path:
+    """Where the raw tree keeps the sweep file whose bytes have this sha256."""
+    return Path(data_dir) / SWEEPS_DIR / f"{sha256}.yaml"
 
 
 def _whole(text: str) -> int | None:
@@ -105,3 +157,82 @@ def size_text(label: object) -> str:
     """`1` (the seed's bare GB label) -> `1G`, so it reads beside kary's `16M`."""
     text = str(label)
     return f"{text}G" if text.isdigit() else text
+
+
+# ---- Flux knobs --------------------------------------------------------------
+
+# In the order every spelling lists them.
+KNOB_NAMES = ("chunksize", "mmap", "purge_target_size")
+_KNOB_DIR_PREFIX = {"chunksize": "chunksize", "mmap": "mmap", "purge_target_size": "purge"}
+_ON_OFF = {True: "on", False: "off"}
+
+
+def knob_label(name: str, value: int | bool | None) -> str:
+    """A knob's value as tables and directory names write it: `256K`, `on`; "" when unset."""
+    if value is None:
+        return ""
+    if name == "mmap":
+        return _ON_OFF[bool(value)]
+    return "0" if value == 0 else format_size(int(value))
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The Flux knobs one cell sets (see the module doc); None leaves Flux's default."""
+
+    chunksize: int | None = None
+    mmap: bool | None = None
+    purge_target_size: int | None = None
+
+    def values(self) -> dict[str, int | bool | None]:
+        return {name: getattr(self, name) for name in KNOB_NAMES}
+
+    def labels(self) -> dict[str, str]:
+        """{knob: label} for every knob, "" where unset: the parsed tables' knob columns."""
+        return {name: knob_label(name, value) for name, value in self.values().items()}
+
+    def dirname(self) -> str | None:
+        """`chunksize-256K_mmap-on`: the cell's knob directory; None when it sets no knob."""
+        parts = [
+            f"{_KNOB_DIR_PREFIX[name]}-{knob_label(name, value)}"
+            for name, value in self.values().items()
+            if value is not None
+        ]
+        return "_".join(parts) or None
+
+    def text(self) -> str:
+        """`chunksize 256K, mmap on` for titles and legends; "" when no knob is set."""
+        return ", ".join(
+            f"{name.replace('_', '-')} {label}" for name, label in self.labels().items() if label
+        )
+
+
+NO_KNOBS = Knobs()
+
+_KNOB_PART = re.compile(r"^(?P<prefix>chunksize|mmap|purge)-(?P<label>[0-9A-Za-z]+)$")
+_KNOB_BY_PREFIX = {prefix: name for name, prefix in _KNOB_DIR_PREFIX.items()}
+
+
+def knobs_from_dirname(name: str) -> Knobs | None:
+    """`chunksize-256K_mmap-on` -> Knobs; None when the name is not a knob directory."""
+    values: dict[str, int | bool] = {}
+    for part in name.split("_"):
+        match = _KNOB_PART.match(part)
+        if match is None:
+            return None
+        knob, label = _KNOB_BY_PREFIX[match.group("prefix")], match.group("label")
+        if knob in values:
+            return None
+        if knob == "mmap":
+            if label not in _ON_OFF.values():
+                return None
+            values[knob] = label == "on"
+        elif label == "0":
+            values[knob] = 0
+        else:
+            size = size_from_label(label)
+            # A bare number is the seed's GB label; a knob's label always has its unit.
+            if size is None or label.isdigit():
+                return None
+            values[knob] = size
+    return Knobs(**values)  # type: ignore[arg-type]

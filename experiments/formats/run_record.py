@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from experiments.errors import UserError
 from experiments.files import write_atomic
+from experiments.formats.cell_layout import Knobs
 
 __all__ = [
     "LOG_NAME",
@@ -74,6 +75,18 @@ class RunRecord(BaseModel):
     strategies: list[str] = []
     error: str | None = None
     seed: int | None = None
+    # Flux knobs the cell set (cell_layout.Knobs); None: Flux's default.
+    chunksize: int | None = None
+    mmap: bool | None = None
+    purge_target_size: int | None = None
+    # The sweep file the cell was planned from, and the sha256 of its bytes; a
+    # copy is kept in the raw tree (cell_layout.sweep_copy_path).
+    sweep_file: str | None = None
+    sweep_sha256: str | None = None
+
+    @property
+    def knobs(self) -> Knobs:
+        return Knobs(self.chunksize, self.mmap, self.purge_target_size)
 
 
 class UnreadableRecord(UserError):

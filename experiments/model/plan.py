@@ -1,8 +1,13 @@
 """Experiment spec -> run cells, with deterministic ids and raw-tree paths.
 
-A cell is one (nodes, topology, iteration): one MiniCluster, one log.  The plan
-is pure: it lists every cell of the spec.  Which of them still have to run is
-the raw tree's business (experiments/execution/ledger.py).
+A cell is one (nodes, topology, Flux knobs, iteration): one MiniCluster, one
+log.  The plan is pure: it lists every cell of the spec.  Which of them still
+have to run is the raw tree's business (experiments/execution/ledger.py).
+
+Nodes and topologies come from the spec's axes (a sweep file's matrix and
+zip, experiments/model/axes.py) where it has them, else from the flags:
+--exact-nodes / --max-nodes with --topo or a design file.  Knobs come from the
+axes, else from the flags (--chunksize, --mmap, --purge-target-size).
 """
 
 from __future__ import annotations
@@ -10,12 +15,14 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from experiments.errors import UserError
-from experiments.formats.cell_layout import cell_dir, cell_id, topology_dirname
+from experiments.formats.cell_layout import NO_KNOBS, Knobs, cell_dir, cell_id, topology_dirname
+from experiments.model.axes import knobs_of, points
+from experiments.model.cell_filter import CellFilter
 from experiments.model.designs import Design, load_designs
 from experiments.model.render import STRATEGIES, strategy_waves
 from experiments.model.topology import build_tree, parse_topology
@@ -41,13 +48,15 @@ DEFAULT_SIZES: dict[str, list[int]] = {
 
 @dataclass(frozen=True)
 class Cell:
-    """One run: a MiniCluster of `nodes` brokers under `topo`, iteration `iteration`."""
+    """One run: a MiniCluster of `nodes` brokers under `topo` with Flux `knobs`, iteration
+    `iteration`."""
 
     nodes: int
     topo: str
     iteration: int
     sizes: tuple[int, ...]
     strategies: tuple[str, ...]
+    knobs: Knobs = NO_KNOBS
 
     @property
     def topo_dir(self) -> str:
@@ -56,10 +65,10 @@ class Cell:
     @property
     def id(self) -> str:
         """`30/kary-16/0`: the cell's path below the raw root, and its name everywhere."""
-        return cell_id(self.nodes, self.topo, self.iteration)
+        return cell_id(self.nodes, self.topo, self.iteration, self.knobs)
 
     def raw_dir(self, data_dir: Path) -> Path:
-        return cell_dir(data_dir, self.nodes, self.topo, self.iteration)
+        return cell_dir(data_dir, self.nodes, self.topo, self.iteration, self.knobs)
 
 
 class ExperimentSpec(BaseModel):
@@ -81,6 +90,17 @@ class ExperimentSpec(BaseModel):
     backend: str = "local"
     order: Literal["given", "random"] = "given"
     seed: int | None = None
+    # A sweep file's axes (experiments/model/axes.py): every combination of the
+    # matrix's, with every row of the zip's.
+    matrix: dict[str, list[Any]] = Field(default_factory=dict)
+    zip: dict[str, list[Any]] = Field(default_factory=dict)
+    # The knobs of every cell, where no axis sets them; None leaves Flux's default.
+    chunksize: int | None = None
+    mmap: bool | None = None
+    purge_target_size: int | None = None
+    # The sweep file the spec came from, recorded in each cell's run.json.
+    sweep_file: str | None = None
+    sweep_sha256: str | None = None
 
     @field_validator("strategies")
     @classmethod
@@ -117,6 +137,52 @@ class Plan:
     @property
     def max_nodes(self) -> int:
         return max((c.nodes for c in self.cells), default=0)
+
+    def only(self, chosen: CellFilter | None) -> Plan:
+        """The plan with only the cells `chosen` selects; a filter that selects none is an error."""
+        if chosen is None:
+            return self
+        cells = [c for c in self.cells if chosen.matches(c.nodes, c.topo, c.iteration, c.knobs)]
+        if not cells:
+            raise UserError(f"--only {chosen.text} selects none of the {len(self.cells)} cells")
+        return Plan(self.spec, cells, self.sizes)
+
+    def record_fields(self, cell: Cell) -> dict[str, Any]:
+        """What run.json says of a cell beyond its nodes, topology and iteration:
+        its knobs, and the sweep file it was planned from."""
+        return {
+            **cell.knobs.values(),
+            "sweep_file": self.spec.sweep_file,
+            "sweep_sha256": self.spec.sweep_sha256,
+        }
+
+
+def _points(spec: ExperimentSpec) -> list[tuple[Design, Knobs]]:
+    """Every (design, knobs) of the spec, in order, each once."""
+    default = Knobs(spec.chunksize, spec.mmap, spec.purge_target_size)
+    found: dict[tuple[Design, Knobs], None] = {}
+    for point in points(spec.matrix, spec.zip):
+        knobs = knobs_of(point, default)
+        for design in _point_designs(spec, point):
+            found.setdefault((design, knobs))
+    return list(found)
+
+
+def _point_designs(spec: ExperimentSpec, point: dict[str, Any]) -> list[Design]:
+    """The designs of one point: its nodes and topology, or the flags' for what it lacks."""
+    if "nodes" in point and (spec.exact_nodes is not None or spec.max_nodes is not None):
+        raise UserError("nodes is an axis: drop --exact-nodes / --max-nodes, or the axis")
+    if "topo" in point and spec.topos:
+        raise UserError("topo is an axis: drop --topo, or the axis")
+    if "nodes" in point and "topo" in point:
+        return [Design(point["nodes"], point["topo"])]
+    if "nodes" in point:
+        return _designs(spec.model_copy(update={"exact_nodes": point["nodes"]}))
+    if "topo" in point:
+        if spec.exact_nodes is None:
+            raise UserError("topo is an axis: give nodes too (an axis, or --exact-nodes N)")
+        return _designs(spec.model_copy(update={"topos": [point["topo"]]}))
+    return _designs(spec)
 
 
 def _designs(spec: ExperimentSpec) -> list[Design]:
@@ -164,15 +230,16 @@ def _check_runnable(design: Design, strategies: list[str]) -> None:
 def plan_experiment(spec: ExperimentSpec) -> Plan:
     """Every cell of the spec, in run order; refuses a spec that cannot run."""
     dns1123_name(spec.name)
-    designs = _designs(spec)
-    for design in designs:
+    designs = _points(spec)
+    for design in dict.fromkeys(design for design, _ in designs):
         _check_runnable(design, spec.strategies)
     sizes = spec.resolved_sizes()
     rng = random.Random(spec.seed)
     cells: list[Cell] = []
     for iteration in range(spec.iters):
         batch = [
-            Cell(d.nodes, d.topo, iteration, tuple(sizes), tuple(spec.strategies)) for d in designs
+            Cell(d.nodes, d.topo, iteration, tuple(sizes), tuple(spec.strategies), knobs)
+            for d, knobs in designs
         ]
         # A fresh topology order per iteration keeps drift (warm caches, noisy
         # neighbours) from always favouring the same design.

@@ -15,7 +15,7 @@ from typing import Any
 import jinja2
 
 from experiments.errors import UserError
-from experiments.formats.cell_layout import format_size
+from experiments.formats.cell_layout import NO_KNOBS, Knobs, format_size
 from experiments.formats.events import GENERATE_BLOB, STRATEGIES, strategy_events
 from experiments.model.topology import Tree, build_tree, compress_idset
 from experiments.model.validate import (
@@ -114,7 +114,6 @@ class RenderOptions:
     flux_view: str | None = None
     pull_always: bool = False
     verify: bool = True
-    purge_target_size: int | None = None
     scratch: str = "/tmp/kary"
     extract_dir: str = "/tmp/kary-extract"
     sleep_seconds: int = 0
@@ -228,8 +227,13 @@ def render_cell(
     cell_id: str,
     options: RenderOptions | None = None,
     template_dir: Path | None = None,
+    knobs: Knobs = NO_KNOBS,
 ) -> Rendered:
-    """Render the MiniCluster and the benchmark entrypoint for one cell."""
+    """Render the MiniCluster and the benchmark entrypoint for one cell.
+
+    `knobs` are the cell's Flux knobs; the entrypoint passes only those set,
+    so a cell without knobs runs Flux's defaults.
+    """
     options = options or RenderOptions()
     if nodes < 2:
         raise UserError(f"a distribution needs at least 2 nodes, got {nodes}")
@@ -257,7 +261,10 @@ def render_cell(
         "generate_event": GENERATE_BLOB,
         "strategies": [_strategy_context(tree, s) for s in strategies],
         "verify": options.verify,
-        "purge_target_size": options.purge_target_size,
+        "chunksize": knobs.chunksize,
+        "mmap": bool(knobs.mmap),
+        "purge_target_size": knobs.purge_target_size,
+        "knob_labels": {name: label for name, label in knobs.labels().items() if label},
         "scratch": options.scratch,
         "extract_dir": options.extract_dir,
         "sleep_seconds": options.sleep_seconds,

@@ -20,6 +20,7 @@ from emulator_helpers import processes_mentioning, wait_for_no_processes
 from experiments.backends.local import LocalBackend
 from experiments.errors import UserError
 from experiments.execution.outcome import judge
+from experiments.formats.cell_layout import Knobs
 from experiments.formats.kary_line import kary_records
 from experiments.model.plan import Cell
 from experiments.model.render import Rendered, RenderOptions, render_cell
@@ -35,7 +36,8 @@ def _rendered(cell: Cell, verify: bool = True) -> Rendered:
         list(cell.sizes),
         list(cell.strategies),
         cell.id,
-        RenderOptions(verify=verify, purge_target_size=4 * MIB),
+        RenderOptions(verify=verify),
+        knobs=Knobs(purge_target_size=4 * MIB),
     )
 
 
@@ -172,7 +174,7 @@ def test_every_distribution_starts_cold_and_none_beats_the_link(short_tmp: Path)
     cell = Cell(7, "kary:2", 0, (size,), ("all", "leaves", "middle"))
     rendered = render_cell(
         7, "kary:2", [size], ["all", "leaves", "middle"], cell.id,
-        RenderOptions(verify=True, purge_target_size=64 * MIB),
+        RenderOptions(verify=True), knobs=Knobs(purge_target_size=64 * MIB),
     )  # fmt: skip
     backend = LocalBackend(workdir=short_tmp, link_bandwidth="200Mbit")
     with backend:

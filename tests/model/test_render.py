@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from experiments.errors import UserError
+from experiments.formats.cell_layout import NO_KNOBS, Knobs
 from experiments.model.render import RenderOptions, render_cell, strategy_waves, template_hash
 from experiments.model.topology import build_tree
 from experiments.resources import resource_dir
@@ -32,8 +33,11 @@ CASES = [
 def test_every_rendered_entrypoint_passes_bash_n(
     tmp_path: Path, nodes: int, topo: str, strategies: list[str], verify: bool
 ) -> None:
-    options = RenderOptions(verify=verify, purge_target_size=16 * MIB if verify else None)
-    rendered = render_cell(nodes, topo, [16 * MIB, 2**30], strategies, "c", options)
+    knobs = (
+        Knobs(chunksize=256 * 2**10, mmap=True, purge_target_size=16 * MIB) if verify else NO_KNOBS
+    )
+    options = RenderOptions(verify=verify)
+    rendered = render_cell(nodes, topo, [16 * MIB, 2**30], strategies, "c", options, knobs=knobs)
     script = tmp_path / "entrypoint.sh"
     script.write_text(rendered.entrypoint_sh)
     subprocess.run(["bash", "-n", str(script)], check=True)
