@@ -381,7 +381,7 @@ def run(
         raise UserError(f"invalid --timeout {timeout:g}: must be > 0 seconds")
     # --up/--down and --max-cost: checked now, before anything starts or is billed.
     guard = planned.guard(max_cost, max_hours, echo)
-    guard.cap.check_plan(planned.estimate.cost_usd)
+    guard.cap.check_plan(planned.estimate.cost_usd_high, high_end=True)
     to_run, ledger = planned.ledger.to_run, planned.ledger
     if not to_run:
         message = f"nothing to run: {_cells(len(ledger.done))} done"

@@ -15,6 +15,8 @@ from experiments.model.plan import Plan
 __all__ = ["format_duration", "plan_json", "plan_text"]
 
 _SHOWN_CELLS = 20
+# Assumptions smaller than this share of the estimate are counted, not listed.
+_SHOWN_SHARE = 0.01
 
 
 def format_duration(seconds: float) -> str:
@@ -66,8 +68,14 @@ def plan_text(plan: Plan, ledger: Ledger, estimate: Estimate, cluster_name: str 
     parts = ", ".join(
         f"{name} {format_duration(value)}" for name, value in estimate.parts.items() if value > 0
     )
-    lines.append(f"time: {format_duration(estimate.seconds)} ({parts or 'nothing to run'})")
+    lines.append(
+        f"time: {format_duration(estimate.seconds)}{_time_range(estimate)}"
+        f" ({parts or 'nothing to run'})"
+    )
     lines.append(f"time model: {estimate.model.source}")
+    lines += [f"  and: {source}" for source in estimate.sources[1:]]
+    if estimate.cells:
+        lines += _trust_lines(estimate)
     if estimate.instance_type is None:
         lines.append(_unpriced_cost_line(backend))
     else:
@@ -76,8 +84,31 @@ def plan_text(plan: Plan, ledger: Ledger, estimate: Estimate, cluster_name: str 
             " + control plane"
             f" = ${estimate.hourly_usd:.2f}/h (prices as of {estimate.price_as_of})"
             f" -> ${estimate.cost_usd:.2f}"
+            f" (${estimate.cost_usd_low:.2f} - ${estimate.cost_usd_high:.2f})"
         )
     return "\n".join(lines) + "\n"
+
+
+def _time_range(estimate: Estimate) -> str:
+    """` (low - high)` for the plan's 80% interval; nothing for an empty plan."""
+    if not estimate.cells:
+        return ""
+    return (
+        f" ({format_duration(estimate.seconds_low)} - {format_duration(estimate.seconds_high)},"
+        f" {estimate.level:.0%} interval)"
+    )
+
+
+def _trust_lines(estimate: Estimate) -> list[str]:
+    """Where the plan reaches beyond its history, and what it takes on trust."""
+    lines = [f"extrapolated: {text}" for text in estimate.extrapolated]
+    shown = [a for a in estimate.assumptions if a.share >= _SHOWN_SHARE]
+    for assumption in shown:
+        lines.append(f"assumed: {assumption.detail} ({assumption.share:.0%} of the estimate)")
+    hidden = len(estimate.assumptions) - len(shown)
+    if hidden:
+        lines.append(f"assumed: {hidden} more term(s), each under {_SHOWN_SHARE:.0%} (see --json)")
+    return lines
 
 
 def plan_json(
@@ -105,6 +136,16 @@ def plan_json(
         "breakdown_seconds": {k: round(v, 3) for k, v in estimate.parts.items()},
         "hourly_usd": round(estimate.hourly_usd, 4),
         "estimated_cost_usd": round(estimate.cost_usd, 2),
+        "estimated_seconds_low": round(estimate.seconds_low, 3),
+        "estimated_seconds_high": round(estimate.seconds_high, 3),
+        "estimated_cost_usd_low": round(estimate.cost_usd_low, 2),
+        "estimated_cost_usd_high": round(estimate.cost_usd_high, 2),
+        "interval_level": estimate.level,
+        "assumptions": [
+            {"term": a.term, "detail": a.detail, "share": round(a.share, 4)}
+            for a in estimate.assumptions
+        ],
+        "extrapolated": list(estimate.extrapolated),
         "instance_type": estimate.instance_type,
         "nodes_billed": estimate.nodes_billed,
         "price_as_of": estimate.price_as_of,

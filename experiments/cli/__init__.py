@@ -50,12 +50,23 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported here so `experiments.cli` stays importable while a module is edited.
-    from experiments.cli import analysis, cluster, designs, network, prices, render, report, run
+    from experiments.cli import (
+        analysis,
+        cluster,
+        designs,
+        model,
+        network,
+        prices,
+        render,
+        report,
+        run,
+    )
 
     app.add_typer(designs.app, name="designs")
     app.add_typer(prices.app, name="prices")
     app.add_typer(network.app, name="network")
     app.add_typer(cluster.app, name="cluster")
+    app.add_typer(model.app, name="model")
     render.register(app)
     run.register(app)
     analysis.register(app)

@@ -95,10 +95,13 @@ class SpendingCap:
     def __post_init__(self) -> None:
         self.started = self.started or self.clock()
 
-    def check_plan(self, estimate_usd: float) -> None:
+    def check_plan(self, estimate_usd: float, high_end: bool = False) -> None:
+        """Refuse a plan estimated above the cap; `high_end`: the figure is the high
+        end of the plan's interval (what kary checks, so a likely overrun is refused)."""
         if self.max_usd is not None and estimate_usd > self.max_usd:
+            what = " (the high end of its 80% interval)" if high_end else ""
             raise UserError(
-                f"the plan is estimated at ${estimate_usd:,.2f}, more than --max-cost "
+                f"the plan is estimated at ${estimate_usd:,.2f}{what}, more than --max-cost "
                 f"${self.max_usd:,.2f}: run fewer cells or raise --max-cost"
             )
 

@@ -1,1 +1,1 @@
-"""What a plan will cost: the time model, prices, and calibration from history."""
+"""What a plan will cost: the time model (fitted from history, with an interval) and prices."""

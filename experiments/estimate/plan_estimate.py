@@ -1,26 +1,57 @@
-"""Assemble the time model and price a plan: backend defaults, cluster, history."""
+"""Assemble the time model and price a plan: backend defaults, cluster, history.
+
+The plan's own model is its backend's defaults (with the cluster's links,
+provisioning and image pull).  History (`--history DIR`: parsed directories,
+each a sweep) is fitted per environment (fit.py); the fits that match where
+the plan runs predict its cells, and interval.py turns their residuals, the
+plan's reach beyond them and the terms they leave at defaults into an interval.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import socket
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from experiments.errors import UserError
+from experiments.estimate.coverage import Environment
+from experiments.estimate.defaults import default_coverage, default_time_model
 from experiments.estimate.prices import load_price_catalog
-from experiments.estimate.time_model import (
-    Estimate,
-    TimeModel,
-    default_time_model,
-    estimate_plan,
-)
+from experiments.estimate.time_model import Estimate, TimeModel, estimate_plan
+from experiments.formats.run_record import ALLOCATION, TEST_INSTANCE
 from experiments.model.cluster_spec import ClusterSpec
 from experiments.model.plan import Cell
 
-__all__ = ["PROVISION_SECONDS", "estimate_for", "time_model_for", "with_emulated_links"]
+__all__ = [
+    "PROVISION_SECONDS",
+    "estimate_for",
+    "fits_for",
+    "plan_environment",
+    "time_model_for",
+    "with_emulated_links",
+]
 
 # (create, delete) seconds: eksctl builds CloudFormation stacks for the control
 # plane and the node group (15-25 min seen); GKE creates a zonal cluster faster.
 PROVISION_SECONDS = {"eks": (1200.0, 600.0), "gke": (420.0, 300.0)}
+
+if TYPE_CHECKING:  # pandas and scipy load only when history is fitted
+    from experiments.estimate.fit import FittedEnvironment
+    from experiments.estimate.history import Sweep
+
+
+def plan_environment(
+    backend: str, cluster: ClusterSpec | None, place: str | None = None
+) -> Environment:
+    """Where a plan's cells will run, in the terms history records (history.py)."""
+    if backend == "flux":
+        if place == ALLOCATION:
+            return Environment("flux", ALLOCATION)
+        return Environment("flux", f"{TEST_INSTANCE} on {socket.gethostname()}")
+    if backend == "local":
+        return Environment("local", "emulator")
+    return Environment(backend, cluster.instance_type if cluster else None)
 
 
 def time_model_for(
@@ -34,7 +65,30 @@ def time_model_for(
     flux_view: str | None = None,
     place: str | None = None,
 ) -> TimeModel:
-    """The time model for a backend; on a cluster its image pull follows `image`."""
+    """The time model for a backend; on a cluster its image pull follows `image`.
+    With `history`, the fit of the history environment closest to the plan's."""
+    model = _plan_model(
+        backend, cluster, catalog_path, link_bandwidth, link_latency, image, flux_view, place
+    )
+    if history is None:
+        return model
+    from experiments.estimate.interval import choose_candidates
+
+    environment = plan_environment(backend, cluster, place)
+    fits = fits_for(history, environment, model)
+    return choose_candidates(environment, model, default_coverage(backend, place), fits)[0].model
+
+
+def _plan_model(
+    backend: str,
+    cluster: ClusterSpec | None,
+    catalog_path: Path | None,
+    link_bandwidth: str | None,
+    link_latency: str | None,
+    image: str | None,
+    flux_view: str | None,
+    place: str | None,
+) -> TimeModel:
     link = None
     if cluster is not None:
         link = load_price_catalog(catalog_path).network_gbps.get(cluster.instance_type)
@@ -46,12 +100,34 @@ def time_model_for(
     if cluster is not None:
         create, delete = PROVISION_SECONDS[cluster.provider]
         model = model.model_copy(update={"provision_s": create, "teardown_s": delete})
-    if history is not None:
-        # pandas costs ~1 s to import; only a plan calibrated on history pays it.
-        from experiments.estimate.calibration import calibrate
-
-        model = calibrate(model, history)
     return model
+
+
+def fits_for(
+    history: Path | Sequence[Sweep],
+    plan_env: Environment,
+    plan_model: TimeModel,
+    totals: Mapping[str, float] | None = None,
+) -> list[FittedEnvironment]:
+    """One fit per environment in `history` (a folder of parsed directories, or sweeps).
+
+    Each is pulled toward its own backend's defaults; history that may be the
+    plan's environment toward the plan's own model (its cluster's links).
+    """
+    # pandas and scipy cost ~1 s to import; only a plan with history pays it.
+    from experiments.estimate.fit import fit_environment, group_by_environment
+    from experiments.estimate.history import load_sweeps
+
+    sweeps = load_sweeps(history, totals) if isinstance(history, Path) else list(history)
+    fits = []
+    for environment, group in group_by_environment(sweeps).items():
+        if plan_env.match(environment) in ("same", "unknown"):
+            prior = plan_model
+        else:
+            place = ALLOCATION if environment.machine == ALLOCATION else None
+            prior = default_time_model(environment.backend, place=place)
+        fits.append(fit_environment(group, prior))
+    return fits
 
 
 def estimate_for(
@@ -59,7 +135,7 @@ def estimate_for(
     backend: str,
     verify: bool,
     cluster: ClusterSpec | None = None,
-    history: Path | None = None,
+    history: Path | Sequence[Sweep] | None = None,
     up: bool = False,
     down: bool = False,
     catalog_path: Path | None = None,
@@ -68,21 +144,36 @@ def estimate_for(
     image: str | None = None,
     flux_view: str | None = None,
     place: str | None = None,
+    totals: Mapping[str, float] | None = None,
+    plan_env: Environment | None = None,
 ) -> Estimate:
-    """The estimate for the cells to run; `place` is where a flux backend runs (run_record)."""
-    model = time_model_for(
-        backend,
-        cluster,
-        history,
-        catalog_path,
-        link_bandwidth,
-        link_latency,
-        image,
-        flux_view,
-        place,
+    """The estimate for the cells to run; `place` is where a flux backend runs (run_record).
+
+    `totals` gives known wall times of whole history sweeps (parsed directory
+    -> seconds, e.g. the seed's EKS sweep's 9,716 s) where run.json has none.
+    `plan_env` overrides where the plan runs (`kary model check` predicts a
+    held-out sweep in its own environment).
+    """
+    from experiments.estimate.interval import choose_candidates
+
+    model = _plan_model(
+        backend, cluster, catalog_path, link_bandwidth, link_latency, image, flux_view, place
     )
+    environment = plan_env or plan_environment(backend, cluster, place)
+    fits = fits_for(history, environment, model, totals) if history is not None else []
+    candidates = choose_candidates(environment, model, default_coverage(backend, place), fits)
     catalog = load_price_catalog(catalog_path) if cluster is not None else None
-    return estimate_plan(to_run, model, verify, cluster, catalog, provision=up, teardown=down)
+    return estimate_plan(
+        to_run,
+        model,
+        verify,
+        candidates,
+        environment,
+        cluster,
+        catalog,
+        provision=up,
+        teardown=down,
+    )
 
 
 def with_emulated_links(

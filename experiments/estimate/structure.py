@@ -1,0 +1,155 @@
+"""A cell's steps, each the sum of parameters times features: one structure for
+predicting a plan and for fitting history.
+
+How Flux moves the data sets the features.  Rank 0 creates the archive (a
+fixed cost and a cost per GB: hashing into 1 MiB blobs and writing its
+store).  Then every target rank runs `flux archive extract`, which loads the
+blobs one at a time from its broker, and a broker that misses asks its parent:
+so per GB a wave costs one extract's pace, plus a copy per child of the busiest
+broker (fan-out), plus a level per level of depth below the first, plus, where
+every rank shares one machine's cores, the CPU of every rank the wave reaches
+(targets and the relays above them).  Verify hashes each copy on its target.
+The cell as a whole pays its start-up (a MiniCluster or a `flux start`), per
+broker, and the cold-cache step per rank before each distribution.
+
+Each step names the parsed event it is timed as, so history rows join the same
+steps (fit.py) that a plan sums (predict_cell).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from experiments.estimate.parameters import GIB, TimeModel
+from experiments.formats.events import GENERATE_BLOB, VERIFY_PREFIX, strategy_events
+from experiments.model.plan import Cell
+from experiments.model.render import strategy_waves
+from experiments.model.topology import Tree, build_tree
+
+__all__ = ["PARTS", "CellTime", "Step", "cell_steps", "predict_cell", "step_seconds"]
+
+# The parts of a cell's time, in the order a plan shows them.
+PARTS = ("overhead", "generate", "create", "distribute", "verify", "delete", "clean")
+OVERHEAD = "overhead"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing a cell spends time on: its part, the event it is timed as
+    (None for the overhead, which no event times), and its features."""
+
+    part: str
+    event: str | None
+    size: int
+    features: Mapping[str, float]
+    fanout: int = 0
+    depth: int = 0
+    ranks: int = 0  # a distribution wave: ranks it reaches, relays included
+
+
+@dataclass(frozen=True)
+class CellTime:
+    cell: Cell
+    seconds: float
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+def _reached(tree: Tree, targets: str) -> int:
+    """Ranks a wave's blobs pass through below rank 0: its targets and their ancestors."""
+    if targets == "all":
+        return tree.size - 1
+    reached: set[int] = set()
+    for rank in _idset(targets):
+        while rank > 0 and rank not in reached:
+            reached.add(rank)
+            rank = tree.parents[rank]
+    return len(reached)
+
+
+def _idset(targets: str) -> list[int]:
+    ranks: list[int] = []
+    for part in targets.split(","):
+        low, _, high = part.partition("-")
+        ranks.extend(range(int(low), int(high or low) + 1))
+    return ranks
+
+
+def _target_count(targets: str, nodes: int) -> int:
+    """Ranks a wave reaches: `all` (less rank 0, as the template's -x 0) or an idset."""
+    return nodes - 1 if targets == "all" else len(_idset(targets))
+
+
+def cell_steps(cell: Cell, verify: bool, generate: bool = True) -> list[Step]:
+    """Every step of `cell`, the overhead first, in the order the template runs them."""
+    tree = build_tree(cell.topo, cell.nodes)
+    fanout, depth = tree.max_fanout, tree.depth
+    distributions = len(cell.sizes) * len(cell.strategies)
+    steps = [
+        Step(
+            OVERHEAD,
+            None,
+            0,
+            {
+                "run_overhead_s": 1.0,
+                "broker_start_s": float(cell.nodes),
+                "cold_cache_s_per_rank": float(cell.nodes * distributions),
+            },
+        )
+    ]
+    for size in cell.sizes:
+        gb = size / GIB
+        if generate:
+            steps.append(Step("generate", GENERATE_BLOB, size, {"generate_s_per_gb": gb}))
+        for strategy in cell.strategies:
+            events = strategy_events(strategy)
+            steps.append(
+                Step("create", events.create, size, {"create_s": 1.0, "create_s_per_gb": gb})
+            )
+            for event, targets in strategy_waves(tree, strategy):
+                ranks = _reached(tree, targets)
+                steps.append(
+                    Step(
+                        "distribute",
+                        event,
+                        size,
+                        {
+                            "distribute_s": 1.0,
+                            "extract_s_per_gb": gb,
+                            "fanout_s_per_gb": gb * fanout,
+                            "hop_s_per_gb": gb * max(depth - 1, 0),
+                            "shared_cpu_s_per_gb": gb * ranks,
+                        },
+                        fanout,
+                        depth,
+                        ranks,
+                    )
+                )
+                if verify:
+                    count = _target_count(targets, cell.nodes)
+                    features = {
+                        "verify_s": 1.0,
+                        "verify_s_per_gb": gb,
+                        "verify_s_per_gb_per_rank": gb * count,
+                    }
+                    steps.append(Step("verify", VERIFY_PREFIX + event, size, features))
+            steps.append(Step("delete", events.delete, size, {"delete_s": 1.0}))
+            steps.append(Step("clean", events.clean, size, {"clean_s": 1.0, "clean_s_per_gb": gb}))
+    return steps
+
+
+def step_seconds(step: Step, model: TimeModel) -> float:
+    """A step's predicted seconds: linear in the parameters, except distribution,
+    which a link can floor and emulated links shape (TimeModel.distribute_s_per_gb)."""
+    if step.part == "distribute":
+        gb = step.size / GIB
+        rate = model.distribute_s_per_gb(step.fanout, step.depth, step.ranks)
+        return gb * rate + model.distribute_wave_s(step.fanout, step.depth)
+    return sum(getattr(model, name) * value for name, value in step.features.items())
+
+
+def predict_cell(cell: Cell, model: TimeModel, verify: bool) -> CellTime:
+    parts = dict.fromkeys(PARTS, 0.0)
+    for step in cell_steps(cell, verify):
+        parts[step.part] += step_seconds(step, model)
+    return CellTime(cell, sum(parts.values()), parts)
