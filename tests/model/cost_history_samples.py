@@ -123,6 +123,6 @@ def write_sweep(
 def truth_seconds(folder: Path) -> float:
     """What a sweep written by write_sweep took in all (its cells' wall times)."""
     runs = pd.read_csv(folder / "runs.csv")
-    started = pd.to_datetime(runs["started"])
-    finished = pd.to_datetime(runs["finished"])
+    started = pd.to_datetime(runs["started"], format="ISO8601")
+    finished = pd.to_datetime(runs["finished"], format="ISO8601")
     return float((finished - started).dt.total_seconds().sum())
