@@ -76,6 +76,7 @@ class FittedEnvironment:
     parameters: dict[str, float]
     informed: frozenset[str]
     coverage: Coverage
+    timed: frozenset[str]  # parameters of parts the history has any timing for
     rows: int
     sweeps: tuple[str, ...]
 
@@ -156,8 +157,9 @@ def _fit_part(
 
 def _fit_parameters(
     sweeps: Sequence[Sweep], prior: TimeModel
-) -> tuple[dict[str, float], set[str], int]:
-    """The fitted parameters, those the data decided, and the rows they were fitted on."""
+) -> tuple[dict[str, float], set[str], set[str], int]:
+    """The fitted parameters, those the data decided, those of parts with any
+    timing, and the rows they were fitted on."""
     by_part: dict[str, list[tuple[Step, float]]] = defaultdict(list)
     for sweep in sweeps:
         for observed in sweep.cells:
@@ -166,23 +168,26 @@ def _fit_parameters(
         by_part[OVERHEAD].extend(_overhead_rows(sweep))
     parameters = {name: float(getattr(prior, name)) for name in FITTED_PARAMETERS}
     informed: set[str] = set()
+    timed: set[str] = set()
     for part, names in PART_PARAMETERS.items():
         if by_part.get(part):
             values, flags = _fit_part(names, by_part[part], prior)
             parameters.update(values)
             informed |= flags
-    return parameters, informed, sum(len(r) for r in by_part.values())
+            timed |= set(names)
+    return parameters, informed, timed, sum(len(r) for r in by_part.values())
 
 
 def fit_environment(sweeps: Sequence[Sweep], prior: TimeModel) -> FittedEnvironment:
     """Fit one environment's sweeps, each parameter pulled toward `prior`'s value."""
-    parameters, informed, rows = _fit_parameters(sweeps, prior)
+    parameters, informed, timed, rows = _fit_parameters(sweeps, prior)
     model = prior.model_copy(update=parameters)
     return FittedEnvironment(
         sweeps[0].environment,
         parameters,
         frozenset(informed),
         _coverage(sweeps, model, prior),
+        frozenset(timed),
         rows,
         tuple(s.name for s in sweeps),
     )
@@ -208,7 +213,7 @@ def _sweep_spread(sweeps: Sequence[Sweep], prior: TimeModel) -> tuple[float, str
     errors = []
     for index, held in enumerate(sweeps):
         others = [s for i, s in enumerate(sweeps) if i != index]
-        parameters, _, _ = _fit_parameters(others, prior)
+        parameters, *_ = _fit_parameters(others, prior)
         error = _sweep_log_error(held, prior.model_copy(update=parameters))
         if error is not None:
             errors.append(error)

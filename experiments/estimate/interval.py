@@ -79,6 +79,7 @@ class Candidate:
     coverage: Coverage
     match: str  # same, unknown, other or foreign (Environment.match)
     informed: frozenset[str] | None  # None: the stated defaults, no history
+    timed: frozenset[str] = frozenset()  # parameters of parts history has timings for
 
     @property
     def environment_spread(self) -> float:
@@ -135,7 +136,7 @@ def choose_candidates(
     matches = [(plan_env.match(f.environment), f) for f in fits]
     best = min(_ORDER[m] for m, _ in matches)
     chosen = [
-        Candidate(f.apply(defaults), f.coverage, m, f.informed)
+        Candidate(f.apply(defaults), f.coverage, m, f.informed, f.timed)
         for m, f in matches
         if _ORDER[m] == best
     ]
@@ -293,16 +294,16 @@ def _assumptions(
                 len(unknown) / len(candidates),
             )
         )
+    timed = frozenset().union(*(c.timed for c in candidates))
     for name, seconds in sorted(uninformed.items(), key=lambda item: -item[1]):
         value = getattr(candidates[0].model, name)
-        out.append(
-            Assumption(
-                name,
-                f"{PARAMETER_WORDS.get(name, name)} {value:.3g} s: history cannot tell it "
-                "apart, so it stays near its stated default",
-                seconds / total if total > 0 else 0.0,
-            )
+        why = (
+            "history cannot tell it apart, so it stays near its stated default"
+            if name in timed
+            else "history never times it: stated default"
         )
+        detail = f"{PARAMETER_WORDS.get(name, name)} {value:.3g} s: {why}"
+        out.append(Assumption(name, detail, seconds / total if total > 0 else 0.0))
     return out
 
 

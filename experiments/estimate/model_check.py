@@ -30,7 +30,7 @@ from experiments.estimate.structure import Step
 from experiments.formats.run_record import ALLOCATION
 from experiments.model.plan import Cell
 
-__all__ = ["CheckRow", "check_sweeps", "load_check_sweeps"]
+__all__ = ["CheckRow", "check_sweeps", "load_check_sweeps", "predict_sweep", "summary"]
 
 
 @dataclass(frozen=True)
@@ -100,36 +100,38 @@ def _compared(sweep: Sweep) -> tuple[str, float, list[tuple[Cell, list[Step]]]]:
     return "steps", steps_total, cells
 
 
+def predict_sweep(held: Sweep, history: Sequence[Sweep]) -> CheckRow:
+    """Predict `held` from a fit on `history` (which should not hold it)."""
+    environment = held.environment
+    place = ALLOCATION if environment.machine == ALLOCATION else None
+    model = default_time_model(environment.backend, place=place)
+    fits = fits_for(history, environment, model)
+    coverage = default_coverage(environment.backend, place)
+    candidates = choose_candidates(environment, model, coverage, fits, with_defaults=False)
+    compared, actual, cells = _compared(held)
+    spread = interval(cells, candidates, environment)
+    return CheckRow(
+        sweep=held.name,
+        environment=str(environment),
+        cells=len(held.cells),
+        compared=compared,
+        predicted=sum(c.seconds for c in spread.cells),
+        low=spread.low,
+        high=spread.high,
+        actual=actual,
+        extrapolated=tuple(spread.extrapolated),
+        trained_on=len(history),
+    )
+
+
 def check_sweeps(sweeps: Sequence[Sweep]) -> list[CheckRow]:
     """Leave each sweep out in turn, fit on the rest, and predict it."""
     if len(sweeps) < 2:
         raise UserError("model check needs at least two sweeps: each is predicted from the others")
-    rows = []
-    for index, held in enumerate(sweeps):
-        rest = [s for i, s in enumerate(sweeps) if i != index]
-        environment = held.environment
-        place = ALLOCATION if environment.machine == ALLOCATION else None
-        model = default_time_model(environment.backend, place=place)
-        fits = fits_for(rest, environment, model)
-        coverage = default_coverage(environment.backend, place)
-        candidates = choose_candidates(environment, model, coverage, fits, with_defaults=False)
-        compared, actual, cells = _compared(held)
-        spread = interval(cells, candidates, environment)
-        rows.append(
-            CheckRow(
-                sweep=held.name,
-                environment=str(environment),
-                cells=len(held.cells),
-                compared=compared,
-                predicted=sum(c.seconds for c in spread.cells),
-                low=spread.low,
-                high=spread.high,
-                actual=actual,
-                extrapolated=tuple(spread.extrapolated),
-                trained_on=len(rest),
-            )
-        )
-    return rows
+    return [
+        predict_sweep(held, [s for i, s in enumerate(sweeps) if i != index])
+        for index, held in enumerate(sweeps)
+    ]
 
 
 def summary(rows: Sequence[CheckRow]) -> str:
