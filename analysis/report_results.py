@@ -91,20 +91,20 @@ def strategy_samples(events: pd.DataFrame) -> pd.DataFrame:
         frame["log"] = events["source"].astype(str).where(events["source"] != "", frame["log"])
     frame["ok"] = (frame["status"] == "ok") & frame["time_seconds"].notna()
     names = frame["event"].astype(str)
-    parts = []
-    for events in STRATEGY_EVENTS:
-        if not events.waved:
-            parts.append(frame[names == events.distribute_event()].assign(strategy=events.strategy))
+    parts: list[pd.DataFrame] = []
+    for steps in STRATEGY_EVENTS:
+        if not steps.waved:
+            parts.append(frame[names == steps.distribute_event()].assign(strategy=steps.strategy))
             continue
         # A waved strategy's time in one iteration is the sum of its waves.
-        wave_names = [name for name in names.unique() if events.distribute_wave(name) is not None]
+        wave_names = [name for name in names.unique() if steps.distribute_wave(name) is not None]
         waves = frame[names.isin(wave_names)]
         if not waves.empty:
             keys = ["log", "source", "nodes", "topo", "size_bytes", "size_label", "iteration"]
             total = waves.groupby(keys, sort=False, dropna=False).agg(
                 time_seconds=("time_seconds", "sum"), ok=("ok", "all")
             )
-            parts.append(total.reset_index().assign(strategy=events.strategy))
+            parts.append(total.reset_index().assign(strategy=steps.strategy))
     samples = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
     samples["status"] = np.where(samples["ok"], "ok", "failed")
     samples["time_seconds"] = samples["time_seconds"].where(samples["ok"])
