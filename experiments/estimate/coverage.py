@@ -11,6 +11,7 @@ its interval by a stated rate and is said in words.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,11 +27,12 @@ __all__ = [
     "reach",
 ]
 
-# Log-spread added per doubling beyond what the history spans (stated
-# assumptions: a fitted line is trusted less the further it is carried).  Node
-# count moves every shared cost and the per-rank CPU term at once; a size
-# beyond the history's only scales per-GB rates the history measured; another
-# fan-out or depth weighs terms fitted on other trees.
+# Log-spread added per doubling beyond what the history spans, on the share of
+# a cell that depends on it (stated assumptions: a fitted line is trusted less
+# the further it is carried).  Node count moves distribution, verify and
+# start-up (per-rank CPU, relays, brokers); a size beyond the history's only
+# scales per-GB rates the history measured; another fan-out or depth weighs
+# the distribution's terms fitted on other trees.
 NODES_SPREAD_PER_DOUBLING = 0.25
 SIZE_SPREAD_PER_DOUBLING = 0.12
 SHAPE_SPREAD_PER_DOUBLING = 0.15
@@ -115,13 +117,25 @@ def _beyond(value: float, span: tuple[float, float]) -> float:
     return 0.0
 
 
-def reach(coverage: Coverage, nodes: int, sizes: tuple[int, ...], fanout: int, depth: int) -> Reach:
-    """The extra spread and words for a cell of `nodes` brokers, `sizes`, `fanout`, `depth`."""
+def reach(
+    coverage: Coverage,
+    nodes: int,
+    sizes: tuple[int, ...],
+    fanout: int,
+    depth: int,
+    exposed: Mapping[str, float] | None = None,
+) -> Reach:
+    """The extra spread and words for a cell of `nodes` brokers, `sizes`, `fanout`, `depth`.
+
+    `exposed` is the share of the cell's time that depends on each dimension
+    (nodes, shape; default all of it): a plan with more nodes than its history
+    is unsure of its distribution and start-up, not of its archive create."""
+    exposed = exposed or {}
     dimensions: dict[str, tuple[float, str]] = {}
     spread2 = 0.0
     node_out = _beyond(nodes, coverage.nodes)
     if node_out:
-        spread2 += (NODES_SPREAD_PER_DOUBLING * node_out) ** 2
+        spread2 += (NODES_SPREAD_PER_DOUBLING * node_out * exposed.get("nodes", 1.0)) ** 2
         dimensions["nodes"] = (node_out, f"{nodes} nodes, history has {coverage.describe_nodes()}")
     outside = [(_beyond(s, coverage.sizes), s) for s in sizes]
     size_out, size = max(outside, default=(0.0, 0))
@@ -133,7 +147,7 @@ def reach(coverage: Coverage, nodes: int, sizes: tuple[int, ...], fanout: int, d
         )
     shape_out = max(_beyond(fanout, coverage.fanouts), _beyond(max(depth, 1), coverage.depths))
     if shape_out:
-        spread2 += (SHAPE_SPREAD_PER_DOUBLING * shape_out) ** 2
+        spread2 += (SHAPE_SPREAD_PER_DOUBLING * shape_out * exposed.get("shape", 1.0)) ** 2
         (low, high), (dlow, dhigh) = coverage.fanouts, coverage.depths
         dimensions["shape"] = (
             shape_out,

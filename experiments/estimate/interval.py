@@ -3,14 +3,16 @@ and where it reaches beyond what its numbers were measured on.
 
 The model behind a plan is one or more candidates: the fit of each history
 environment that matches the plan's best (the same machines; else history
-that does not say where it ran; else another environment), or the backend's
-stated defaults.  Each cell's time is the candidates' geometric mean.  Its
-spread (log scale) adds up, in quadrature:
+that does not say where it ran; else other machines on the same backend; else
+another backend), and the backend's stated defaults where they match better
+(alone without history).  Each cell's time is the candidates' geometric mean.
+Its spread (log scale) adds up, in quadrature:
 
 - how far whole sweeps scattered around the fit (the coverage's sweep_spread);
 - the environment (of the best-matching candidate): none for the same
   machines, UNKNOWN_MACHINE_SPREAD where the history does not say,
-  ANOTHER_ENVIRONMENT_SPREAD for another one;
+  ANOTHER_ENVIRONMENT_SPREAD for other machines, ANOTHER_BACKEND_SPREAD for
+  another backend;
 - the candidates' disagreement (half the log of their max / min);
 - how far the cell reaches beyond the history (coverage.reach);
 - parameters the history could not inform, at ASSUMED_SPREAD of their share.
@@ -43,7 +45,16 @@ from experiments.model.topology import build_tree
 if TYPE_CHECKING:  # fit.py needs pandas and scipy: loaded only when history is fitted
     from experiments.estimate.fit import FittedEnvironment
 
-__all__ = ["LEVEL", "Assumption", "Candidate", "PlanInterval", "Z", "choose_candidates", "interval"]
+__all__ = [
+    "LEVEL",
+    "Assumption",
+    "Candidate",
+    "PlanInterval",
+    "Z",
+    "choose_candidates",
+    "interval",
+    "plan_steps",
+]
 
 LEVEL = 0.80
 Z = 1.2816  # the standard normal's 90th percentile: a two-sided 80% interval
@@ -211,7 +222,12 @@ def _estimate_cell(
     scale = point / (sum(totals) / len(totals))
     parts = {k: scale * sum(p[k] for p in per_candidate) / len(per_candidate) for k in PARTS}
     tree = build_tree(cell.topo, cell.nodes)
-    beyond = reach(coverage, cell.nodes, cell.sizes, tree.max_fanout, tree.depth)
+    # Node count moves distribution, verify and start-up; the tree's shape, distribution.
+    exposed = {
+        "nodes": (parts["distribute"] + parts["verify"] + parts["overhead"]) / point,
+        "shape": parts["distribute"] / point,
+    }
+    beyond = reach(coverage, cell.nodes, cell.sizes, tree.max_fanout, tree.depth, exposed)
     uninformed: dict[str, float] = {}
     for candidate in candidates:
         for name, value in _uninformed_seconds(steps, candidate).items():

@@ -71,7 +71,10 @@ def load_check_sweeps(dirs: Sequence[Path], totals: Mapping[str, float]) -> list
     for folder in dirs:
         found = find_parsed_dirs(folder)
         if not found:
-            raise UserError(f"{folder}: no parsed directory (topologies-events.csv) found")
+            raise UserError(
+                f"{folder}: no parsed directory (topologies-events.csv) found; "
+                "a raw tree needs `kary parse --data RAW --out DIR` first"
+            )
         parts = [load_sweep(f, what=str(folder)) for f in found]
         cells = tuple(c for p in parts for c in p.cells)
         if not cells:

@@ -28,7 +28,6 @@ __all__ = [
     "estimate_for",
     "fits_for",
     "plan_environment",
-    "time_model_for",
     "with_emulated_links",
 ]
 
@@ -52,31 +51,6 @@ def plan_environment(
     if backend == "local":
         return Environment("local", "emulator")
     return Environment(backend, cluster.instance_type if cluster else None)
-
-
-def time_model_for(
-    backend: str,
-    cluster: ClusterSpec | None,
-    history: Path | None,
-    catalog_path: Path | None = None,
-    link_bandwidth: str | None = None,
-    link_latency: str | None = None,
-    image: str | None = None,
-    flux_view: str | None = None,
-    place: str | None = None,
-) -> TimeModel:
-    """The time model for a backend; on a cluster its image pull follows `image`.
-    With `history`, the fit of the history environment closest to the plan's."""
-    model = _plan_model(
-        backend, cluster, catalog_path, link_bandwidth, link_latency, image, flux_view, place
-    )
-    if history is None:
-        return model
-    from experiments.estimate.interval import choose_candidates
-
-    environment = plan_environment(backend, cluster, place)
-    fits = fits_for(history, environment, model)
-    return choose_candidates(environment, model, default_coverage(backend, place), fits)[0].model
 
 
 def _plan_model(
