@@ -55,9 +55,16 @@ __all__ = [
 ]
 
 
-def parse(raw: str | Path, out: str | Path, plots: bool = True) -> ParseResult:
-    """Parse the raw tree `raw` into `out`, as `kary parse --data RAW --out OUT` does."""
-    return parse_tree(Path(raw), Path(out), plots=plots)
+def parse(
+    raw: str | Path, out: str | Path, plots: bool = True, only: str | Sequence[str] | None = None
+) -> ParseResult:
+    """Parse the raw tree `raw` into `out`, as `kary parse --data RAW --out OUT` does.
+
+    `only` ("nodes=30,topo=kary:16", as --only) keeps the cells it selects.
+    """
+    from experiments.model.cell_filter import parse_only
+
+    return parse_tree(Path(raw), Path(out), plots=plots, only=parse_only(only))
 
 
 def report(parsed_dirs: str | Path | Sequence[str | Path], out: str | Path) -> Path:

@@ -1,8 +1,11 @@
-"""Parse one cell directory: its run.json, its log, and who it is (nodes, topo, iteration).
+"""Parse one cell directory: its run.json, its log, and who it is (nodes, topo, knobs,
+iteration).
 
 Identity comes, in order of trust, from run.json, the log's `KARY {"meta": "cell"}`
 line, the directory names, and the log's NODES / TOPOLOGY description lines.
 Sources that disagree are reported; a cell nobody can identify is skipped.
+The Flux knobs a cell set come from run.json, the cell line's `knobs` and the
+knob directory; a seed log has none of these and set no knob.
 
 run.json is read by experiments.formats.run_record's one reader.  A record it
 refuses (damaged, invalid, or of a newer format than this kary's) is noted as
@@ -23,7 +26,7 @@ from analysis.logtext import LogText, decode_log, header_value, overlay_lines
 from analysis.model import PingStep, Problem, ProblemKind, Step
 from analysis.walk import LOG_NAME, RECORD_NAME, CellDir
 from experiments.errors import UserError
-from experiments.formats.cell_layout import topo_from_dirname
+from experiments.formats.cell_layout import NO_KNOBS, Knobs, knobs_from_labels, topo_from_dirname
 from experiments.formats.kary_line import has_kary_lines
 from experiments.formats.run_record import RunRecord, UnreadableRecord, read_record
 from experiments.model.topology import build_tree, parse_topology, render_overlay
@@ -39,6 +42,7 @@ class CellResult:
     nodes: int | None = None
     topo: str | None = None
     iteration: int | None = None
+    knobs: Knobs = NO_KNOBS
     record: RunRecord | None = None  # None: no run.json, or one that was ignored
     log_format: str = ""  # "kary", "legacy" or "" (no usable log)
     complete: bool = False  # the log reached its end (end marker or done line)
@@ -157,6 +161,13 @@ def _identify(
     result.nodes = _pick(result, "nodes", nodes)
     result.topo = _pick(result, "topology", topos)
     result.iteration = _pick(result, "iteration", iterations)
+    knobs = [
+        ("run.json", record.knobs if record else None),
+        ("the KARY cell line", _knobs(meta) if meta else None),
+        ("the directory", cell.knobs),
+    ]
+    picked = _pick(result, "knobs", [(n, _KnobsSaid(k) if k else None) for n, k in knobs])
+    result.knobs = picked.knobs if picked is not None else NO_KNOBS
 
 
 def _pick(result: CellResult, what: str, sources: list[tuple[str, Any]]) -> Any:
@@ -197,6 +208,21 @@ def _shape(lines: list[str]) -> list[tuple[str, str]]:
         if match is not None:
             shape.append((match.group("prefix"), match.group("rank")))
     return shape
+
+
+@dataclass(frozen=True)
+class _KnobsSaid:
+    """Knobs as a source says them, printed as a warning words them."""
+
+    knobs: Knobs
+
+    def __str__(self) -> str:
+        return self.knobs.text() or "none"
+
+
+def _knobs(meta: dict[str, Any]) -> Knobs | None:
+    labels = meta.get("knobs", {})
+    return knobs_from_labels(labels) if isinstance(labels, dict) else None
 
 
 def _int(value: Any) -> int | None:

@@ -20,6 +20,7 @@ from analysis.csvtext import csv_text
 from analysis.forked import usable_cores
 from analysis.tables import (
     EVENT_COLUMNS,
+    KNOB_COLUMNS,
     PING_COLUMNS,
     RECORD_FACTS,
     RUN_COLUMNS,
@@ -50,7 +51,7 @@ META_JSON = "parse.json"
 _TEXT_COLUMNS = {
     "uid", "topology", "event", "status", "reason", "backend", "cluster", "source", "topo",
     "strategy", "size_label", "run_state", "topology-uid", "service", "log_format", "state",
-    "instance_type", "image", "flux_version", "error", *RECORD_FACTS,
+    "instance_type", "image", "flux_version", "error", *RECORD_FACTS, *KNOB_COLUMNS,
 }  # fmt: skip
 
 
@@ -107,10 +108,10 @@ def load_parsed(parsed_dir: Path) -> Parsed:
             f"{PARSED_FORMAT}: upgrade kary or parse the raw tree again"
         )
     return Parsed(
-        events=_read_csv(events_path, EVENT_COLUMNS),
+        events=_knobs_unset(_read_csv(events_path, EVENT_COLUMNS)),
         ping=_read_csv(parsed_dir / PING_CSV, PING_COLUMNS),
-        runs=_read_csv(parsed_dir / RUNS_CSV, RUN_COLUMNS),
-        summary=_read_csv(parsed_dir / SUMMARY_CSV, None),
+        runs=_knobs_unset(_read_csv(parsed_dir / RUNS_CSV, RUN_COLUMNS)),
+        summary=_knobs_unset(_read_csv(parsed_dir / SUMMARY_CSV, None)),
         overlays=_read_overlays(parsed_dir / OVERLAYS_JSON),
         meta=meta,
     )
@@ -127,6 +128,14 @@ def _read_csv(path: Path, columns: list[str] | None) -> pd.DataFrame:
         raise UserError(f"{path} is unreadable: {err}") from None
     for column in text:
         frame[column] = frame[column].fillna("")
+    return frame
+
+
+def _knobs_unset(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table parsed before kary knew Flux knobs: every knob column, empty (Flux's default)."""
+    for column in KNOB_COLUMNS:
+        if column not in frame.columns:
+            frame[column] = ""
     return frame
 
 
@@ -154,7 +163,7 @@ def _load_seed(parsed_dir: Path) -> Parsed:
     frame["size_bytes"] = (frame["size_gb"].astype(float) * 2**30).round().astype("int64")
     frame["size_label"] = frame["size_gb"].astype(str)
     frame["status"] = "ok"
-    for column in ("reason", "backend", "cluster", "source", "run_state"):
+    for column in ("reason", "backend", "cluster", "source", "run_state", *KNOB_COLUMNS):
         frame[column] = ""
     frame["strategy"] = [strategy_of(e) or "" for e in frame["event"]]
     for column in EVENT_COLUMNS:

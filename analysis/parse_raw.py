@@ -19,6 +19,7 @@ from analysis.tables import build_tables, summary_table
 from analysis.walk import CellDir, find_cells
 from experiments.errors import UserError
 from experiments.formats.events import topology_order_key
+from experiments.model.cell_filter import CellFilter
 from experiments.version import __version__
 
 __all__ = ["ParseResult", "parse_tree", "read_tree"]
@@ -54,11 +55,13 @@ class ParseResult:
         return 1 if strict and (self.skipped or self.partial) else 0
 
 
-def read_tree(data_dir: Path, jobs: int | None = None) -> tuple[Parsed, list[Problem], int, int]:
+def read_tree(
+    data_dir: Path, jobs: int | None = None, only: CellFilter | None = None
+) -> tuple[Parsed, list[Problem], int, int]:
     """Parse a raw tree in memory: (tables, problems, cells found, logs found). Writes nothing.
 
     A large tree's logs are parsed by `jobs` processes (default: one per usable
-    core), this one and forked workers.
+    core), this one and forked workers.  `only` keeps the cells it selects (--only).
     """
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
@@ -71,6 +74,9 @@ def read_tree(data_dir: Path, jobs: int | None = None) -> tuple[Parsed, list[Pro
         )
     jobs = usable_cores() if jobs is None else jobs
     results = sorted(parse_cells(cells, jobs), key=_cell_order)
+    if only is not None:
+        results = _selected(results, only, data_dir)
+        cells = [r.cell for r in results]
     _warn_duplicate_cells(results)
     events, ping, runs, overlays = build_tables(results)
     problems = [p for r in results for p in r.problems]
@@ -92,6 +98,8 @@ def read_tree(data_dir: Path, jobs: int | None = None) -> tuple[Parsed, list[Pro
         "ci_method": _CI_METHOD,
         "problems": [p._asdict() for p in problems],
     }
+    if only is not None:
+        meta["only"] = only.text  # these tables hold only the cells it selects
     parsed = Parsed(events, ping, runs, summary_table(events), overlays, meta)
     return parsed, problems, len(cells), logs
 
@@ -133,12 +141,14 @@ def _parse_packed(
     return results, columns
 
 
-def parse_tree(data_dir: Path, out_dir: Path, plots: bool = True) -> ParseResult:
+def parse_tree(
+    data_dir: Path, out_dir: Path, plots: bool = True, only: CellFilter | None = None
+) -> ParseResult:
     """Parse the raw tree at data_dir into out_dir: tables, overlays, parse.json, and with
-    `plots` the PNGs in plots/ and report.html."""
+    `plots` the PNGs in plots/ and report.html.  `only` keeps the cells it selects."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     _check_dirs(data_dir, out_dir)
-    parsed, problems, cells, logs = read_tree(data_dir)
+    parsed, problems, cells, logs = read_tree(data_dir, only=only)
     if not plots:
         written = write_parsed(out_dir, parsed)
         return ParseResult(parsed, problems, cells, logs, written)
@@ -170,6 +180,20 @@ def _check_dirs(data_dir: Path, out_dir: Path) -> None:
         raise UserError(f"--out {out_dir} exists and is not a directory")
 
 
+def _selected(results: list[CellResult], only: CellFilter, data_dir: Path) -> list[CellResult]:
+    """The cells `only` selects; one it cannot identify cannot match."""
+    kept = [
+        r
+        for r in results
+        if r.identified and only.matches(r.nodes, r.topo, r.iteration, r.knobs)  # type: ignore[arg-type]
+    ]
+    if not kept:
+        raise UserError(
+            f"--only {only.text} selects none of the {len(results)} cells in {data_dir}"
+        )
+    return kept
+
+
 def _warn_duplicate_cells(results: list[CellResult]) -> None:
     """Two folders holding the same run (backend, cluster, nodes, topology, iteration)
     would count one iteration twice."""
@@ -187,6 +211,7 @@ def _warn_duplicate_cells(results: list[CellResult]) -> None:
             record.cluster if record else None,
             result.nodes,
             result.topo,
+            result.knobs,
             result.iteration,
         )
         if key in first:

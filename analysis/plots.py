@@ -3,7 +3,10 @@
 - time-vs-size-<event>.png: per event, median seconds against size, one line
   per topology, one panel per node count; bars are the median's interval
   (see analysis.stats), their coverage in the title, and none where n < 3;
-  red crosses count failed steps, never timed.
+  red crosses count failed steps, never timed.  Where a Flux knob varies, each
+  setting of it is a line of its own style, in the topology's colour.
+- knob-<knob>-<event>.png: per distribute event and knob that varies, median
+  seconds against the knob's values (analysis.plot_knobs), same bars.
 - seconds-per-gb-<event>.png: per distribute event, median seconds per GiB
   (over sizes and iterations) against topology, one line per node count. No
   interval: different sizes are not repeated runs of one measurement.
@@ -26,17 +29,27 @@ matplotlib.use("Agg")  # files only, never a display
 import matplotlib.image
 import numpy as np
 import pandas as pd
-from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
-from matplotlib.typing import ColorType
 
 from analysis.forked import Forked, can_fork, usable_cores
+from analysis.knob_columns import setting_labels, setting_order_key, varying_knobs
 from analysis.output import Parsed
-from analysis.plot_theme import COLORBLIND, THEME, colormap_palette, lut_palette
-from analysis.report_results import source_label
+from analysis.plot_knobs import knob_plot
+from analysis.plot_parts import (
+    FAILED_COLOR,
+    LINESTYLES,
+    bars_note,
+    colors,
+    data_note,
+    errorbar,
+    legend,
+    mark_failures,
+    with_source,
+)
+from analysis.plot_theme import THEME, colormap_palette, lut_palette
 from analysis.stats import summarize
 from experiments.files import write_atomic
 from experiments.formats.cell_layout import size_text
@@ -44,8 +57,7 @@ from experiments.formats.events import SETUP_EVENTS, event_sort_key, topology_or
 
 __all__ = ["PLOT_PREFIXES", "PendingPlots", "start_plots", "write_plots"]
 
-PLOT_PREFIXES = ("time-vs-size-", "seconds-per-gb-", "ping-latency-vs-hops", "failures")
-_FAILED_COLOR = "#d62728"
+PLOT_PREFIXES = ("time-vs-size-", "seconds-per-gb-", "knob-", "ping-latency-vs-hops", "failures")
 _DPI = 110
 
 # A plot: its file name and a function drawing its figure.
@@ -109,6 +121,9 @@ def _plan(parsed: Parsed) -> list[_Plot]:
         if event.startswith("distribute-"):
             per_gb = partial(_seconds_per_gb, steps, event)
             plots.append((f"seconds-per-gb-{_slug(event)}.png", per_gb))
+            for knob in varying_knobs(steps):
+                effect = partial(_knob_effect, summary, event, knob)
+                plots.append((f"knob-{knob}-{_slug(event)}.png", effect))
     if not parsed.ping.empty:
         plots.append(("ping-latency-vs-hops.png", partial(_ping_latency, parsed.ping)))
     return plots
@@ -162,125 +177,63 @@ def _panels(count: int) -> tuple[Figure, list[Axes]]:
     return figure, flat[:count]
 
 
-def _with_source(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add `source_name`: where the timings come from (backend/cluster, or the seed's logs)."""
-    names = [source_label(b, c) for b, c in zip(frame["backend"], frame["cluster"], strict=True)]
-    return frame.assign(source_name=names)
-
-
-def _data_note(sources: list[str]) -> str:
-    # The emulator's timings are its own: every plot of them says so.
-    notes = [_source_note(s) for s in sources]
-    return "data: " + ", ".join(notes)
-
-
-def _source_note(source: str) -> str:
-    if source.startswith("local"):
-        return f"{source} (emulated Flux)"
-    if source.startswith("flux"):
-        return f"{source} (real Flux)"
-    return source
-
-
-_LINESTYLES = ("-", "--", ":", "-.")
-
-
 def _time_vs_size(summary: pd.DataFrame, event: str) -> Figure:
-    rows = _with_source(summary[summary["event"] == event])
+    rows = with_source(summary[summary["event"] == event])
+    knobs = varying_knobs(rows)
+    settings, orders = setting_labels(rows, knobs), setting_order_key(rows, knobs)
+    rows = rows.assign(setting=settings)
     sources = sorted(set(rows["source_name"]))
+    # A line style per (knob setting, source); a colour per topology.
+    keyed = sorted(zip(orders, settings, rows["source_name"], strict=True))
+    variants = list(dict.fromkeys((setting, source) for _, setting, source in keyed))
     node_counts = sorted(set(rows["nodes"]))
     topologies = _topologies(rows["topo"])
-    palette = dict(zip(topologies, _colors(len(topologies)), strict=True))
+    palette = dict(zip(topologies, colors(len(topologies)), strict=True))
     figure, axes = _panels(len(node_counts))
     sizes = rows.drop_duplicates("size_bytes").sort_values("size_bytes")
+
+    def label(topo: str, setting: str, source: str) -> str:
+        named = f"{topo} · {setting}" if setting else topo
+        return named if len(sources) == 1 else f"{named} [{source}]"
+
     for ax, nodes in zip(axes, node_counts, strict=True):
         panel = rows[rows["nodes"] == nodes]
         for topo in topologies:
-            for number, source in enumerate(sources):
-                line = panel[(panel["topo"] == topo) & (panel["source_name"] == source)]
+            for number, (setting, source) in enumerate(variants):
+                line = panel[
+                    (panel["topo"] == topo)
+                    & (panel["setting"] == setting)
+                    & (panel["source_name"] == source)
+                ]
                 if line.empty:
                     continue
                 line = line.sort_values("size_bytes")
-                label = topo if len(sources) == 1 else f"{topo} [{source}]"
                 x = line["size_bytes"].to_numpy(dtype=float) / 2**30
                 timed = line["n"].to_numpy() > 0
-                style = _LINESTYLES[number % len(_LINESTYLES)]
-                _errorbar(ax, x[timed], line[timed], palette[topo], label, style)
-                _mark_failures(ax, x, line, palette[topo])
+                style = LINESTYLES[number % len(LINESTYLES)]
+                name = label(topo, setting, source)
+                errorbar(ax, x[timed], line[timed], palette[topo], name, style)
+                mark_failures(ax, x, line, palette[topo])
         ax.set_title(f"{nodes} nodes")
         ax.set_xlabel("blob size")
         ax.set_ylabel("seconds (median)")
         _size_axis(ax, sizes)
-    order = [
-        topo if len(sources) == 1 else f"{topo} [{source}]"
-        for topo in topologies
-        for source in sources
-    ]
-    _legend(figure, axes, "topology", order)
+    order = [label(topo, *variant) for topo in topologies for variant in variants]
+    legend(figure, axes, "topology, knobs" if knobs else "topology", order)
     # Three short lines: a one-panel figure is narrow, and one long line was clipped.
     figure.suptitle(
-        f"{event}: time against size\n{_data_note(sources)}\n"
-        f"point: median over iterations · {_bars_note(rows)} · x: failed steps",
+        f"{event}: time against size\n{data_note(sources)}\n"
+        f"point: median over iterations · {bars_note(rows)} · x: failed steps",
         fontsize=10,
     )
     return figure
 
 
-def _bars_note(rows: pd.DataFrame) -> str:
-    """What the bars are, with the coverage they actually have (it depends on n)."""
-    coverages = sorted(set(rows["ci_coverage"].dropna().astype(float)))
-    if not coverages:
-        return "no bars: fewer than 3 runs"
-    low, high = f"{coverages[0]:.0%}", f"{coverages[-1]:.0%}"
-    covers = low if low == high else f"{low}–{high}"
-    return f"bars: its interval, {covers} coverage"
-
-
-def _colors(count: int) -> list[ColorType]:
-    # Distinct hues while they last; a sequential map once there are too many.
-    if count <= len(COLORBLIND):
-        return [matplotlib.colors.to_rgb(c) for c in COLORBLIND[:count]]
-    return list(colormap_palette("viridis", count))
-
-
-def _errorbar(
-    ax: Axes,
-    x: np.ndarray,
-    line: pd.DataFrame,
-    color: ColorType,
-    label: str,
-    style: str = "-",
-) -> None:
-    """The medians as a line; bars only where there is an interval (n >= 3), never a
-    zero-length bar that would read as a very sure value."""
-    median = line["median"].to_numpy(dtype=float)
-    ax.plot(x, median, color=color, label=label, marker="o", ms=4, lw=1.4, linestyle=style)
-    if "ci_low" not in line:
-        return
-    low = line["ci_low"].to_numpy(dtype=float)
-    high = line["ci_high"].to_numpy(dtype=float)
-    has_ci = ~np.isnan(low)
-    if has_ci.any():
-        yerr = np.vstack([median[has_ci] - low[has_ci], high[has_ci] - median[has_ci]])
-        ax.errorbar(
-            x[has_ci], median[has_ci], yerr=yerr, fmt="none", ecolor=color, capsize=3, lw=1.4
-        )
-
-
-def _mark_failures(ax: Axes, x: np.ndarray, line: pd.DataFrame, color: ColorType) -> None:
-    failed = line["failed"].to_numpy()
-    if not failed.any():
-        return
-    median = line["median"].to_numpy(dtype=float)
-    for xi, count, yi in zip(x, failed, median, strict=True):
-        if count == 0:
-            continue
-        # No timing exists for a failed step: mark it at the median when there
-        # is one, else on the axis floor, and say how many failed.
-        y = yi if not np.isnan(yi) else 0.0
-        ax.scatter([xi], [y], marker="x", s=60, color=_FAILED_COLOR, zorder=5)
-        ax.annotate(f"{count} failed", (xi, y), textcoords="offset points", xytext=(4, 4),
-                    fontsize=7, color=_FAILED_COLOR)  # fmt: skip
+def _knob_effect(summary: pd.DataFrame, event: str, knob: str) -> Figure:
+    plot = knob_plot(summary, event, knob)
+    figure, axes = _panels(len(plot.panels))
+    plot.draw(figure, axes)
+    return figure
 
 
 def _size_axis(ax: Axes, sizes: pd.DataFrame) -> None:
@@ -293,19 +246,8 @@ def _size_axis(ax: Axes, sizes: pd.DataFrame) -> None:
         ax.minorticks_off()
 
 
-def _legend(figure: Figure, axes: list[Axes], title: str, order: list[str]) -> None:
-    found: dict[str, Artist] = {}
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            found.setdefault(label, handle)
-    labels = [label for label in order if label in found]
-    handles = [found[label] for label in labels]
-    if handles:
-        figure.legend(handles, labels, title=title, loc="outside right center")
-
-
 def _seconds_per_gb(steps: pd.DataFrame, event: str) -> Figure:
-    rows = _with_source(steps[steps["event"] == event])
+    rows = with_source(steps[steps["event"] == event])
     rows["seconds_per_gb"] = rows["time_seconds"] / rows["size_gb"].astype(float)
     stats = summarize(rows, ["nodes", "topo", "source_name"], value="seconds_per_gb")
     sources = sorted(set(stats["source_name"]))
@@ -325,8 +267,8 @@ def _seconds_per_gb(steps: pd.DataFrame, event: str) -> Figure:
         timed = line["n"].to_numpy() > 0
         label = f"{nodes} nodes" if len(sources) == 1 else f"{nodes} nodes [{source}]"
         # Medians only: pooled over sizes, these are not repeats, so no interval.
-        _errorbar(ax, x[timed], line[timed].drop(columns=["ci_low", "ci_high"]), color, label)
-        _mark_failures(ax, x, line, color)
+        errorbar(ax, x[timed], line[timed].drop(columns=["ci_low", "ci_high"]), color, label)
+        mark_failures(ax, x, line, color)
     ax.set_xticks(range(len(topologies)))
     ax.set_xticklabels(topologies, rotation=30 if len(topologies) > 6 else 0)
     ax.set_xlabel("topology (fan-out)")
@@ -334,7 +276,7 @@ def _seconds_per_gb(steps: pd.DataFrame, event: str) -> Figure:
     ax.set_title(
         f"{event}: seconds per GiB against fan-out\n"
         "median over sizes and iterations; no interval: sizes are not repeated runs\n"
-        f"{_data_note(sources)}",
+        f"{data_note(sources)}",
         fontsize=10,
     )
     ax.legend(title="nodes", loc="center left", bbox_to_anchor=(1.0, 0.5))
@@ -359,14 +301,14 @@ def _ping_latency(ping: pd.DataFrame) -> Figure:
                     label=f"{size:g} MiB")  # fmt: skip
         failed = int((ping[ping["service"] == service]["status"] == "failed").sum())
         title = f"flux ping {service}" + (f" ({failed} failed)" if failed else "")
-        ax.set_title(title, color=_FAILED_COLOR if failed else "black")
+        ax.set_title(title, color=FAILED_COLOR if failed else "black")
         ax.set_xlabel("hops (route length)")
         ax.set_ylabel("latency (ms)")
         if len(ok) and ok["time_ms"].max() / max(ok["time_ms"].min(), 1e-6) > 100:
             ax.set_yscale("log")
-    _legend(figure, axes, "pad", [f"{size:g} MiB" for size in sizes])
-    sources = sorted(set(_with_source(ping)["source_name"]))
-    figure.suptitle(f"ping latency against hops; line: median ({_data_note(sources)})", fontsize=10)
+    legend(figure, axes, "pad", [f"{size:g} MiB" for size in sizes])
+    sources = sorted(set(with_source(ping)["source_name"]))
+    figure.suptitle(f"ping latency against hops; line: median ({data_note(sources)})", fontsize=10)
     return figure
 
 

@@ -47,6 +47,11 @@ def _describe(stem: str) -> tuple[str, bool, tuple[object, ...]]:
             event = stem[len(prefix) :]
             main = event.startswith("distribute-")
             return f"{event}: {kind}", main, (0 if main else 1, event_sort_key(event), rank)
+    if stem.startswith("knob-"):
+        # knob-<knob>-<event>: the knob is one of kary's, none has a '-' in its name.
+        knob, _, event = stem[len("knob-") :].partition("-")
+        title = f"{event}: does {knob.replace('_', '-')} matter?"
+        return title, True, (0, event_sort_key(event), 2)
     if stem == "failures":
         return "failed steps", True, (-1,)
     if stem.startswith("ping-latency"):

@@ -1,5 +1,9 @@
 """Which fan-out wins: per strategy, node count and size, the best topology and how sure.
 
+The candidates are designs: a topology, and where a Flux knob varies in the
+tree, its setting too (`kary:2 · chunksize 256K`), so "does chunksize matter
+at 30 nodes?" gets the same test and the same words as "which fan-out?".
+
 A strategy's time is its distribution: `distribute-all-nodes` (all),
 `distribute-leaf-nodes` (leaves), and for `middle` the sum of its waves
 (`distribute-middle-nodes-0` to the middle level, then `-1` to the leaves) in
@@ -24,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from analysis.knob_columns import setting_labels, setting_order_key, varying_knobs
 from analysis.stats import MIN_RUNS, RankTest, rank_test, summarize
 from experiments.formats.events import STRATEGY_EVENTS, StrategyEvents, topology_order_key
 
@@ -59,7 +64,9 @@ STRATEGIES: tuple[tuple[str, str, str], ...] = tuple(
     for events in STRATEGY_EVENTS
 )
 GROUP = ["strategy", "source", "nodes", "size_bytes"]
-_KEYS = ["strategy", "source", "nodes", "topo", "size_bytes", "size_label"]
+# `design` is the topology and the setting of each knob that varies; `design_rank`
+# orders designs: by topology, then by each knob's value.
+_KEYS = ["strategy", "source", "nodes", "topo", "design", "design_rank", "size_bytes", "size_label"]
 
 
 def source_label(backend: object, cluster: object) -> str:
@@ -90,6 +97,7 @@ def strategy_samples(events: pd.DataFrame) -> pd.DataFrame:
     if "source" in events.columns:
         frame["log"] = events["source"].astype(str).where(events["source"] != "", frame["log"])
     frame["ok"] = (frame["status"] == "ok") & frame["time_seconds"].notna()
+    frame = _with_designs(frame)
     names = frame["event"].astype(str)
     parts: list[pd.DataFrame] = []
     for steps in STRATEGY_EVENTS:
@@ -100,7 +108,7 @@ def strategy_samples(events: pd.DataFrame) -> pd.DataFrame:
         wave_names = [name for name in names.unique() if steps.distribute_wave(name) is not None]
         waves = frame[names.isin(wave_names)]
         if not waves.empty:
-            keys = ["log", "source", "nodes", "topo", "size_bytes", "size_label", "iteration"]
+            keys = [*_KEYS[1:], "log", "iteration"]
             total = waves.groupby(keys, sort=False, dropna=False).agg(
                 time_seconds=("time_seconds", "sum"), ok=("ok", "all")
             )
@@ -113,16 +121,35 @@ def strategy_samples(events: pd.DataFrame) -> pd.DataFrame:
     return samples[columns].reset_index(drop=True)
 
 
+def _with_designs(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add `design` (the topology, with the setting of each knob that varies) and its rank."""
+    knobs = varying_knobs(frame)
+    topos = frame["topo"].astype(str).tolist()
+    designs = [
+        f"{topo} · {setting}" if setting else topo
+        for topo, setting in zip(topos, setting_labels(frame, knobs), strict=True)
+    ]
+    orders = [
+        (topology_order_key(topo), setting)
+        for topo, setting in zip(topos, setting_order_key(frame, knobs), strict=True)
+    ]
+    ranked = dict.fromkeys(design for _, design in sorted(zip(orders, designs, strict=True)))
+    rank = {design: i for i, design in enumerate(ranked)}
+    return frame.assign(design=designs, design_rank=[rank[d] for d in designs])
+
+
 def strategy_stats(samples: pd.DataFrame) -> pd.DataFrame:
-    """summarize() per (strategy, source, nodes, topology, size)."""
+    """summarize() per (strategy, source, nodes, design, size)."""
     return summarize(samples, _KEYS)
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """One topology in a group, with its statistics."""
+    """One design (a topology, and the knob setting where knobs vary) in a group, with its
+    statistics."""
 
-    topo: str
+    design: str
+    rank: int  # the designs' order: by topology, then by knob value
     n: int
     failed: int
     median: float | None
@@ -142,21 +169,21 @@ def could_decide(test: RankTest) -> bool:
 
 @dataclass
 class Verdict:
-    """The best topology of one (strategy, source, nodes, size) group and how sure it is."""
+    """The best design of one (strategy, source, nodes, size) group and how sure it is."""
 
     strategy: str
     source: str
     nodes: int
     size_bytes: int
     size_label: str
-    ranked: list[Candidate]  # by median, then topology order; all-failed ones last
-    # The best's timings against each other timed topology's, by topology.
+    ranked: list[Candidate]  # by median, then design order; all-failed ones last
+    # The best's timings against each other timed design's, by design.
     tests: dict[str, RankTest] = field(default_factory=dict)
 
     @property
     def ties(self) -> list[str]:
-        """Timed topologies the test does not separate from the best, in ranked order."""
-        return [topo for topo, test in self.tests.items() if not decides(test)]
+        """Timed designs the test does not separate from the best, in ranked order."""
+        return [design for design, test in self.tests.items() if not decides(test)]
 
     @property
     def best(self) -> Candidate | None:
@@ -181,15 +208,15 @@ class Verdict:
     def status(self) -> str:
         """clear, tie, unsure, alone, or failed.
 
-        clear: p < ALPHA against every other timed topology. tie: some other
-        topology's test could reach p < ALPHA at these runs and did not.
+        clear: p < ALPHA against every other timed design. tie: some other
+        design's test could reach p < ALPHA at these runs and did not.
         unsure: the rest, where the runs are too few for the test to decide.
         """
         if self.best is None:
             return "failed"
         if self.runner_up is None:
             return "alone"
-        ties = [self.tests[topo] for topo in self.ties]
+        ties = [self.tests[design] for design in self.ties]
         if not ties:
             return "clear"
         if any(could_decide(test) for test in ties):
@@ -208,7 +235,8 @@ def number_or_none(value: object) -> float | None:
 def _candidate(row: pd.Series) -> Candidate:
     low, high = number_or_none(row["ci_low"]), number_or_none(row["ci_high"])
     return Candidate(
-        topo=str(row["topo"]),
+        design=str(row["design"]),
+        rank=int(row["design_rank"]),
         n=int(row["n"]),
         failed=int(row["failed"]),
         median=number_or_none(row["median"]),
@@ -218,14 +246,16 @@ def _candidate(row: pd.Series) -> Candidate:
 
 
 def _ok_times(samples: pd.DataFrame) -> dict[tuple[str, str, int, int, str], list[float]]:
-    """The ok timings per (strategy, source, nodes, size, topology)."""
+    """The ok timings per (strategy, source, nodes, size, design)."""
     ok = samples[samples["status"] == "ok"]
-    keys = zip(ok["strategy"], ok["source"], ok["nodes"], ok["size_bytes"], ok["topo"], strict=True)
+    keys = zip(
+        ok["strategy"], ok["source"], ok["nodes"], ok["size_bytes"], ok["design"], strict=True
+    )
     times: dict[tuple[str, str, int, int, str], list[float]] = {}
-    for (strategy, source, nodes, size, topo), value in zip(
+    for (strategy, source, nodes, size, design), value in zip(
         keys, ok["time_seconds"].to_numpy(dtype=float), strict=True
     ):
-        key = (str(strategy), str(source), int(nodes), int(size), str(topo))
+        key = (str(strategy), str(source), int(nodes), int(size), str(design))
         times.setdefault(key, []).append(float(value))
     return times
 
@@ -249,7 +279,7 @@ def verdicts(stats: pd.DataFrame, samples: pd.DataFrame) -> list[Verdict]:
             key=lambda c: (
                 c.median is None,
                 c.median if c.median is not None else 0.0,
-                topology_order_key(c.topo),
+                c.rank,
             ),
         )
         verdict = Verdict(
@@ -262,11 +292,11 @@ def verdicts(stats: pd.DataFrame, samples: pd.DataFrame) -> list[Verdict]:
         )
         best = verdict.best
         if best is not None:
-            mine = times[(*key, best.topo)]
+            mine = times[(*key, best.design)]
             for other in ranked[1:]:
-                theirs = times[(*key, other.topo)] if other.median is not None else []
+                theirs = times[(*key, other.design)] if other.median is not None else []
                 test = rank_test(np.asarray(mine), np.asarray(theirs)) if theirs else None
                 if test is not None:
-                    verdict.tests[other.topo] = test
+                    verdict.tests[other.design] = test
         out.append(verdict)
     return out

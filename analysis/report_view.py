@@ -25,7 +25,6 @@ from analysis.report_svg import Scale, overlay_parents, strip_svg, tree_svg
 from analysis.stats import ALPHA, MIN_RUNS, TEST_NAME, RankTest, runs_needed, smallest_p
 from experiments.errors import UserError
 from experiments.formats.cell_layout import size_text, topology_dirname
-from experiments.formats.events import topology_order_key
 from experiments.model.topology import build_tree
 
 __all__ = ["coverage_text", "design_cards", "seconds", "strategy_views", "test_rule"]
@@ -77,33 +76,33 @@ def _too_few(test: RankTest) -> str:
 def _verdict_cell(verdict: Verdict) -> dict[str, Any]:
     best, status = verdict.best, verdict.status
     if best is None:
-        return {"status": "failed", "topo": "all failed", "median": "", "note": _fails(verdict)}
+        return {"status": "failed", "design": "all failed", "median": "", "note": _fails(verdict)}
     margin = verdict.margin
     runner = verdict.runner_up
     longer = ""
     if margin is not None and runner is not None:
         # The runner-up's time over the best's: "took 154% longer", never "154% faster".
-        longer = f"{runner.topo} took {_percent(margin[1])} ({seconds(margin[0])}) longer"
+        longer = f"{runner.design} took {_percent(margin[1])} ({seconds(margin[0])}) longer"
     if status == "alone":
         note = "only design at this size"
     elif status == "clear":
         weakest = max(verdict.tests.values(), key=lambda t: t.p)
         note = f"{longer}; Mann-Whitney p ≤ {weakest.p:.3f} against every other ({weakest.n_text})"
     elif status == "tie":
-        tied = [verdict.tests[topo] for topo in verdict.ties]
+        tied = [verdict.tests[design] for design in verdict.ties]
         test = next(t for t in tied if could_decide(t))
-        topo = verdict.ties[tied.index(test)]
+        design = verdict.ties[tied.index(test)]
         note = (
             f"tie with {', '.join(verdict.ties)}: Mann-Whitney {_p_text(test)} against "
-            f"{topo} ({test.n_text}), not below {ALPHA:g}"
+            f"{design} ({test.n_text}), not below {ALPHA:g}"
         )
     else:
         assert runner is not None
-        note = f"{longer}, but {_too_few(verdict.tests[runner.topo])}"
+        note = f"{longer}, but {_too_few(verdict.tests[runner.design])}"
     failed = _fails(verdict)
     return {
         "status": status,
-        "topo": best.topo,
+        "design": best.design,
         "median": seconds(best.median),
         "n": best.n,
         "note": note,
@@ -113,7 +112,7 @@ def _verdict_cell(verdict: Verdict) -> dict[str, Any]:
 
 def _fails(verdict: Verdict) -> str:
     failed = [c for c in verdict.ranked if c.failed]
-    return "; ".join(f"{c.topo}: {c.failed} failed" for c in failed)
+    return "; ".join(f"{c.design}: {c.failed} failed" for c in failed)
 
 
 def _strip_cell(
@@ -128,8 +127,8 @@ def _strip_cell(
     ok = samples[samples["status"] == "ok"].sort_values("iteration", kind="stable")
     times = [(it, float(t)) for it, t in zip(ok["iteration"], ok["time_seconds"], strict=True)]
     failed = [str(i) for i in samples[samples["status"] != "ok"]["iteration"]]
-    best = verdict.best is not None and verdict.best.topo == candidate.topo
-    tied = candidate.topo in verdict.ties
+    best = verdict.best is not None and verdict.best.design == candidate.design
+    tied = candidate.design in verdict.ties
     svg = strip_svg(
         times, failed, candidate.median, candidate.ci, scale, best=best, width=width,
         coverage=candidate.coverage,
@@ -153,6 +152,7 @@ def strategy_views(parsed: Parsed) -> list[dict[str, Any]]:
     if samples.empty:
         return []
     all_verdicts = verdicts(strategy_stats(samples), samples)
+    knobs_vary = bool((samples["design"] != samples["topo"]).any())
     views = []
     for strategy, event, meaning in STRATEGIES:
         mine = [v for v in all_verdicts if v.strategy == strategy]
@@ -172,6 +172,7 @@ def strategy_views(parsed: Parsed) -> list[dict[str, Any]]:
                 "sizes": [size_text(label) for _, label in sizes],
                 "groups": groups,
                 "many_sources": len({g["source"] for g in groups}) > 1,
+                "design_title": "topology, knobs" if knobs_vary else "topology",
                 # Not "clear": a template's `s.clear` would find dict.clear first.
                 "n_clear": sum(1 for v in mine if v.status == "clear"),
                 "n_tie": sum(1 for v in mine if v.status == "tie"),
@@ -190,7 +191,7 @@ def _group(
     sizes: list[tuple[int, str]],
     width: int,
 ) -> dict[str, Any]:
-    """One node count of one strategy: a verdict per size, a strip per topology and size."""
+    """One node count of one strategy: a verdict per size, a strip per design and size."""
     here = samples[(samples["source"] == source) & (samples["nodes"] == nodes)]
     by_size = {v.size_bytes: v for v in verdict_list if (v.source, v.nodes) == (source, nodes)}
     scales: dict[int, Scale] = {}
@@ -199,19 +200,19 @@ def _group(
         values += [bound for c in group_verdict.ranked if c.ci for bound in c.ci]
         scales[size] = Scale.of(values)
     rows = []
-    for topo in _ordered_topologies(by_size.values()):
+    for design in _ordered_designs(by_size.values()):
         cells = []
         for size, _ in sizes:
             verdict: Verdict | None = by_size.get(size)
             candidate = None
             if verdict is not None:
-                candidate = next((c for c in verdict.ranked if c.topo == topo), None)
+                candidate = next((c for c in verdict.ranked if c.design == design), None)
             if verdict is None or candidate is None:
                 cells.append({"empty": True})
                 continue
-            part = here[(here["size_bytes"] == size) & (here["topo"] == topo)]
+            part = here[(here["size_bytes"] == size) & (here["design"] == design)]
             cells.append(_strip_cell(candidate, part, scales[size], verdict, width))
-        rows.append({"topo": topo, "cells": cells})
+        rows.append({"design": design, "cells": cells})
     return {
         "source": source,
         "nodes": nodes,
@@ -224,9 +225,9 @@ def _group(
     }
 
 
-def _ordered_topologies(group: Any) -> list[str]:
-    found = {c.topo for v in group for c in v.ranked}
-    return sorted(found, key=topology_order_key)
+def _ordered_designs(group: Any) -> list[str]:
+    found = {c.design: c.rank for v in group for c in v.ranked}
+    return sorted(found, key=found.__getitem__)
 
 
 def design_cards(parsed: Parsed, designs: list[tuple[int, str]]) -> list[dict[str, Any]]:

@@ -16,12 +16,13 @@ import pandas as pd
 from analysis.cells import CellResult
 from analysis.model import Step
 from analysis.stats import SUMMARY_STATS, summarize
-from experiments.formats.cell_layout import topology_dirname
+from experiments.formats.cell_layout import KNOB_NAMES, knob_label_order, topology_dirname
 from experiments.formats.events import event_sort_key, strategy_of, topology_order_key
 from experiments.formats.run_record import RunRecord
 
 __all__ = [
     "EVENT_COLUMNS",
+    "KNOB_COLUMNS",
     "PING_COLUMNS",
     "RECORD_FACTS",
     "RUN_COLUMNS",
@@ -31,6 +32,8 @@ __all__ = [
     "summary_table",
 ]
 
+# The Flux knobs a cell set, as labels (`256K`, `on`); "" where Flux's default ran.
+KNOB_COLUMNS = list(KNOB_NAMES)
 # The seed's columns first, in the seed's order, then kary's.
 EVENT_COLUMNS = [
     "uid",
@@ -50,6 +53,7 @@ EVENT_COLUMNS = [
     "strategy",
     "size_label",
     "run_state",
+    *KNOB_COLUMNS,
 ]
 # The seed's ping columns (service is the ping target: broker or kvs;
 # message_size_bytes is the pad), then kary's.
@@ -82,6 +86,8 @@ RECORD_FACTS = (
     "place",
     "emulator_fidelity",
     "emulator_faults",
+    "sweep_file",
+    "sweep_sha256",
 )
 RUN_COLUMNS = [
     "uid",
@@ -103,6 +109,7 @@ RUN_COLUMNS = [
     "steps_failed",
     "pings_ok",
     "pings_failed",
+    *KNOB_COLUMNS,
     # From run.json too, so the report needs the parsed tables alone.  A
     # parsed directory written before these were added lacks them.
     *RECORD_FACTS,
@@ -113,6 +120,7 @@ SUMMARY_KEYS = [
     "nodes",
     "topology",
     "topo",
+    *KNOB_COLUMNS,
     "event",
     "strategy",
     "size_label",
@@ -148,6 +156,8 @@ def _record_texts(record: RunRecord | None) -> dict[str, str]:
         place=_text(extra.get("place")),
         emulator_fidelity=_text(emulator.get("fidelity")),
         emulator_faults=", ".join(map(str, faults)) if isinstance(faults, list) else "",
+        sweep_file=_text(record.sweep_file),
+        sweep_sha256=_text(record.sweep_sha256),
     )
     return texts
 
@@ -173,11 +183,12 @@ def build_tables(
         source = (
             f"{res.cell.rel}/topology-experiment.out" if res.cell.rel else "topology-experiment.out"
         )
+        knobs = res.knobs.labels()
         if res.steps:
             same = {
                 "uid": uid, "topology": topology, "iteration": res.iteration,
                 "nodes": res.nodes, "backend": backend, "cluster": cluster,
-                "source": source, "topo": res.topo, "run_state": state,
+                "source": source, "topo": res.topo, "run_state": state, **knobs,
             }  # fmt: skip
             _add_steps(events, res.steps, same)
         for ping in res.pings:
@@ -228,6 +239,7 @@ def build_tables(
                 steps_failed,
                 len(res.pings) - pings_failed,
                 pings_failed,
+                *(knobs[name] for name in KNOB_COLUMNS),
                 *(record[name] for name in RECORD_FACTS),
             )
         )
@@ -329,6 +341,10 @@ def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
             "cluster": summary["cluster"].astype(str),
             "nodes": summary["nodes"],
             "topo": [topology_order_key(t) for t in summary["topo"].astype(str)],
+            "knobs": [
+                tuple(knob_label_order(str(label)) for label in labels)
+                for labels in summary[KNOB_COLUMNS].itertuples(index=False)
+            ],
             "event": [event_sort_key(e) for e in summary["event"].astype(str)],
             "size": summary["size_bytes"],
         }

@@ -2,9 +2,10 @@
 
 A cell is a directory holding any of the files a run leaves (the log,
 `run.json`, `minicluster.yaml`, `entrypoint.sh`); its identity comes from the
-`<nodes>/<topo>/<iteration>` directory names above it when they read as such
-(the seed's and kary's layout, experiments.formats.cell_layout), and is
+`<nodes>/<topo>[/<knobs>]/<iteration>` directory names above it when they read
+as such (the seed's and kary's layout, experiments.formats.cell_layout), and is
 completed or corrected from the files themselves later (see `analysis.cells`).
+The sweep files a run keeps at `sweeps/<sha256>.yaml` are kary's too, not strays.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments.formats.cell_layout import cell_of_path
+from experiments.formats.cell_layout import SWEEPS_DIR, Knobs, cell_of_path, knobs_of_path
 from experiments.formats.run_record import LOG_NAME, MINICLUSTER_NAME, RECORD_NAME
 
 __all__ = ["CELL_FILES", "LOG_NAME", "RECORD_NAME", "CellDir", "find_cells"]
@@ -31,6 +32,7 @@ class CellDir:
     nodes: int | None
     topo: str | None
     iteration: int | None
+    knobs: Knobs | None  # None: the path is not a cell's layout, so it says nothing of knobs
     has_log: bool
     has_record: bool
 
@@ -60,6 +62,8 @@ def find_cells(
         rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
         rel_dir = "" if rel_dir == "." else rel_dir
         is_cell = not names.isdisjoint(CELL_FILES)
+        if rel_dir == SWEEPS_DIR:  # the sweep files runs kept
+            names = {n for n in names if not n.endswith(".yaml")}
         for name in sorted(names):
             if not is_cell or name not in CELL_FILES:
                 strays.append(f"{rel_dir}/{name}" if rel_dir else name)
@@ -69,13 +73,16 @@ def find_cells(
 
 
 def _cell(path: Path, rel: str, names: set[str]) -> CellDir:
-    nodes, topo, iteration = cell_of_path(rel.split("/") if rel else [])
+    parts = rel.split("/") if rel else []
+    nodes, topo, iteration = cell_of_path(parts)
+    laid_out = None not in (nodes, topo, iteration)
     return CellDir(
         path=path,
         rel=rel,
         nodes=nodes,
         topo=topo,
         iteration=iteration,
+        knobs=knobs_of_path(parts) if laid_out else None,
         has_log=LOG_NAME in names,
         has_record=RECORD_NAME in names,
     )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from experiments.cli import sweep_options as o
 from experiments.errors import UserError
 from experiments.files import write_atomic
 
@@ -45,6 +46,7 @@ def register(app: typer.Typer) -> None:
         strict: bool = typer.Option(
             False, "--strict", help="Exit 1 when any file was skipped or only partly parsed."
         ),
+        only: o.Only = None,
     ) -> None:
         """Parse a raw tree into tables, a summary, plots and report.html; problems go to stderr.
 
@@ -52,10 +54,11 @@ def register(app: typer.Typer) -> None:
 
         \b
             kary parse --data data/raw --out data/parsed
+            kary parse --data data/raw --out data/parsed-30 --only nodes=30
         """
         from analysis import parse
 
-        result = parse(data, out, plots=not no_plots)
+        result = parse(data, out, plots=not no_plots, only=only)
         for problem in result.problems:
             typer.echo(f"kary parse: {problem}", err=True)
         typer.echo(_parse_line(result, out))

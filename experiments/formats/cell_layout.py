@@ -31,7 +31,7 @@ label sizes as a bare number of GB (`1` .. `10`).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -46,7 +46,9 @@ __all__ = [
     "cell_of_path",
     "format_size",
     "knob_label",
+    "knob_label_order",
     "knobs_from_dirname",
+    "knobs_from_labels",
     "knobs_of_path",
     "size_from_label",
     "size_text",
@@ -176,6 +178,12 @@ def knob_label(name: str, value: int | bool | None) -> str:
     return "0" if value == 0 else format_size(int(value))
 
 
+def knob_label_order(label: str) -> tuple[int, int]:
+    """The order knob labels read in: unset ("") first, then off, on, then sizes ascending."""
+    fixed = {"": (0, 0), "off": (1, 0), "on": (1, 1), "0": (2, 0)}
+    return fixed.get(label) or (3, size_from_label(label) or 0)
+
+
 @dataclass(frozen=True)
 class Knobs:
     """The Flux knobs one cell sets (see the module doc); None leaves Flux's default."""
@@ -208,6 +216,20 @@ class Knobs:
 
 
 NO_KNOBS = Knobs()
+
+
+def knobs_from_labels(labels: Mapping[str, object]) -> Knobs | None:
+    """{knob: label}, as `Knobs.labels` writes them (missing or "" is unset) -> Knobs;
+    None when a label is not one kary writes."""
+    parts = []
+    for name in KNOB_NAMES:
+        label = labels.get(name, "")
+        if not isinstance(label, str):
+            return None
+        if label:
+            parts.append(f"{_KNOB_DIR_PREFIX[name]}-{label}")
+    return knobs_from_dirname("_".join(parts)) if parts else NO_KNOBS
+
 
 _KNOB_PART = re.compile(r"^(?P<prefix>chunksize|mmap|purge)-(?P<label>[0-9A-Za-z]+)$")
 _KNOB_BY_PREFIX = {prefix: name for name, prefix in _KNOB_DIR_PREFIX.items()}

@@ -73,7 +73,7 @@ def test_the_winner_its_margin_and_the_failures_beside_it(parsed_sweep: Path) ->
     # cannot give Mann-Whitney p < 0.05. The margin says who took longer.
     assert small == {
         "status": "unsure",
-        "topo": "kary:2",
+        "design": "kary:2",
         "median": "2.02 s",
         "n": 3,
         "note": "binomial took 50% (1.00 s) longer, but 3 vs 3 runs cannot reach p < 0.05 "
@@ -81,14 +81,14 @@ def test_the_winner_its_margin_and_the_failures_beside_it(parsed_sweep: Path) ->
         "failed": "",
     }
     assert (view["n_clear"], view["n_tie"], view["n_unsure"]) == (0, 0, 2)
-    assert (large["topo"], large["failed"]) == ("kary:2", "kary:1: 1 failed")
+    assert (large["design"], large["failed"]) == ("kary:2", "kary:1: 1 failed")
     # kary:1 at 64M has two timed iterations and one failure, drawn as a cross, never a time.
-    kary1 = next(row for row in group["rows"] if row["topo"] == "kary:1")
+    kary1 = next(row for row in group["rows"] if row["design"] == "kary:1")
     cell = kary1["cells"][1]
     assert (cell["n"], cell["failed"], cell["coverage"]) == (2, 1, "")
     assert "failed: iteration 2" in cell["svg"]
     # Three runs' interval is [min, max]: the strip says it covers the median 75% of the time.
-    kary2 = next(row for row in group["rows"] if row["topo"] == "kary:2")
+    kary2 = next(row for row in group["rows"] if row["design"] == "kary:2")
     assert kary2["cells"][0]["coverage"] == "75%"
     assert "interval of the median (n=3, 75% coverage)" in kary2["cells"][0]["svg"]
 
