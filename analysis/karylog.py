@@ -17,7 +17,7 @@ from analysis.logtext import LogText
 from analysis.model import FAILED, OK, ProblemKind, Step, few
 from analysis.verify import fail_unverified, verify_detail
 from experiments.formats.cell_layout import format_size, size_from_label
-from experiments.formats.events import split_event_label, strategy_of
+from experiments.formats.events import VERIFY_PREFIX, split_event_label, strategy_of
 from experiments.formats.kary_line import KARY_JSON, load_record, step_problem
 
 __all__ = ["KaryLog", "parse_kary"]
@@ -83,7 +83,7 @@ def parse_kary(log: LogText) -> KaryLog:
             detail = first_error(block)
             if detail:
                 step = step._replace(reason=f"{step.reason}: {detail}")
-        if step.status == FAILED and step.event.startswith("verify-"):
+        if step.status == FAILED and step.event.startswith(VERIFY_PREFIX):
             verify_details[key] = verify_detail(block, step.reason)
         out.steps.append(step)
     if pending is not None:

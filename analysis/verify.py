@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 
 from analysis.model import FAILED, OK, Step
+from experiments.formats.events import VERIFY_PREFIX
 
 __all__ = ["fail_unverified", "verify_detail"]
 
-_PREFIX = "verify-"
 # flux exec's report per exit status (`[1-2]: Exit 1`, `3: Exit 1`, `[4]: Killed`)
 # and its per-rank errors (`flux-exec: Error: rank 5: ...`).
 _EXIT_LINE = re.compile(
@@ -46,9 +46,9 @@ def fail_unverified(steps: list[Step], details: dict[tuple[str, str], str]) -> l
     failed verify without an entry (a truncated log) says "ranks unknown".
     """
     failed_verify = {
-        (s.event[len(_PREFIX) :], s.size_label): s
+        (s.event[len(VERIFY_PREFIX) :], s.size_label): s
         for s in steps
-        if s.event.startswith(_PREFIX) and s.status == FAILED
+        if s.event.startswith(VERIFY_PREFIX) and s.status == FAILED
     }
     if not failed_verify:
         return steps

@@ -32,9 +32,15 @@ __all__ = [
     "strategy_events",
     "strategy_of",
     "topology_order_key",
+    "verify_event",
 ]
 
 VERIFY_PREFIX = "verify-"
+
+
+def verify_event(event: str) -> str:
+    """The step that checks a distribution's copies: `verify-distribute-all-nodes`."""
+    return f"{VERIFY_PREFIX}{event}"
 
 
 @dataclass(frozen=True)

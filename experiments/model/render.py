@@ -16,7 +16,7 @@ import jinja2
 
 from experiments.errors import UserError
 from experiments.formats.cell_layout import NO_KNOBS, Knobs, format_size
-from experiments.formats.events import GENERATE_BLOB, STRATEGIES, strategy_events
+from experiments.formats.events import GENERATE_BLOB, STRATEGIES, strategy_events, verify_event
 from experiments.model.topology import Tree, build_tree, compress_idset
 from experiments.model.validate import (
     dns1123_name,
@@ -215,7 +215,10 @@ def _strategy_context(tree: Tree, strategy: str) -> dict[str, Any]:
         "create_event": events.create,
         "delete_event": events.delete,
         "clean_event": events.clean,
-        "waves": [{"event": event, "targets": targets} for event, targets in waves],
+        "waves": [
+            {"event": event, "verify_event": verify_event(event), "targets": targets}
+            for event, targets in waves
+        ],
     }
 
 
