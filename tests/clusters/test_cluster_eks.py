@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -174,12 +175,30 @@ def test_a_create_that_hangs_is_stopped_and_deleted(
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_create_is_deleted(fake_cloud: Any, aws: Any, sig: int) -> None:
     fake_cloud.fail("EKSCTL_CREATE", "hang")
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), sig))
-    timer.start()
+    started = threading.Event()
+
+    def interrupt_once_create_hangs() -> None:
+        # Wait for the create itself (not a fixed delay: under load the steps
+        # before it can take longer than any delay), then interrupt.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not started.is_set():
+            try:
+                calls = fake_cloud.calls()
+            except ValueError:  # a log line half written
+                calls = []
+            if any(call[:3] == ["eksctl", "create", "cluster"] for call in calls):
+                time.sleep(0.2)
+                os.kill(os.getpid(), sig)
+                return
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=interrupt_once_create_hangs, daemon=True)
+    watcher.start()
     try:
         result = _up()
     finally:
-        timer.cancel()
+        started.set()
+        watcher.join()
     assert result.exit_code == 130
     assert "creating kary-topology-30 failed (interrupted); deleting what was made" in result.stderr
     assert result.stderr.splitlines()[-1] == "kary: interrupted; what was made is deleted"
