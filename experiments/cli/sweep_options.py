@@ -81,7 +81,7 @@ Verify = Annotated[
 SweepFile = Annotated[
     Path | None,
     typer.Argument(
-        metavar="[SWEEP_FILE]",
+        metavar="SWEEP_FILE",
         help="A study as YAML (matrix, zip, sizes, ...; see README, Sweep files); "
         "flags given here override it.",
         show_default=False,
@@ -91,7 +91,7 @@ Chunksize = Annotated[
     str | None,
     typer.Option(
         "--chunksize",
-        metavar="SIZE",
+        metavar="<size>",
         help="flux archive create --chunksize: largest content blob, e.g. 256K (Flux: 1M).",
     ),
 ]
@@ -107,7 +107,7 @@ PurgeTargetSize = Annotated[
     str | None,
     typer.Option(
         "--purge-target-size",
-        metavar="SIZE",
+        metavar="<size>",
         help="Content cache per broker (flux module reload content), e.g. 64M (Flux: 16M).",
     ),
 ]
@@ -115,7 +115,7 @@ Only = Annotated[
     list[str] | None,
     typer.Option(
         "--only",
-        metavar="KEY=VALUE,...",
+        metavar="<key=value,...>",
         help="Keep only these cells, e.g. nodes=30,topo=kary:16 (keys: nodes, topo, "
         "chunksize, mmap, purge_target_size, iteration; a key twice takes either value).",
     ),
