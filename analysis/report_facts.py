@@ -23,7 +23,12 @@ from analysis.tables import RECORD_FACTS
 from experiments.errors import UserError
 from experiments.estimate.prices import PriceCatalog, hourly_price, load_price_catalog
 from experiments.formats.cell_layout import size_text
-from experiments.formats.events import SETUP_EVENTS, event_sort_key, topology_order_key
+from experiments.formats.events import (
+    SETUP_EVENTS,
+    STRATEGIES,
+    event_sort_key,
+    topology_order_key,
+)
 
 __all__ = ["Facts", "Failure", "collect_facts"]
 
@@ -125,7 +130,7 @@ def collect_facts(parsed: Parsed) -> Facts:
         sizes = timed.drop_duplicates("size_bytes").sort_values("size_bytes")
         facts.sizes = [size_text(s) for s in sizes["size_label"]]
         present = set(timed["strategy"].astype(str))
-        facts.strategies = [s for s in ("all", "leaves", "middle") if s in present]
+        facts.strategies = [s for s in STRATEGIES if s in present]
     facts.steps = len(timed)
     facts.steps_failed = int((timed["status"] == "failed").sum()) if len(timed) else 0
     table = runs if not runs.empty else events

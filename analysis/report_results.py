@@ -48,6 +48,7 @@ _MEASURES = {
     "all": "every rank but 0 extracts the archive",
     "leaves": "only the deepest level extracts it",
     "middle": "the middle level first, then the leaves (sum of both waves)",
+    "direct": "every rank but 0 downloads the blob from rank 0 over HTTP, no tree (the baseline)",
 }
 
 

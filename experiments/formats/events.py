@@ -10,6 +10,15 @@ Per strategy the steps run in this order: create the archive, distribute it
 `distribute-middle-nodes-0`, `-1`, ...), verify each distribution
 (`verify-<distribute event>`), delete the archive, clean the extracted files.
 A new strategy is one more entry in STRATEGY_EVENTS.
+
+`direct` is kary's baseline, not the seed's: no archive and no tree, every
+rank but 0 downloads the blob from rank 0 over plain HTTP.  Its create step
+starts rank 0's HTTP server, its delete step stops it.
+
+The ping experiment (`kary run --experiment ping`, the seed's ping variant)
+has events of its own: one `flux ping` from rank 0 per rank, service and
+payload size, named `flux-ping-<service>` in its KARY line; its legacy EVENT
+line is the seed's `flux-ping-<service>-size-<size>-rank-<rank>`.
 """
 
 from __future__ import annotations
@@ -21,13 +30,18 @@ from functools import lru_cache
 from experiments.formats.cell_layout import size_from_label
 
 __all__ = [
+    "EXPERIMENTS",
     "GENERATE_BLOB",
+    "PING_SERVICES",
     "SETUP_EVENTS",
     "STRATEGIES",
     "STRATEGY_EVENTS",
     "VERIFY_PREFIX",
     "StrategyEvents",
     "event_sort_key",
+    "ping_event",
+    "ping_service",
+    "ping_step_name",
     "split_event_label",
     "strategy_events",
     "strategy_of",
@@ -83,6 +97,9 @@ STRATEGY_EVENTS: tuple[StrategyEvents, ...] = (
         "middle", "create-middle-nodes", "distribute-middle-nodes", "delete-archive-middle-nodes",
         "clean-middle-nodes", waved=True,
     ),
+    StrategyEvents(
+        "direct", "create-direct", "distribute-direct", "delete-direct", "clean-direct",
+    ),
 )  # fmt: skip
 STRATEGIES: tuple[str, ...] = tuple(s.strategy for s in STRATEGY_EVENTS)
 _BY_STRATEGY = {s.strategy: s for s in STRATEGY_EVENTS}
@@ -92,6 +109,29 @@ _BY_STRATEGY = {s.strategy: s for s in STRATEGY_EVENTS}
 GENERATE_BLOB = "generate-blob"
 SETUP_EVENTS = frozenset({GENERATE_BLOB})
 SETUP = "setup"
+
+# What a cell measures: `distribute` (the strategies above) or `ping`.
+EXPERIMENTS: tuple[str, ...] = ("distribute", "ping")
+# The services the ping experiment pings on each rank, as the seed did.
+PING_SERVICES: tuple[str, ...] = ("broker", "kvs")
+_PING_PREFIX = "flux-ping-"
+
+
+def ping_event(service: str) -> str:
+    """The KARY event of one ping of `service`: `flux-ping-broker`."""
+    return f"{_PING_PREFIX}{service}"
+
+
+def ping_service(event: str) -> str | None:
+    """`flux-ping-kvs` -> `kvs`; None for an event that is not a ping of a known service."""
+    service = event[len(_PING_PREFIX) :] if event.startswith(_PING_PREFIX) else ""
+    return service if service in PING_SERVICES else None
+
+
+def ping_step_name(service: str, size_label: str, rank: int) -> str:
+    """The seed's name for one ping: `flux-ping-broker-size-0-rank-3` (its EVENT line, its uid)."""
+    return f"{ping_event(service)}-size-{size_label}-rank-{rank}"
+
 
 # A step's place within its strategy: create, distribute (and its verify), delete, clean.
 _CREATE, _DISTRIBUTE, _DELETE, _CLEAN = range(4)
@@ -126,7 +166,7 @@ def _place(event: str) -> tuple[int, int, int, int]:
 
 
 def strategy_of(event: str) -> str | None:
-    """The strategy an event belongs to (`all`, `leaves`, `middle`, `setup`), None if unknown."""
+    """The strategy an event belongs to (`all`, ..., `direct`, `setup`), None if unknown."""
     rank = _place(event)[0]
     if rank == 0:
         return SETUP

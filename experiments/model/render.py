@@ -16,7 +16,15 @@ import jinja2
 
 from experiments.errors import UserError
 from experiments.formats.cell_layout import NO_KNOBS, Knobs, format_size
-from experiments.formats.events import GENERATE_BLOB, STRATEGIES, strategy_events, verify_event
+from experiments.formats.events import (
+    EXPERIMENTS,
+    GENERATE_BLOB,
+    PING_SERVICES,
+    STRATEGIES,
+    ping_event,
+    strategy_events,
+    verify_event,
+)
 from experiments.model.topology import Tree, build_tree, compress_idset
 from experiments.model.validate import (
     dns1123_name,
@@ -30,13 +38,16 @@ from experiments.version import __version__
 
 __all__ = [
     "DEFAULT_IMAGE",
+    "DIRECT_PORT",
     "FLUX_VIEW_NOBLE",
     "IMAGES",
+    "MAX_PING_PAD",
     "SEED_IMAGE",
     "STRATEGIES",
     "ImageInfo",
     "RenderOptions",
     "Rendered",
+    "check_ping_pads",
     "flux_view_for",
     "image_info",
     "image_provenance",
@@ -59,6 +70,11 @@ DEFAULT_IMAGE = (
 # flux-distribute's image: Flux 0.66.0 with 55 GB of blobs baked in that kary
 # does not use (it makes its blobs at run time).
 SEED_IMAGE = "ghcr.io/converged-computing/container-chonks:topology-flux-0.66.0"
+# The direct strategy's HTTP port on rank 0 where ranks are separate hosts (a
+# MiniCluster's pods declare it); where they share one host it is a free port.
+DIRECT_PORT = 8060
+# flux ping's --pad is an int: flux-core refuses 2G and more.
+MAX_PING_PAD = 2**31 - 1
 MINICLUSTER_TEMPLATE = "minicluster.yaml.j2"
 ENTRYPOINT_TEMPLATE = "entrypoint.sh.j2"
 
@@ -183,7 +199,8 @@ def strategy_waves(tree: Tree, strategy: str) -> list[tuple[str, str]]:
     """(event, target idset) per distribution wave of one strategy.
 
     `leaves` is the deepest level and `middle` the level halfway down, as in the
-    seed's experiments; `all` is every rank but 0.  Event names come from
+    seed's experiments; `all` is every rank but 0, and so is `direct` (each
+    downloads from rank 0 itself, whatever the tree).  Event names come from
     experiments.formats.events; which ranks each wave reaches is decided here.
     """
     if strategy not in STRATEGIES:
@@ -191,7 +208,7 @@ def strategy_waves(tree: Tree, strategy: str) -> list[tuple[str, str]]:
     events = strategy_events(strategy)
     levels = tree.levels()
     leaves = compress_idset(levels[tree.depth])
-    if strategy == "all":
+    if strategy in ("all", "direct"):
         return [(events.distribute_event(), "all")]
     if strategy == "leaves":
         return [(events.distribute_event(), leaves)]
@@ -206,11 +223,22 @@ def strategy_waves(tree: Tree, strategy: str) -> list[tuple[str, str]]:
     raise AssertionError(f"strategy {strategy!r} has events but no waves in render.py")
 
 
+def check_ping_pads(sizes: list[int]) -> None:
+    """flux ping's --pad takes less than 2G; a UserError names a size it would refuse."""
+    for size in sizes:
+        if size > MAX_PING_PAD:
+            raise UserError(
+                f"size {format_size(size)} is too large for the ping experiment: "
+                "flux ping pads less than 2G"
+            )
+
+
 def _strategy_context(tree: Tree, strategy: str) -> dict[str, Any]:
     waves = strategy_waves(tree, strategy)  # refuses an unknown strategy
     events = strategy_events(strategy)
     return {
         "strategy": strategy,
+        "direct": strategy == "direct",
         "archive": f"kary-{strategy}",
         "create_event": events.create,
         "delete_event": events.delete,
@@ -231,17 +259,27 @@ def render_cell(
     options: RenderOptions | None = None,
     template_dir: Path | None = None,
     knobs: Knobs = NO_KNOBS,
+    experiment: str = "distribute",
 ) -> Rendered:
     """Render the MiniCluster and the benchmark entrypoint for one cell.
 
     `knobs` are the cell's Flux knobs; the entrypoint passes only those set,
-    so a cell without knobs runs Flux's defaults.
+    so a cell without knobs runs Flux's defaults.  `experiment` "ping" renders
+    the ping experiment instead of the strategies: `flux ping` from rank 0 to
+    every rank with an empty payload and with each of `sizes`.
     """
     options = options or RenderOptions()
+    if experiment not in EXPERIMENTS:
+        raise UserError(f"unknown experiment {experiment!r}: choose from {', '.join(EXPERIMENTS)}")
     if nodes < 2:
         raise UserError(f"a distribution needs at least 2 nodes, got {nodes}")
     if not sizes:
         raise UserError("no sizes to run")
+    pads: list[int] = []
+    if experiment == "ping":
+        check_ping_pads(sizes)
+        pads, strategies = [0, *sizes], []
+    direct = "direct" in strategies
     dns1123_name(options.name)
     dns1123_name(options.namespace, "--namespace")
     image_ref(options.image)
@@ -271,6 +309,13 @@ def render_cell(
         "scratch": options.scratch,
         "extract_dir": options.extract_dir,
         "sleep_seconds": options.sleep_seconds,
+        "experiment": experiment,
+        "direct": direct,
+        "direct_port": DIRECT_PORT,
+        "ping_prefix": ping_event(""),
+        "ping_services": PING_SERVICES,
+        # The ping experiment's payloads: none (the seed's size 0), then each size.
+        "pads": [{"label": format_size(p) if p else "0", "bytes": p} for p in pads],
     }
     try:
         entrypoint = env.get_template(ENTRYPOINT_TEMPLATE).render(context)
@@ -287,6 +332,7 @@ def render_cell(
             entrypoint=entrypoint,
             entrypoint_dir=str(Path(entrypoint_path).parent),
             entrypoint_path=entrypoint_path,
+            direct_port=DIRECT_PORT if direct else None,
         )
     except jinja2.TemplateNotFound as err:
         raise UserError(f"template {err.name} not found in {folder}") from None
