@@ -1,11 +1,13 @@
 """Held-out check of the time model on local real-Flux sweeps: fit on small N, predict big N.
 
     .venv/bin/python benchmarks/model_holdout.py              # the stored sweeps
-    .venv/bin/python benchmarks/model_holdout.py --sweeps /work/data13 --fit-max 16
-    .venv/bin/python benchmarks/model_holdout.py --keep /work/data13   # refresh the stored copy
+    .venv/bin/python benchmarks/model_holdout.py --sweeps /work/data13/sweeps --fit-max 16
+    .venv/bin/python benchmarks/model_holdout.py --keep /work/data13/sweeps --keep-as pass-1
 
-The sweeps are benchmarks/model_sweeps.py's (`parsed-N` folders, one per node
-count, with its load.log).  Every sweep with N <= --fit-max is history; each
+The sweeps are benchmarks/model_sweeps.py's: a folder of `parsed-N` folders,
+one per node count, with its load.log; --sweeps is repeatable (by default every
+pass stored under benchmarks/results/model-sweeps/).  Every sweep with N <=
+--fit-max is history; each
 larger one is predicted from that history alone, as `kary plan --history`
 would (same environment matching, same interval), and compared with the sum
 of its cells' wall times from run.json.  Printed per held-out sweep:
@@ -16,8 +18,8 @@ model cannot know how much).  Then the same for every sweep left out in turn
 (`kary model check` over all of them).
 
 --keep copies the parsed tables (events, runs, parse.json) and the load
-samples of each sweep under benchmarks/results/model-sweeps/, small enough to
-keep in the repository.
+samples of each sweep under benchmarks/results/model-sweeps/NAME/, small
+enough to keep in the repository.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ sys.path.insert(0, str(REPO))
 
 import pandas as pd  # noqa: E402
 
-from experiments.estimate.history import Sweep, load_sweep  # noqa: E402
+from experiments.estimate.history import load_sweep  # noqa: E402
 from experiments.estimate.model_check import (  # noqa: E402
     CheckRow,
     check_sweeps,
@@ -43,6 +45,7 @@ from experiments.estimate.model_check import (  # noqa: E402
 
 STORED = REPO / "benchmarks" / "results" / "model-sweeps"
 KEPT_FILES = ("topologies-events.csv", "runs.csv", "parse.json")
+LOAD_COLUMNS = ["time", "load1", "load5", "load15"]
 
 
 def _nodes(folder: Path) -> int:
@@ -68,67 +71,80 @@ def _load_during(folder: Path, loads: pd.DataFrame) -> str:
 
 
 def _read_loads(root: Path) -> pd.DataFrame:
+    """The load samples: model_sweeps.py's load.log, or the stored load.csv."""
+    if (root / "load.csv").is_file():
+        return pd.read_csv(root / "load.csv")
     path = root / "load.log"
     if not path.is_file():
-        return pd.DataFrame(columns=["time", "load1", "load5", "load15"])
-    return pd.read_csv(path, sep=" ", names=["time", "load1", "load5", "load15"])
+        return pd.DataFrame(columns=LOAD_COLUMNS)
+    return pd.read_csv(path, sep=" ", names=LOAD_COLUMNS)
 
 
-def _row(row: CheckRow, load: str) -> str:
+def _row(name: str, row: CheckRow, load: str) -> str:
     predicted = f"{row.predicted:.0f} s ({row.low:.0f} - {row.high:.0f})"
     return (
-        f"{Path(row.sweep).name:<11} {row.cells:>5}  {predicted:<22} {row.actual:>6.0f} s  "
+        f"{name:<18} {row.cells:>5}  {predicted:<22} {row.actual:>6.0f} s  "
         f"{row.error:>+5.0%}  {'yes' if row.inside else 'NO':<6} x{row.width:<5.2f} {load:<9} "
         + "; ".join(row.extrapolated)
     )
 
 
 HEADER = (
-    f"{'sweep':<11} {'cells':>5}  {'predicted (low - high)':<22} {'actual':>8}  "
+    f"{'sweep':<18} {'cells':>5}  {'predicted (low - high)':<22} {'actual':>8}  "
     f"{'error':>5}  {'inside':<6} {'width':<6} {'load':<9} extrapolated"
 )
 
 
-def keep(root: Path) -> None:
+def keep(root: Path, name: str) -> None:
     """Copy the small parsed tables and the load samples into the repository."""
-    STORED.mkdir(parents=True, exist_ok=True)
+    stored = STORED / name
+    stored.mkdir(parents=True, exist_ok=True)
     for folder in _sweep_dirs(root):
-        target = STORED / folder.name
+        target = stored / folder.name
         target.mkdir(exist_ok=True)
-        for name in KEPT_FILES:
-            shutil.copyfile(folder / name, target / name)
-    if (root / "load.log").is_file():
-        shutil.copyfile(root / "load.log", STORED / "load.log")
-    print(f"kept {len(_sweep_dirs(root))} sweeps in {STORED}")
+        for kept in KEPT_FILES:
+            shutil.copyfile(folder / kept, target / kept)
+    _read_loads(root).to_csv(stored / "load.csv", index=False)
+    print(f"kept {len(_sweep_dirs(root))} sweeps in {stored}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sweeps", type=Path, default=STORED, help="folder of parsed-N sweeps")
+    parser.add_argument(
+        "--sweeps", type=Path, action="append", help="folder of parsed-N sweeps (repeatable)"
+    )
     parser.add_argument("--fit-max", type=int, default=16, help="history: sweeps with N <= this")
     parser.add_argument("--keep", type=Path, help="copy this folder's sweeps into the repo")
+    parser.add_argument("--keep-as", default="pass-1", help="name of the stored copy")
     args = parser.parse_args(argv)
     if args.keep:
-        keep(args.keep)
+        keep(args.keep, args.keep_as)
         return 0
-    dirs = _sweep_dirs(args.sweeps)
-    if not dirs:
-        print(f"no parsed-N sweeps in {args.sweeps}", file=sys.stderr)
+    roots = args.sweeps or sorted(p for p in STORED.iterdir() if p.is_dir())
+    named: list[tuple[str, Path, pd.DataFrame]] = []
+    for root in roots:
+        loads = _read_loads(root)
+        named += [(f"{root.name}/{d.name}", d, loads) for d in _sweep_dirs(root)]
+    if not named:
+        print(f"no parsed-N sweeps in {', '.join(map(str, roots))}", file=sys.stderr)
         return 2
-    loads = _read_loads(args.sweeps)
-    sweeps: dict[Path, Sweep] = {d: load_sweep(d) for d in dirs}
-    history = [s for d, s in sweeps.items() if _nodes(d) <= args.fit_max]
-    held = [(d, s) for d, s in sweeps.items() if _nodes(d) > args.fit_max]
-    fitted_on = ", ".join(str(_nodes(d)) for d in dirs if _nodes(d) <= args.fit_max)
-    print(f"fit on N = {fitted_on}; predicted, not seen by the fit:")
+    sweeps = [load_sweep(folder) for _, folder, _ in named]
+    small = [_nodes(folder) <= args.fit_max for _, folder, _ in named]
+    history = [s for s, fit in zip(sweeps, small, strict=True) if fit]
+    fitted_on = sorted({_nodes(f) for (_, f, _), fit in zip(named, small, strict=True) if fit})
+    print(
+        f"fit on {len(history)} sweeps with N = {', '.join(map(str, fitted_on))}; "
+        "predicted, not seen by the fit:"
+    )
     print(HEADER)
-    for folder, sweep in held:
-        print(_row(predict_sweep(sweep, history), _load_during(folder, loads)))
+    for (name, folder, loads), sweep, fit in zip(named, sweeps, small, strict=True):
+        if not fit:
+            print(_row(name, predict_sweep(sweep, history), _load_during(folder, loads)))
     print("\nevery sweep left out in turn (kary model check):")
     print(HEADER)
-    rows = check_sweeps(list(sweeps.values()))
-    for folder, row in zip(dirs, rows, strict=True):
-        print(_row(row, _load_during(folder, loads)))
+    rows = check_sweeps(sweeps)
+    for (name, folder, loads), row in zip(named, rows, strict=True):
+        print(_row(name, row, _load_during(folder, loads)))
     print(summary(rows))
     return 0
 

@@ -52,7 +52,7 @@ PART_PARAMETERS = {
     ),
     "verify": ("verify_s_per_gb", "verify_s_per_gb_per_rank", "verify_s"),
     "delete": ("delete_s",),
-    "clean": ("clean_s_per_gb", "clean_s"),
+    "clean": ("clean_s_per_gb", "clean_s_per_rank", "clean_s"),
 }
 assert sorted(p for ps in PART_PARAMETERS.values() for p in ps) == sorted(FITTED_PARAMETERS)
 

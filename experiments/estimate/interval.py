@@ -75,6 +75,7 @@ PARAMETER_WORDS = {
     "delete_s": "archive delete",
     "clean_s": "clean, fixed",
     "clean_s_per_gb": "clean per GB",
+    "clean_s_per_rank": "clean per rank",
     "generate_s_per_gb": "blob generation per GB",
     "run_overhead_s": "start-up per cell",
     "broker_start_s": "start-up per broker",

@@ -30,6 +30,7 @@ FITTED_PARAMETERS = (
     "delete_s",
     "clean_s",
     "clean_s_per_gb",
+    "clean_s_per_rank",
     "generate_s_per_gb",
     "run_overhead_s",
     "broker_start_s",
@@ -57,6 +58,8 @@ class TimeModel(BaseModel):
     delete_s: float
     clean_s_per_gb: float
     clean_s: float
+    # The clean-up is a `flux exec -r all -x 0 rm ...`: a process on every rank.
+    clean_s_per_rank: float = 0.0
     generate_s_per_gb: float
     run_overhead_s: float
     image_pull_s: float

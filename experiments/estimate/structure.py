@@ -134,7 +134,12 @@ def cell_steps(cell: Cell, verify: bool, generate: bool = True) -> list[Step]:
                     }
                     steps.append(Step("verify", VERIFY_PREFIX + event, size, features))
             steps.append(Step("delete", events.delete, size, {"delete_s": 1.0}))
-            steps.append(Step("clean", events.clean, size, {"clean_s": 1.0, "clean_s_per_gb": gb}))
+            clean = {
+                "clean_s": 1.0,
+                "clean_s_per_gb": gb,
+                "clean_s_per_rank": float(cell.nodes - 1),
+            }
+            steps.append(Step("clean", events.clean, size, clean))
     return steps
 
 
