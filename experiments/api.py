@@ -71,6 +71,7 @@ class Sweep:
     max_size_gb: int | None = None
     iterations: int = 1
     strategies: Sequence[str] = ("all",)
+    experiment: str = "distribute"  # or "ping": flux ping per rank and size, no strategies
     designs: Path | None = None
     data_dir: Path = Path("data/raw")
     name: str = "flux-sample"
@@ -305,6 +306,7 @@ def plan(sweep: Sweep) -> PlannedSweep:
         min_size_gb=sweep.min_size_gb,
         max_size_gb=sweep.max_size_gb,
         strategies=_strategies(sweep.strategies),
+        experiment=sweep.experiment,
         data_dir=sweep.data_dir,
         name=sweep.name,
         backend=backend,

@@ -28,6 +28,7 @@ def render(
     out: Annotated[Path, typer.Option("--out", help="Folder to write the two files into.")],
     sizes: o.Sizes = None,
     strategies: o.Strategy = None,
+    experiment: o.Experiment = D.experiment,
     iteration: Annotated[
         int, typer.Option("--iteration", help="Iteration number (for the cell id).")
     ] = 0,
@@ -63,8 +64,9 @@ def render(
     )
     cell_id = Cell(nodes, topo, iteration, (), (), knobs).id
     rendered = render_cell(
-        nodes, topo, parse_sizes(sizes or "1G"), chosen, cell_id, options, template, knobs
-    )
+        nodes, topo, parse_sizes(sizes or "1G"), chosen, cell_id, options, template, knobs,
+        experiment,
+    )  # fmt: skip
     for path in rendered.write(out):
         typer.echo(f"wrote {path}")
     typer.echo(f"template hash {rendered.template_hash}")

@@ -36,6 +36,7 @@ def plan(
     designs: o.Data = D.designs, exact_nodes: o.ExactNodes = None, max_nodes: o.MaxNodes = None,
     min_size_gb: o.MinSize = None, max_size_gb: o.MaxSize = None, sizes: o.Sizes = None,
     topos: o.Topo = None, iterations: o.Iters = D.iterations, strategies: o.Strategy = None,
+    experiment: o.Experiment = D.experiment,
     data_dir: o.DataDir = D.data_dir, name: o.Name = D.name, backend: o.Backend = None,
     cluster: o.Cluster = None, history: o.History = None, template: o.Template = None,
     image: o.Image = D.image, verify: o.Verify = None, chunksize: o.Chunksize = None,
@@ -64,6 +65,7 @@ def run(
     designs: o.Data = D.designs, exact_nodes: o.ExactNodes = None, max_nodes: o.MaxNodes = None,
     min_size_gb: o.MinSize = None, max_size_gb: o.MaxSize = None, sizes: o.Sizes = None,
     topos: o.Topo = None, iterations: o.Iters = D.iterations, strategies: o.Strategy = None,
+    experiment: o.Experiment = D.experiment,
     data_dir: o.DataDir = D.data_dir, name: o.Name = D.name, backend: o.Backend = None,
     cluster: o.Cluster = None, history: o.History = None, template: o.Template = None,
     image: o.Image = D.image, verify: o.Verify = None, chunksize: o.Chunksize = None,
@@ -94,6 +96,8 @@ def run(
         kary run --exact-nodes 6 --iters 3 --cluster clusters/eks-6.yaml --yes
         kary run --exact-nodes 5 --sizes 2M --emulator-fault corrupt:3
         kary run study.yaml --iters 3
+        kary run --exact-nodes 8 --topo kary:2 --strategy all,direct
+        kary run --experiment ping --exact-nodes 8 --topo kary:2 --sizes 1M
     """
     planned = api.plan(o.sweep_from_flags(locals(), ctx))
     if dry_run:

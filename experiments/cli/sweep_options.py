@@ -50,7 +50,19 @@ Iters = Annotated[int, typer.Option("--iters", help="Iterations per design.")]
 Strategy = Annotated[
     list[str] | None,
     typer.Option(
-        "--strategy", metavar="<strategy>", help="all, leaves, middle (repeatable or comma list)."
+        "--strategy",
+        metavar="<strategy>",
+        help="all, leaves, middle, or direct (HTTP from rank 0, no tree); repeatable or a "
+        "comma list.",
+    ),
+]
+Experiment = Annotated[
+    str,
+    typer.Option(
+        "--experiment",
+        metavar="<experiment>",
+        help="distribute (the strategies), or ping: flux ping from rank 0 to every rank, "
+        "broker and kvs, with no payload and with each size as --pad (the seed's ping variant).",
     ),
 ]
 DataDir = Annotated[Path, typer.Option("--data-dir", help="Raw tree to write cells into.")]

@@ -14,6 +14,8 @@ What it does, as flux-core's broker does for the commands kary uses:
 - `getattr`, `overlay`, `stats`, `reload`, `dropcache`: broker attributes,
   the overlay text, content-cache statistics, a content-module reload, and
   dropping the cache (`flux content dropcache`).
+- `ping` (`flux ping`): routed to its rank through the brokers between, down
+  the tree as well as up (emulator/routing.py), and answered there.
 
 Replies to a child broker go through this node's `Egress` (shared bandwidth,
 latency); the request up to the parent waits `latency` too.
@@ -35,8 +37,11 @@ from typing import Any
 
 from experiments.emulator.content import BACKING_MODULE, ContentCache, Egress
 from experiments.emulator.cpu import CpuCosts, burn
+from experiments.emulator.kvs import Kvs
 from experiments.emulator.rexec import exec_cwd, exec_env, run_command
+from experiments.emulator.routing import Router
 from experiments.emulator.wire import (
+    BrokerError,
     WireError,
     async_read_frame,
     encode_frame,
@@ -50,14 +55,6 @@ __all__ = ["BrokerConfig", "BrokerError", "run_broker"]
 
 _STREAM_LIMIT = 4 << 20
 _CONNECT_TIMEOUT = 60.0
-
-
-class BrokerError(Exception):
-    """A request that fails: errno and message travel back to the caller."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.errno = code
 
 
 @dataclass
@@ -94,8 +91,7 @@ class Broker:
         self.rank = config.rank
         self.cache = ContentCache(config.purge_target_size)
         self.egress = Egress(config.bandwidth, config.latency)
-        self.kvs: dict[str, Any] = {}
-        self._kvs_waiters: dict[str, list[asyncio.Future[Any]]] = {}
+        self.kvs = Kvs()  # rank 0's; the others forward to it
         self._inflight: dict[str, asyncio.Future[bytes]] = {}
         self._pending: dict[int, asyncio.Future[tuple[dict[str, Any], bytes]]] = {}
         self._ids = itertools.count(1)
@@ -104,6 +100,10 @@ class Broker:
         self._local_loads = 0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._store_dir = os.path.join(config.root, "content")
+        from experiments.model.topology import build_tree
+
+        parents = build_tree(config.topo, config.size).parents
+        self.router = Router(self.rank, config.parent, parents, self.egress, self._upstream)
 
     # ---- lifecycle -------------------------------------------------------
 
@@ -146,6 +146,9 @@ class Broker:
         try:
             while True:
                 header, payload = await async_read_frame(reader)
+                if header.get("down"):  # a request the parent routes down to us
+                    self._spawn(self._answer_parent(header, payload))
+                    continue
                 fut = self._pending.pop(header.get("id", -1), None)
                 if fut is not None and not fut.done():
                     fut.set_result((header, payload))
@@ -180,6 +183,16 @@ class Broker:
         if not reply.get("ok"):
             raise BrokerError(reply.get("errno", errno.EIO), reply.get("error", "error"))
         return reply, data
+
+    async def _answer_parent(self, header: dict[str, Any], payload: bytes) -> None:
+        reply, data = await self.router.answer_parent(header, payload)
+        if self.config.latency:  # the way up, as for our own requests
+            await asyncio.sleep(self.config.latency)
+        writer = self._up_writer
+        if writer is not None and not writer.is_closing():
+            writer.write(encode_frame(reply, data))
+            with contextlib.suppress(ConnectionError):
+                await writer.drain()
 
     # ---- content ----------------------------------------------------------
 
@@ -223,11 +236,7 @@ class Broker:
 
     def _collect_garbage(self) -> None:
         """Drop backing-store blobs that no archive refers to any more (rank 0)."""
-        live: set[str] = set()
-        for key, value in self.kvs.items():
-            if key.startswith("archive.") and isinstance(value, dict):
-                for entry in value.get("files", []):
-                    live.update(entry.get("blobrefs", []))
+        live = self.kvs.blobrefs()
         for name in os.listdir(self._store_dir):
             if name not in live and not name.endswith(".tmp"):
                 with contextlib.suppress(FileNotFoundError):
@@ -239,31 +248,19 @@ class Broker:
         if self.rank != 0:
             reply, _ = await self._upstream({"op": "kvs.get", "key": key, "wait": wait})
             return reply["value"]
-        if key in self.kvs:
-            return self.kvs[key]
-        if not wait:
-            raise BrokerError(errno.ENOENT, f"{key}: No such file or directory")
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._kvs_waiters.setdefault(key, []).append(fut)
-        return await fut
+        return await self.kvs.get(key, wait)
 
     async def kvs_put(self, key: str, value: Any, exclusive: bool) -> None:
         if self.rank != 0:
             await self._upstream({"op": "kvs.put", "key": key, "value": value, "excl": exclusive})
             return
-        if exclusive and key in self.kvs:
-            raise BrokerError(errno.EEXIST, f"{key}: File exists")
-        self.kvs[key] = value
-        for fut in self._kvs_waiters.pop(key, []):
-            if not fut.done():
-                fut.set_result(value)
+        self.kvs.put(key, value, exclusive)
 
     async def kvs_unlink(self, key: str) -> None:
         if self.rank != 0:
             await self._upstream({"op": "kvs.unlink", "key": key})
             return
-        if self.kvs.pop(key, None) is None:
-            raise BrokerError(errno.ENOENT, f"{key}: No such file or directory")
+        self.kvs.unlink(key)
         self._collect_garbage()
 
     # ---- requests ---------------------------------------------------------
@@ -277,6 +274,10 @@ class Broker:
                 header, payload = await async_read_frame(reader)
                 if header.get("op") == "hello":
                     conn.child = int(header["rank"])
+                    self.router.down.attach(conn.child, writer)
+                    continue
+                if header.get("down"):  # a child's reply to a request we routed down
+                    self.router.down.answer(header, payload)
                     continue
                 task = self._spawn(self._dispatch(conn, header, payload))
                 tasks.add(task)
@@ -287,6 +288,8 @@ class Broker:
             # A client that went away takes its requests (and exec'd processes) along.
             for task in list(tasks):
                 task.cancel()
+            if conn.child is not None:
+                self.router.down.detach(conn.child)
             writer.close()
 
     async def _reply(self, conn: _Conn, header: dict[str, Any], payload: bytes = b"") -> None:
@@ -362,7 +365,7 @@ class Broker:
             tree = build_tree(self.config.topo, self.config.size)
             return {"text": render_overlay(tree, name=self.config.name)}, b""
         if op == "ping":
-            return {"rank": self.rank}, b""
+            return await self.router.ping(header, payload, from_client=conn.child is None)
         raise BrokerError(errno.ENOSYS, f"unknown request {op!r}")
 
     def _getattr(self, name: str) -> str:

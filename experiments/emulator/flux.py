@@ -4,6 +4,7 @@
     flux overlay status                      flux module reload|stats content ...
     flux getattr NAME                        flux version
     flux module stats [--parse KEY] content  flux content dropcache
+    flux ping [-r RANK] [-p PAD] [-c N] TARGET   flux python ARGS...
 
 Messages and exit codes follow flux-core: errors go to stderr as
 `flux-<cmd>: ...` with exit 1; `flux exec` prints `[ranks]: Exit N` for ranks
@@ -260,6 +261,19 @@ def _exec(argv: list[str]) -> int:
     return flux_exec(argv)
 
 
+def _ping(argv: list[str]) -> int:
+    from experiments.emulator.flux_ping import flux_ping
+
+    return flux_ping(argv)
+
+
+def python(argv: list[str]) -> int:
+    """`flux python`: the interpreter Flux was built with; here, the emulator's own."""
+    sys.stdout.flush()
+    os.execv(sys.executable, [sys.executable, *argv])
+    return 127  # not reached: exec replaced this process
+
+
 _COMMANDS = {
     "archive": _archive,
     "exec": _exec,
@@ -268,6 +282,8 @@ _COMMANDS = {
     "content": content,
     "getattr": getattr_,
     "version": version,
+    "ping": _ping,
+    "python": python,
 }
 
 

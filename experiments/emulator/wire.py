@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # typing costs an import too; mypy reads this block
 __all__ = [
     "MAX_HEADER",
     "PREFIX_SIZE",
+    "BrokerError",
     "WireError",
     "async_read_frame",
     "connect",
@@ -48,6 +49,14 @@ URI_SCHEME = "local://"
 
 class WireError(Exception):
     """A peer went away or sent something that is not a frame."""
+
+
+class BrokerError(Exception):
+    """A request that fails: errno and message travel back to the caller in its reply."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.errno = code
 
 
 def uri_for(root: str, rank: int) -> str:

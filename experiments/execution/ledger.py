@@ -9,6 +9,8 @@ about the raw tree, read here from each cell's run.json:
 - `running`, `interrupted` or no record: runs (again).
 
 `force` runs every cell again; the runner keeps the old results aside.
+A cell recorded by another experiment (a ping cell where a distribution was
+planned, or the other way round) is a UserError: one raw tree, one experiment.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments.formats.run_record import read_record
+from experiments.errors import UserError
+from experiments.formats.run_record import RunRecord, read_record
 from experiments.model.plan import Cell
 
 __all__ = ["Ledger", "read_ledger"]
@@ -41,6 +44,8 @@ def read_ledger(
     failed: list[Cell] = []
     for cell in cells:
         record = None if force else read_record(cell.raw_dir(data_dir))
+        if record is not None:
+            _same_experiment(cell, record, data_dir)
         state = record.state if record is not None else "pending"
         if state == "succeeded":
             done.append(cell)
@@ -49,3 +54,13 @@ def read_ledger(
         else:
             to_run.append(cell)
     return Ledger(to_run=to_run, done=done, failed=failed)
+
+
+def _same_experiment(cell: Cell, record: RunRecord, data_dir: Path) -> None:
+    """A cell's directory may hold only its own experiment's results (run.json's `experiment`)."""
+    recorded = getattr(record, "experiment", None) or "distribute"
+    if recorded != cell.experiment:
+        raise UserError(
+            f"{data_dir}/{cell.id} holds a {recorded} run, and this plan runs {cell.experiment}: "
+            "use another --data-dir for it"
+        )

@@ -158,6 +158,7 @@ class _Runner:
             self.render,
             self.template_dir,
             knobs=cell.knobs,
+            experiment=cell.experiment,
         )
         timeout = self.timeouts[index]
         _set_aside(cell_dir, self.replaced_root, cell)

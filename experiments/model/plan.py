@@ -21,15 +21,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from experiments.errors import UserError
 from experiments.formats.cell_layout import NO_KNOBS, Knobs, cell_dir, cell_id, topology_dirname
+from experiments.formats.events import EXPERIMENTS
 from experiments.model.axes import knobs_of, points
 from experiments.model.cell_filter import CellFilter
 from experiments.model.designs import Design, load_designs
-from experiments.model.render import STRATEGIES, strategy_waves
+from experiments.model.render import STRATEGIES, check_ping_pads, strategy_waves
 from experiments.model.topology import build_tree, parse_topology
 from experiments.model.validate import dns1123_name, node_count
 
 __all__ = [
     "DEFAULT_SIZES",
+    "PING_SIZES",
     "Cell",
     "ExperimentSpec",
     "Plan",
@@ -44,12 +46,20 @@ DEFAULT_SIZES: dict[str, list[int]] = {
     "flux": [16 * MIB, 64 * MIB],
     "kubernetes": [g * GIB for g in range(1, 11)],
 }
+# The ping experiment's payloads (flux ping --pad; every cell pings with none
+# too): the seed pinged 200M to 1000M on its clusters.
+PING_SIZES: dict[str, list[int]] = {
+    "local": [MIB, 16 * MIB],
+    "flux": [MIB, 16 * MIB],
+    "kubernetes": [m * MIB for m in range(200, 1001, 200)],
+}
 
 
 @dataclass(frozen=True)
 class Cell:
     """One run: a MiniCluster of `nodes` brokers under `topo` with Flux `knobs`, iteration
-    `iteration`."""
+    `iteration`.  `experiment` "ping" pings every rank (per size) instead of
+    distributing; such a cell has no strategies."""
 
     nodes: int
     topo: str
@@ -57,6 +67,7 @@ class Cell:
     sizes: tuple[int, ...]
     strategies: tuple[str, ...]
     knobs: Knobs = NO_KNOBS
+    experiment: str = "distribute"
 
     @property
     def topo_dir(self) -> str:
@@ -85,6 +96,7 @@ class ExperimentSpec(BaseModel):
     min_size_gb: int | None = Field(default=None, ge=1)
     max_size_gb: int | None = Field(default=None, ge=1)
     strategies: list[str] = Field(default_factory=lambda: ["all"])
+    experiment: str = "distribute"
     data_dir: Path = Path("data/raw")
     name: str = "flux-sample"
     backend: str = "local"
@@ -114,7 +126,18 @@ class ExperimentSpec(BaseModel):
             raise UserError("--strategy: give each strategy once")
         return value
 
+    @field_validator("experiment")
+    @classmethod
+    def _known_experiment(cls, value: str) -> str:
+        if value not in EXPERIMENTS:
+            raise UserError(f"unknown experiment {value!r}: choose from {', '.join(EXPERIMENTS)}")
+        return value
+
     def resolved_sizes(self) -> list[int]:
+        if self.experiment == "ping":
+            sizes = self.sizes or PING_SIZES.get(self.backend, PING_SIZES["kubernetes"])
+            check_ping_pads(list(sizes))
+            return list(sizes)
         if self.sizes:
             return list(self.sizes)
         if self.min_size_gb is not None or self.max_size_gb is not None:
@@ -152,6 +175,7 @@ class Plan:
         its knobs, and the sweep file it was planned from."""
         return {
             **cell.knobs.values(),
+            **({"experiment": cell.experiment} if cell.experiment != "distribute" else {}),
             "sweep_file": self.spec.sweep_file,
             "sweep_sha256": self.spec.sweep_sha256,
         }
@@ -231,14 +255,18 @@ def plan_experiment(spec: ExperimentSpec) -> Plan:
     """Every cell of the spec, in run order; refuses a spec that cannot run."""
     dns1123_name(spec.name)
     designs = _points(spec)
+    # A ping cell distributes nothing: it runs no strategy.
+    strategies = [] if spec.experiment == "ping" else spec.strategies
     for design in dict.fromkeys(design for design, _ in designs):
-        _check_runnable(design, spec.strategies)
+        _check_runnable(design, strategies)
     sizes = spec.resolved_sizes()
     rng = random.Random(spec.seed)
     cells: list[Cell] = []
     for iteration in range(spec.iters):
         batch = [
-            Cell(d.nodes, d.topo, iteration, tuple(sizes), tuple(spec.strategies), knobs)
+            Cell(
+                d.nodes, d.topo, iteration, tuple(sizes), tuple(strategies), knobs, spec.experiment
+            )
             for d, knobs in designs
         ]
         # A fresh topology order per iteration keeps drift (warm caches, noisy
