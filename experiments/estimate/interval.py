@@ -38,7 +38,7 @@ from experiments.estimate.coverage import (
     reach,
 )
 from experiments.estimate.parameters import TimeModel
-from experiments.estimate.structure import PARTS, CellTime, Step, cell_steps, step_seconds
+from experiments.estimate.structure import PARTS, PING, CellTime, Step, cell_steps, step_seconds
 from experiments.model.plan import Cell
 from experiments.model.topology import build_tree
 
@@ -228,7 +228,8 @@ def _estimate_cell(
         "nodes": (parts["distribute"] + parts["verify"] + parts["overhead"]) / point,
         "shape": parts["distribute"] / point,
     }
-    beyond = reach(coverage, cell.nodes, cell.sizes, tree.max_fanout, tree.depth, exposed)
+    sizes = () if cell.experiment == PING else cell.sizes  # a ping's pads move no blob
+    beyond = reach(coverage, cell.nodes, sizes, tree.max_fanout, tree.depth, exposed)
     uninformed: dict[str, float] = {}
     for candidate in candidates:
         for name, value in _uninformed_seconds(steps, candidate).items():

@@ -32,6 +32,8 @@ __all__ = ["PARTS", "CellTime", "Step", "cell_steps", "predict_cell", "step_seco
 # The parts of a cell's time, in the order a plan shows them.
 PARTS = ("overhead", "generate", "create", "distribute", "verify", "delete", "clean")
 OVERHEAD = "overhead"
+PING = "ping"  # Cell.experiment of a cell that pings instead of distributing
+DIRECT = "direct"  # the strategy where each rank downloads from rank 0 over HTTP
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ def _target_count(targets: str, nodes: int) -> int:
 def cell_steps(cell: Cell, verify: bool, generate: bool = True) -> list[Step]:
     """Every step of `cell`, the overhead first, in the order the template runs them."""
     tree = build_tree(cell.topo, cell.nodes)
-    fanout, depth = tree.max_fanout, tree.depth
+    tree_fanout, tree_depth = tree.max_fanout, tree.depth
     distributions = len(cell.sizes) * len(cell.strategies)
     steps = [
         Step(
@@ -97,6 +99,10 @@ def cell_steps(cell: Cell, verify: bool, generate: bool = True) -> list[Step]:
             },
         )
     ]
+    if cell.experiment == PING:
+        # flux ping per rank and pad: a few milliseconds each, no blob; the
+        # start-up is the cell's time.
+        return steps
     for size in cell.sizes:
         gb = size / GIB
         if generate:
@@ -106,6 +112,8 @@ def cell_steps(cell: Cell, verify: bool, generate: bool = True) -> list[Step]:
             steps.append(
                 Step("create", events.create, size, {"create_s": 1.0, "create_s_per_gb": gb})
             )
+            # `direct`: every rank downloads from rank 0 itself, as a flat tree would.
+            fanout, depth = (cell.nodes - 1, 1) if strategy == DIRECT else (tree_fanout, tree_depth)
             for event, targets in strategy_waves(tree, strategy):
                 ranks = _reached(tree, targets)
                 steps.append(

@@ -79,3 +79,11 @@ def test_a_wave_to_the_leaves_costs_the_relays_above_them() -> None:
     assert wave.ranks == 4
     (verify,) = [s for s in cell_steps(cell, verify=True) if s.part == "verify"]
     assert verify.features["verify_s_per_gb_per_rank"] == pytest.approx(64 / 1024)  # one target
+
+
+def test_a_ping_cell_is_its_start_up_and_direct_is_flat_whatever_the_tree() -> None:
+    ping = Cell(8, "kary:2", 0, (MIB,), (), experiment="ping")
+    assert [s.part for s in cell_steps(ping, verify=True)] == ["overhead"]
+    direct = Cell(8, "kary:1", 0, (64 * MIB,), ("direct",))
+    (wave,) = [s for s in cell_steps(direct, verify=True) if s.part == "distribute"]
+    assert (wave.fanout, wave.depth) == (7, 1)
