@@ -122,9 +122,9 @@ def _parse_steps(result: CellResult, log: LogText) -> dict[str, Any]:
     if has_kary_lines(log.text):
         kary = parse_kary(log)
         result.log_format = "kary"
-        result.steps, notes = kary.steps, kary.notes
+        result.steps, result.pings, notes = kary.steps, kary.pings, kary.notes
         result.complete = kary.done is not None
-        if "EVENT flux-ping-" in log.text:
+        if not result.pings and "EVENT flux-ping-" in log.text:
             result.pings = parse_legacy(log).pings
         meta = kary.cell
     else:

@@ -4,6 +4,10 @@ kary's template keeps the legacy `EVENT` lines too. A step announced by an
 EVENT line that never got its KARY line was cut short (timeout, a killed pod):
 it is a failed step, not a missing one. A distribution whose verify step
 failed is failed too (analysis.verify).
+
+The ping experiment's lines (`{"event": "flux-ping-broker", "rank": 3,
+"ms": 0.41, "hops": 6, ...}`) become pings, not steps: `ms` is the round trip
+flux ping reported, `hops` the length of its route.
 """
 
 from __future__ import annotations
@@ -12,17 +16,25 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.legacy import first_error
+from analysis.legacy import first_error, ping_error
 from analysis.logtext import LogText
-from analysis.model import FAILED, OK, ProblemKind, Step, few
+from analysis.model import FAILED, OK, PingStep, ProblemKind, Step, few
 from analysis.verify import fail_unverified, verify_detail
 from experiments.formats.cell_layout import format_size, size_from_label
-from experiments.formats.events import VERIFY_PREFIX, split_event_label, strategy_of
+from experiments.formats.events import (
+    VERIFY_PREFIX,
+    ping_service,
+    ping_step_name,
+    split_event_label,
+    strategy_of,
+)
 from experiments.formats.kary_line import KARY_JSON, load_record, step_problem
 
 __all__ = ["KaryLog", "parse_kary"]
 
 _LINE = re.compile(rf"^(?:{KARY_JSON}|EVENT[ \t]+(?P<event>\S+))[ \t]*$", re.M)
+# The EVENT line of one ping: `flux-ping-broker-size-16M-rank-3`.
+_PING_EVENT = re.compile(r"^flux-ping-(?P<service>\w+)-size-(?P<size>[^-\s]+)-rank-(?P<rank>\d+)$")
 
 
 @dataclass
@@ -30,6 +42,7 @@ class KaryLog:
     """Steps, meta lines and problems of one kary-format log."""
 
     steps: list[Step] = field(default_factory=list)
+    pings: list[PingStep] = field(default_factory=list)
     cell: dict[str, Any] = field(default_factory=dict)
     done: dict[str, Any] | None = None
     notes: list[tuple[ProblemKind, str]] = field(default_factory=list)
@@ -50,7 +63,7 @@ def parse_kary(log: LogText) -> KaryLog:
         announced = match.group("event")
         if announced is not None:
             if pending is not None:
-                _add_unfinished(out.steps, seen, pending[0], "no KARY result line for this step")
+                _add_unfinished(out, seen, pending[0], "no KARY result line for this step")
             pending = (announced, match.end())
             continue
         record = load_record(match.group("json"))
@@ -62,6 +75,21 @@ def parse_kary(log: LogText) -> KaryLog:
                 out.cell = record
             elif record["meta"] == "done":
                 out.done = record
+            continue
+        service = ping_service(str(record.get("event")))
+        if service is not None:
+            name = _ping_name(record, service)
+            block = ""
+            if pending is not None and pending[0] == name:
+                block, pending = text[pending[1] : match.start()], None
+            ping = _ping(record, service, block)
+            if ping is None:
+                bad_lines += 1
+            elif (name, "") in seen:
+                duplicates.append(name)
+            else:
+                seen.add((name, ""))
+                out.pings.append(ping)
             continue
         step = _step(record)
         if step is None:
@@ -87,7 +115,7 @@ def parse_kary(log: LogText) -> KaryLog:
             verify_details[key] = verify_detail(block, step.reason)
         out.steps.append(step)
     if pending is not None:
-        _add_unfinished(out.steps, seen, pending[0], "log ends inside this step (truncated)")
+        _add_unfinished(out, seen, pending[0], "log ends inside this step (truncated)")
     if bad_lines:
         out.notes.append(("partial", f"{bad_lines} malformed KARY line(s) ignored"))
     if duplicates:
@@ -98,6 +126,7 @@ def parse_kary(log: LogText) -> KaryLog:
         out.notes.append(("partial", "no KARY done line: the run was cut short (truncated log)"))
     else:
         failed = sum(1 for s in out.steps if s.status == FAILED)
+        failed += sum(1 for p in out.pings if p.status == FAILED)
         claimed = out.done.get("failed_steps")
         if isinstance(claimed, int) and claimed != failed:
             out.notes.append(
@@ -126,9 +155,50 @@ def _step(record: dict[str, Any]) -> Step | None:
     return Step(event, label, size, float(record["seconds"]), OK, "")
 
 
-def _add_unfinished(steps: list[Step], seen: set[tuple[str, str]], name: str, reason: str) -> None:
+def _ping_name(record: dict[str, Any], service: str) -> str:
+    """The EVENT name that announced a ping's KARY line."""
+    return ping_step_name(service, str(record.get("size")), _int(record.get("rank"), -1))
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _ping(record: dict[str, Any], service: str, block: str) -> PingStep | None:
+    """A ping from its KARY line (None when the line lacks its rank or size)."""
+    rank, pad = _int(record.get("rank"), -1), _int(record.get("size_bytes"), -1)
+    if rank < 0 or pad < 0:
+        return None
+    label = record.get("size")
+    if not isinstance(label, str) or not label:
+        label = format_size(pad) if pad else "0"
+    ms = record.get("ms")
+    reply = float(ms) if isinstance(ms, (int, float)) and not isinstance(ms, bool) else None
+    problem = step_problem(record)
+    if problem is not None or reply is None or not reply >= 0:
+        problem = problem or "no ping reply"
+        detail = ping_error(block) if block else ""
+        if detail and detail != "no ping reply":
+            problem = f"{problem}: {detail}"
+        return PingStep(service, rank, label, pad, None, None, FAILED, problem)
+    hops = _int(record.get("hops"), 0)
+    return PingStep(service, rank, label, pad, reply, hops if hops > 0 else None, OK, "")
+
+
+def _add_unfinished(out: KaryLog, seen: set[tuple[str, str]], name: str, reason: str) -> None:
+    ping = _PING_EVENT.match(name)
+    if ping is not None:
+        service = ping_service(f"flux-ping-{ping['service']}")
+        if service is not None and (name, "") not in seen:
+            seen.add((name, ""))
+            size = size_from_label(ping["size"]) or 0
+            reason = reason.replace("step", "ping")
+            out.pings.append(
+                PingStep(service, int(ping["rank"]), ping["size"], size, None, None, FAILED, reason)
+            )
+        return
     split = split_event_label(name)
     if split is None or strategy_of(split[0]) is None or split in seen:
         return
     seen.add(split)
-    steps.append(Step(split[0], split[1], size_from_label(split[1]) or 0, None, FAILED, reason))
+    out.steps.append(Step(split[0], split[1], size_from_label(split[1]) or 0, None, FAILED, reason))

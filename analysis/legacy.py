@@ -19,7 +19,7 @@ from analysis.model import FAILED, OK, PingStep, ProblemKind, Step, few, step_of
 from experiments.formats.cell_layout import size_from_label
 from experiments.formats.events import split_event_label, strategy_of
 
-__all__ = ["LegacyLog", "first_error", "parse_legacy", "parse_real"]
+__all__ = ["LegacyLog", "first_error", "parse_legacy", "parse_real", "ping_error"]
 
 # bash `time` (`real\t1m9.978s`), `time -p` (`real 69.97`) and `1h2m3.4s` forms.
 _TIME = r"real[ \t]+(?:(?P<h>[0-9]+)h)?(?:(?P<m>[0-9]+)m)?(?P<s>[0-9]+(?:[.,][0-9]+)?)s?"
@@ -201,7 +201,7 @@ def _ping_step(match: re.Match[str], block: str, truncated: bool) -> PingStep:
     reply = _PING_REPLY.search(block)
     pad = int(size) * 2**20
     if reply is None:
-        reason = "log ends inside this ping (truncated)" if truncated else _ping_error(block)
+        reason = "log ends inside this ping (truncated)" if truncated else ping_error(block)
         return PingStep(service, rank, size, pad, None, None, FAILED, reason)
     hops = len(reply.group("route").split("!"))
     return PingStep(
@@ -209,7 +209,8 @@ def _ping_step(match: re.Match[str], block: str, truncated: bool) -> PingStep:
     )
 
 
-def _ping_error(block: str) -> str:
+def ping_error(block: str) -> str:
+    """Why a ping failed: the first line of its output that is not its header or a broker's log."""
     for line in block.splitlines():
         line = line.strip()
         if line and not _PING_ECHO.match(line) and not re.match(_BROKER_LOG, line):

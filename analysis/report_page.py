@@ -20,6 +20,7 @@ import jinja2
 
 from analysis.compare import compare_parsed
 from analysis.output import Parsed, load_parsed
+from analysis.report_baselines import direct_table, ping_tables
 from analysis.report_facts import Facts, collect_facts
 from analysis.report_plots import collect_plots
 from analysis.report_results import number_or_none
@@ -158,6 +159,8 @@ def _dataset(index: int, name: str, path: Path, parsed: Parsed) -> dict[str, Any
         "facts": facts,
         "overview": _overview(facts),
         "strategies": strategy_views(parsed),
+        "direct": direct_table(parsed.events),
+        "pings": ping_tables(parsed.ping),
         "designs": design_cards(parsed, facts.designs),
         "node_counts": sorted({n for n, _ in facts.designs}),
     }
