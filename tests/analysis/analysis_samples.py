@@ -29,8 +29,12 @@ def _steps(strategy: str, verify: bool) -> list[str]:
     return [events.create, distribute, *verified, events.delete, events.clean]
 
 
-# `all` with its copies verified, `leaves` without.
-STEPS = {"all": _steps("all", verify=True), "leaves": _steps("leaves", verify=False)}
+# `all` and `direct` with their copies verified, `leaves` without.
+STEPS = {
+    "all": _steps("all", verify=True),
+    "leaves": _steps("leaves", verify=False),
+    "direct": _steps("direct", verify=True),
+}
 SIZES = {"16M": 16 * 2**20, "64M": 64 * 2**20, "1G": 2**30}
 
 
