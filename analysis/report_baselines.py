@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.report_results import source_label, strategy_samples
-from analysis.stats import ALPHA, MIN_RUNS, rank_test, ratio_of_medians
+from analysis.stats import ALPHA, MIN_RUNS, TEST_NAME, rank_test, ratio_of_medians, runs_needed
 from experiments.errors import UserError
 from experiments.formats.cell_layout import format_size, size_text
 from experiments.formats.events import STRATEGIES, topology_order_key
@@ -67,6 +67,7 @@ def direct_table(events: pd.DataFrame) -> dict[str, Any] | None:
         "strategies": present,
         "rows": rows,
         "many_sources": len({r["source"] for r in rows}) > 1,
+        "rule": f"{TEST_NAME}, p < {ALPHA:g}; at least {runs_needed()} runs a side",
     }
 
 
