@@ -17,14 +17,15 @@ from typing import TYPE_CHECKING, Any
 from experiments.version import __version__
 
 if TYPE_CHECKING:
-    from experiments.api import PlannedSweep, Sweep, plan, run
+    from experiments.api import PlannedSweep, plan, run
     from experiments.execution.summary import RunSummary
+    from experiments.sweep import Sweep
 
 __all__ = ["PlannedSweep", "RunSummary", "Sweep", "__version__", "plan", "run"]
 
 _LAZY = {
     "PlannedSweep": "experiments.api",
-    "Sweep": "experiments.api",
+    "Sweep": "experiments.sweep",
     "plan": "experiments.api",
     "run": "experiments.api",
     "RunSummary": "experiments.execution.summary",

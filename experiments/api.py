@@ -20,8 +20,8 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,112 +38,19 @@ from experiments.model.axes import knob_flag
 from experiments.model.cell_filter import parse_only
 from experiments.model.cluster_spec import ClusterSpec, load_cluster_spec
 from experiments.model.plan import ExperimentSpec, Plan, plan_experiment
-from experiments.model.render import DEFAULT_IMAGE, RenderOptions
-from experiments.model.sweep_file import SweepFile, load_sweep_file
-from experiments.model.validate import image_ref, parse_size, parse_sizes
+from experiments.model.render import RenderOptions
+from experiments.model.sweep_file import SweepFile
+from experiments.model.validate import image_ref
 from experiments.plan_view import format_duration, plan_json, plan_text
+from experiments.sweep import (
+    Sweep,
+    check_sweep,
+    load_sweep,
+    sweep_sizes,
+    sweep_strategies,
+)
 
 __all__ = ["PlannedSweep", "Sweep", "load_sweep", "plan", "run"]
-
-
-@dataclass(frozen=True)
-class Sweep:
-    """What to run: the fields are `kary plan` / `kary run`'s flags, with their defaults.
-
-    `sizes` takes "16M,64M" or a list of labels or byte counts; None is the
-    backend's default (the seed's 1-10 GB with `min_size_gb` / `max_size_gb`).
-    `backend` None picks: a cluster file means kubernetes, emulated links or
-    faults mean the emulator (local), else real Flux when `flux` is on PATH.
-
-    `matrix` and `zip` are a sweep file's axes ({axis: [values]}; see
-    experiments/model/axes.py): nodes, topo and the Flux knobs `chunksize`,
-    `mmap`, `purge_target_size`, which the same-named fields set for every
-    cell instead.  `only` keeps the cells a filter selects
-    (experiments/model/cell_filter.py).  `file` is the sweep file this came
-    from (`Sweep.from_file`), recorded with every cell.
-    """
-
-    exact_nodes: int | None = None
-    max_nodes: int | None = None
-    topos: Sequence[str] = ()
-    sizes: str | Sequence[str | int] | None = None
-    min_size_gb: int | None = None
-    max_size_gb: int | None = None
-    iterations: int = 1
-    strategies: Sequence[str] = ("all",)
-    experiment: str = "distribute"  # or "ping": flux ping per rank and size, no strategies
-    designs: Path | None = None
-    data_dir: Path = Path("data/raw")
-    name: str = "flux-sample"
-    backend: str | None = None
-    cluster: Path | None = None
-    history: Path | None = None
-    template: Path | None = None
-    image: str = DEFAULT_IMAGE
-    verify: bool | None = None
-    chunksize: str | int | None = None
-    mmap: bool | None = None
-    purge_target_size: str | int | None = None
-    matrix: Mapping[str, Sequence[Any]] = field(default_factory=dict)
-    zip: Mapping[str, Sequence[Any]] = field(default_factory=dict)
-    only: str | Sequence[str] | None = None
-    file: SweepFile | None = None
-    order: str = "given"
-    seed: int | None = None
-    rerun_failed: bool = False
-    force: bool = False
-    up: bool = False
-    down: bool = False
-    link_bandwidth: str | None = None
-    link_latency: str | None = None
-    emulator_faults: Sequence[str] = ()
-
-    @classmethod
-    def from_file(cls, path: str | Path, **overrides: Any) -> Sweep:
-        """The sweep a sweep file describes, with `overrides` on top (as flags are)."""
-        return load_sweep(Path(path)).override(**overrides)
-
-    def override(self, **changes: Any) -> Sweep:
-        """`dataclasses.replace`, where a field that sets an axis takes the axis's place.
-
-        --exact-nodes / --max-nodes replace the nodes axis, --topo the topo axis,
-        and a knob field its axis, so a flag given with a sweep file wins over it.
-        """
-        replaced = {
-            axis
-            for axis, names in _AXIS_FIELDS.items()
-            if any(changes.get(name) not in (None, (), []) for name in names)
-        }
-        if replaced:
-            changes.setdefault(
-                "matrix", {a: v for a, v in self.matrix.items() if a not in replaced}
-            )
-            changes.setdefault("zip", {a: v for a, v in self.zip.items() if a not in replaced})
-        return dataclasses.replace(self, **changes)
-
-
-# Which Sweep fields set each axis when given.
-_AXIS_FIELDS = {
-    "nodes": ("exact_nodes", "max_nodes"),
-    "topo": ("topos",),
-    "chunksize": ("chunksize",),
-    "mmap": ("mmap",),
-    "purge_target_size": ("purge_target_size",),
-}
-
-
-def load_sweep(path: Path) -> Sweep:
-    """Read a sweep file into a Sweep; a mistake is one UserError line with its line number."""
-    from experiments.backends import check_backend_name
-
-    file = load_sweep_file(path)
-    values = dict(file.values)
-    if "backend" in values:
-        try:
-            check_backend_name(values["backend"])
-        except UserError as err:
-            raise file.error("backend", str(err)) from None
-    return Sweep(**values, file=file)
 
 
 @dataclass(frozen=True)
@@ -239,19 +146,6 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _sizes(sizes: str | Sequence[str | int] | None) -> list[int] | None:
-    if sizes is None:
-        return None
-    if isinstance(sizes, str):
-        return parse_sizes(sizes) if sizes.strip() else None
-    return [s if isinstance(s, int) else parse_size(s) for s in sizes]
-
-
-def _strategies(values: Sequence[str]) -> list[str]:
-    """Strategies as given: a list, and each item may be a comma list (the CLI's form)."""
-    return [s.strip() for v in values for s in v.split(",") if s.strip()] or ["all"]
-
-
 def _choose_backend(sweep: Sweep, cluster: ClusterSpec | None) -> str:
     emulated = bool(sweep.link_bandwidth or sweep.link_latency)
     if sweep.backend is not None:
@@ -267,30 +161,12 @@ def _choose_backend(sweep: Sweep, cluster: ClusterSpec | None) -> str:
     return backend
 
 
-def _check_sweep(sweep: Sweep) -> None:
-    if sweep.iterations < 1:
-        raise UserError(f"invalid --iters {sweep.iterations}: must be >= 1")
-    if sweep.order not in ("given", "random"):
-        raise UserError(f"invalid --order {sweep.order!r}: choose given or random")
-    if sweep.template is not None and not (sweep.template / "entrypoint.sh.j2").is_file():
-        raise UserError(
-            f"--template {sweep.template}: expected a folder with minicluster.yaml.j2 "
-            "and entrypoint.sh.j2"
-        )
-    if (sweep.up or sweep.down) and sweep.cluster is None:
-        raise UserError("--up and --down need --cluster FILE")
-    if sweep.emulator_faults:
-        from experiments.backends.local import parse_faults
-
-        parse_faults(sweep.emulator_faults)
-
-
 def plan(sweep: Sweep) -> PlannedSweep:
     """Validate `sweep`, list its cells, read which still run, and price them.
 
     Nothing is started; every mistake is a one-line UserError.
     """
-    _check_sweep(sweep)
+    check_sweep(sweep)
     cluster = load_cluster_spec(sweep.cluster) if sweep.cluster is not None else None
     backend = _choose_backend(sweep, cluster)
     seed = sweep.seed
@@ -302,10 +178,10 @@ def plan(sweep: Sweep) -> PlannedSweep:
         max_nodes=sweep.max_nodes,
         topos=list(sweep.topos),
         iters=sweep.iterations,
-        sizes=_sizes(sweep.sizes),
+        sizes=sweep_sizes(sweep.sizes),
         min_size_gb=sweep.min_size_gb,
         max_size_gb=sweep.max_size_gb,
-        strategies=_strategies(sweep.strategies),
+        strategies=sweep_strategies(sweep.strategies),
         experiment=sweep.experiment,
         data_dir=sweep.data_dir,
         name=sweep.name,

@@ -10,7 +10,7 @@ from experiments.estimate.time_model import Estimate
 from experiments.execution.ledger import Ledger
 from experiments.formats.cell_layout import format_size
 from experiments.formats.run_record import ALLOCATION
-from experiments.model.plan import Plan
+from experiments.model.plan import ExperimentSpec, Plan
 
 __all__ = ["format_duration", "plan_json", "plan_text"]
 
@@ -38,6 +38,13 @@ def _sizes(sizes: list[int] | tuple[int, ...]) -> str:
     return ",".join(format_size(s) for s in sizes)
 
 
+def _what(spec: ExperimentSpec) -> str:
+    """A ping run has no strategies: say which experiment it is instead."""
+    if spec.experiment == "ping":
+        return "experiment ping"
+    return f"strategies {','.join(spec.strategies)}"
+
+
 def plan_text(plan: Plan, ledger: Ledger, estimate: Estimate, cluster_name: str | None) -> str:
     spec, backend = plan.spec, plan.spec.backend
     lines = [
@@ -50,7 +57,12 @@ def plan_text(plan: Plan, ledger: Ledger, estimate: Estimate, cluster_name: str 
         ),
         f"backend {backend}"
         + (f" on {cluster_name}" if cluster_name else "")
-        + f" · sizes {_sizes(plan.sizes)} · strategies {','.join(spec.strategies)}"
+        + f" · sizes {_sizes(plan.sizes)} · "
+        + (
+            "experiment ping"
+            if spec.experiment == "ping"
+            else f"strategies {','.join(spec.strategies)}"
+        )
         + f" · iterations {spec.iters} · order {spec.order}"
         + (f" (seed {spec.seed})" if spec.order == "random" else ""),
     ]

@@ -1,7 +1,7 @@
 """The sweep flags `kary plan`, `kary run` and `kary render` share, declared once.
 
 Each is a type alias a command uses as a parameter annotation; the defaults are
-the Python API's (`experiments.api.Sweep`), so the command line and a notebook
+the Python API's (`experiments.sweep.Sweep`), so the command line and a notebook
 can never disagree on them.  The seed's runner names are kept (--data,
 --exact-nodes, --max-nodes, --min-size, --max-size, --topo, --iters, --data-dir).
 
@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from experiments.api import Sweep, load_sweep
+from experiments.sweep import Sweep, load_sweep
 
 __all__ = ["sweep_from_flags"]
 

@@ -14,7 +14,7 @@
 Axes (nodes, topo, chunksize, mmap, purge_target_size; experiments/model/axes.py)
 go under `matrix` or `zip`; an axis written at the top level is a matrix
 axis (`nodes: 30` is `matrix: {nodes: [30]}`).  The other keys are the
-sweep's flags under their Python names (experiments.api.Sweep).  Paths are
+sweep's flags under their Python names (experiments.sweep.Sweep).  Paths are
 relative to the file's folder, so a study runs the same from anywhere.
 
 Every mistake is one line, `FILE:LINE: what is wrong`.  PyYAML's composer
@@ -35,7 +35,7 @@ from typing import Any
 import yaml
 
 from experiments.errors import UserError
-from experiments.formats.events import STRATEGIES
+from experiments.formats.events import EXPERIMENTS, STRATEGIES
 from experiments.model.axes import AXES, axis_value, points
 from experiments.model.validate import dns1123_name, image_ref, parse_size
 
@@ -50,6 +50,7 @@ FILE_KEYS = (
     "zip",
     "sizes",
     "strategies",
+    "experiment",
     "iterations",
     "order",
     "seed",
@@ -228,6 +229,8 @@ def _plain(key: str, raw: Any) -> Any:
         return dns1123_name(raw, "name")
     if key == "image":
         return image_ref(raw, "image")
+    if key == "experiment" and raw not in EXPERIMENTS:
+        raise UserError(f"unknown experiment {raw!r}: choose from {', '.join(EXPERIMENTS)}")
     if key == "order" and raw not in ("given", "random"):
         raise UserError(f"order must be given or random, not {raw!r}")
     return raw

@@ -108,6 +108,7 @@ def test_a_top_level_axis_is_a_one_value_matrix_axis_and_paths_follow_the_file(
         ("sizes: [16M, 1X]\n", "study.yaml:1: invalid size '1X'"),
         ("strategies: [all, sideways]\n", "study.yaml:1: unknown strategy 'sideways'"),
         ("order: shuffled\n", "study.yaml:1: order must be given or random"),
+        ("sizes: [1M]\nexperiment: pong\n", "study.yaml:2: unknown experiment 'pong'"),
         ("name: Chunk_Study\n", "study.yaml:1: invalid name 'Chunk_Study'"),
         ("name: a\nname: b\n", "study.yaml:2: name is given twice (first on line 1)"),
         (
@@ -137,3 +138,8 @@ def test_every_mistake_is_one_line_with_its_line_number(
 def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"^sweep file .*nope.yaml does not exist$"):
         load_sweep_file(tmp_path / "nope.yaml")
+
+
+def test_a_sweep_file_may_ask_for_the_ping_experiment(tmp_path: Path) -> None:
+    path = _file(tmp_path, "experiment: ping\nmatrix:\n  nodes: [4]\n  topo: [kary:1]\n")
+    assert load_sweep_file(path).values["experiment"] == "ping"
