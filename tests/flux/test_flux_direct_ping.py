@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from script_run import run_script
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "emulator"))
 from emulator_helpers import wait_for_no_processes  # noqa: E402
@@ -98,21 +100,7 @@ def _masked(text: str) -> str:
 
 
 def _run(command: list[str], scratch: Path, name: str) -> str:
-    folder = scratch / name
-    folder.mkdir()
-    (folder / "t.sh").write_text(SCRIPT)
-    env = dict(os.environ, TMPDIR=str(folder))
-    env.pop("FLUX_URI", None)
-    done = subprocess.run(
-        [*command, "bash", str(folder / "t.sh")],
-        env=env,
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    return run_script(command, SCRIPT, scratch, name)
 
 
 def test_the_emulators_flux_ping_prints_what_flux_core_prints(flux: str, scratch: Path) -> None:

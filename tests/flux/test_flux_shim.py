@@ -8,11 +8,11 @@ build options; cache counts, which depend on what each instance did at start).
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
+
+from script_run import run_script
 
 SCRIPT = r"""
 exec 2>&1
@@ -56,21 +56,7 @@ def _masked(text: str) -> str:
 
 
 def _run(command: list[str], scratch: Path, name: str) -> str:
-    folder = scratch / name
-    folder.mkdir()
-    (folder / "t.sh").write_text(SCRIPT)
-    env = dict(os.environ, T=str(folder), TMPDIR=str(folder))
-    env.pop("FLUX_URI", None)
-    done = subprocess.run(
-        [*command, "bash", str(folder / "t.sh")],
-        env=env,
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout  # the script sends stderr there too, in order
+    return run_script(command, SCRIPT, scratch, name)
 
 
 def test_the_emulators_flux_prints_what_flux_core_prints(flux: str, scratch: Path) -> None:

@@ -9,10 +9,10 @@ own way.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
+
+from script_run import run_script
 
 SCRIPT = r"""
 exec 2>&1
@@ -37,22 +37,7 @@ echo "== reload backing"; flux module reload "$(flux getattr content.backing-mod
 
 
 def _run(command: list[str], scratch: Path, name: str) -> str:
-    folder = scratch / name
-    folder.mkdir()
-    (folder / "t.sh").write_text(SCRIPT)
-    env = dict(os.environ, T=str(folder), TMPDIR=str(folder))
-    env.pop("FLUX_URI", None)
-    done = subprocess.run(
-        [*command, "bash", str(folder / "t.sh")],
-        env=env,
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    # Real Flux shuts down cleanly only if the backing store was reloaded too.
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    return run_script(command, SCRIPT, scratch, name)
 
 
 def test_the_knobs_behave_on_the_emulator_as_on_flux_core(flux: str, scratch: Path) -> None:
