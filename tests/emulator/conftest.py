@@ -2,32 +2,22 @@
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from emulator_helpers import Instance, start_instance, stop_instance
+from emulator_helpers import Instance, running_instance, short_folder
 
 
 @pytest.fixture
 def short_tmp() -> Iterator[Path]:
     """A short folder (unix socket paths are limited to ~107 bytes)."""
-    folder = Path(tempfile.mkdtemp(prefix="kt-", dir="/tmp"))
-    try:
+    with short_folder() as folder:
         yield folder
-    finally:
-        subprocess.run(["rm", "-rf", str(folder)], check=False)
 
 
 @pytest.fixture(scope="module")
 def instance() -> Iterator[Instance]:
     """Six brokers under kary:2, running `sleep` as rank 0: talk to them with `flux`."""
-    folder = Path(tempfile.mkdtemp(prefix="kt-", dir="/tmp"))
-    inst = start_instance(folder / "i", 6, "kary:2")
-    try:
+    with running_instance(6, "kary:2") as inst:
         yield inst
-    finally:
-        stop_instance(inst)
-        subprocess.run(["rm", "-rf", str(folder)], check=False)

@@ -6,7 +6,10 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,3 +113,24 @@ def stop_instance(instance: Instance) -> None:
     while group_members(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert group_members(proc.pid) == []
+
+
+@contextmanager
+def short_folder() -> Iterator[Path]:
+    """A short folder under /tmp (unix socket paths are limited to ~107 bytes), removed after."""
+    folder = Path(tempfile.mkdtemp(prefix="kt-", dir="/tmp"))
+    try:
+        yield folder
+    finally:
+        subprocess.run(["rm", "-rf", str(folder)], check=False)
+
+
+@contextmanager
+def running_instance(size: int, topo: str) -> Iterator[Instance]:
+    """An emulated instance of `size` brokers under `topo`, stopped and removed after."""
+    with short_folder() as folder:
+        inst = start_instance(folder / "i", size, topo)
+        try:
+            yield inst
+        finally:
+            stop_instance(inst)

@@ -4,24 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from emulator_helpers import Instance, start_instance, stop_instance
+from emulator_helpers import Instance, running_instance
 
 
 @pytest.fixture(scope="module")
 def pair() -> Iterator[Instance]:
-    folder = Path(tempfile.mkdtemp(prefix="kt-", dir="/tmp"))
-    inst = start_instance(folder / "i", 2, "kary:1")
-    try:
+    with running_instance(2, "kary:1") as inst:
         yield inst
-    finally:
-        stop_instance(inst)
-        subprocess.run(["rm", "-rf", str(folder)], check=False)
 
 
 @pytest.mark.parametrize(("chunksize", "blobs"), [("256K", 8), ("1M", 2), ("0", 1)])
