@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO))
 
 import pandas as pd  # noqa: E402
 
+from analysis import load_parsed  # noqa: E402
 from experiments.estimate.history import load_sweep  # noqa: E402
 from experiments.estimate.model_check import (  # noqa: E402
     CheckRow,
@@ -59,7 +60,7 @@ def _sweep_dirs(root: Path) -> list[Path]:
 
 def _load_during(folder: Path, loads: pd.DataFrame) -> str:
     """The 1-minute load average's range while the sweep's cells ran."""
-    runs = pd.read_csv(folder / "runs.csv")
+    runs = load_parsed(folder).runs
     started = [datetime.fromisoformat(s).timestamp() for s in runs["started"].dropna()]
     finished = [datetime.fromisoformat(s).timestamp() for s in runs["finished"].dropna()]
     if not len(loads) or not started:

@@ -9,13 +9,14 @@ parse.json.  Nothing runs.
 
 from __future__ import annotations
 
-import json
 import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
 
+from analysis.output import PARSED_FORMAT, Parsed, load_parsed, write_parsed
+from analysis.tables import EVENT_COLUMNS, PING_COLUMNS, summary_table
 from experiments.estimate.parameters import TimeModel
 from experiments.estimate.structure import cell_steps, step_seconds
 from experiments.formats.cell_layout import format_size, topology_dirname
@@ -114,15 +115,22 @@ def write_sweep(
             )
             clock = finished + timedelta(seconds=5)
     folder.mkdir(parents=True)
-    pd.DataFrame(events).to_csv(folder / "topologies-events.csv", index=False)
-    pd.DataFrame(runs).to_csv(folder / "runs.csv", index=False)
-    (folder / "parse.json").write_text(json.dumps({"format": 1}))
+    # Every column kary's parse writes (knobs unset), so the summary is computed as kary's is.
+    events_frame = pd.DataFrame(events).reindex(columns=EVENT_COLUMNS)
+    tables = Parsed(
+        events=events_frame,
+        ping=pd.DataFrame(columns=PING_COLUMNS),
+        runs=pd.DataFrame(runs),
+        summary=summary_table(events_frame),
+        meta={"format": PARSED_FORMAT},
+    )
+    write_parsed(folder, tables, jobs=1)
     return folder
 
 
 def truth_seconds(folder: Path) -> float:
     """What a sweep written by write_sweep took in all (its cells' wall times)."""
-    runs = pd.read_csv(folder / "runs.csv")
+    runs = load_parsed(folder).runs
     started = pd.to_datetime(runs["started"], format="ISO8601")
     finished = pd.to_datetime(runs["finished"], format="ISO8601")
     return float((finished - started).dt.total_seconds().sum())
