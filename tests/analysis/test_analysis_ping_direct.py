@@ -159,3 +159,14 @@ def test_without_direct_the_report_has_no_baseline(small_tree: Path, tmp_path: P
     parse_tree(small_tree, tmp_path / "parsed", plots=False)
     assert direct_table(load_parsed(tmp_path / "parsed").events) is None
     assert "Direct download" not in build_report([tmp_path / "parsed"])
+
+
+def test_a_direct_download_whose_verify_failed_is_no_timing(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    log = kary_log(4, "kary:2", 0, ("16M",), ("direct",), rc={"verify-distribute-direct-16M": 1})
+    write_cell(raw, cell_id(4, "kary:2", 0), log, run_record(4, "kary:2", 0))
+    parse_tree(raw, tmp_path / "parsed", plots=False)
+    events = load_parsed(tmp_path / "parsed").events
+    (row,) = events[events["event"] == "distribute-direct"].to_dict("records")
+    assert row["status"] == "failed" and pd.isna(row["time_seconds"])
+    assert str(row["reason"]).startswith("verify failed")
