@@ -115,6 +115,11 @@ class PlannedSweep:
             data["only"] = chosen.text
         return data
 
+    def check_cost(self, max_cost: float | None, max_hours: float | None = None) -> None:
+        """Refuse (UserError) when the estimate's high end passes `max_cost` (--max-cost)."""
+        guard = self.guard(max_cost, max_hours)
+        guard.cap.check_plan(self.estimate.cost_usd_high, high_end=True)
+
     def guard(
         self,
         max_cost: float | None = None,

@@ -57,7 +57,7 @@ def plan(
     """
     planned = api.plan(o.sweep_from_flags(locals(), ctx))
     _show(planned, as_json, max_cost)
-    planned.guard(max_cost).cap.check_plan(planned.estimate.cost_usd_high, high_end=True)
+    planned.check_cost(max_cost)
 
 
 def run(
@@ -102,9 +102,7 @@ def run(
     planned = api.plan(o.sweep_from_flags(locals(), ctx))
     if dry_run:
         _show(planned, as_json, max_cost, max_hours)
-        planned.guard(max_cost, max_hours).cap.check_plan(
-            planned.estimate.cost_usd_high, high_end=True
-        )
+        planned.check_cost(max_cost, max_hours)
         return
     summary = api.run(
         planned,
