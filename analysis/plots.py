@@ -26,9 +26,9 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, never a display
 
-import matplotlib.image
 import numpy as np
 import pandas as pd
+import PIL.Image
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -49,7 +49,7 @@ from analysis.plot_parts import (
     mark_failures,
     with_source,
 )
-from analysis.plot_theme import THEME, colormap_palette, lut_palette
+from analysis.plot_theme import DRAWING, colormap_palette, lut_palette
 from analysis.stats import summarize
 from experiments.files import write_atomic
 from experiments.formats.cell_layout import size_text
@@ -132,7 +132,7 @@ def _plan(parsed: Parsed) -> list[_Plot]:
 def _draw(name: str, draw: Callable[[], Figure], plot_dir: Path) -> Path:
     """Draw one figure, write it and drop it: many events never hold many figures."""
     path = plot_dir / name
-    with matplotlib.rc_context(THEME):
+    with matplotlib.rc_context(DRAWING):
         write_atomic(path, _png(draw()))
     return path
 
@@ -141,14 +141,17 @@ def _png(figure: Figure) -> bytes:
     """The figure as PNG, drawn once.
 
     `savefig` lays a constrained figure out in a first draw and again in the
-    one it saves; a single draw on an Agg canvas gives the same bytes.
+    one it saves; a single draw on an Agg canvas gives the same pixels.  The
+    background is opaque, so the alpha channel is dropped, and zlib level 3
+    compressed these plots faster than the default 6 (to within a few percent
+    of the size).
     """
     canvas = FigureCanvasAgg(figure)
     canvas.draw()
+    image = PIL.Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba())
     buffer = BytesIO()
-    matplotlib.image.imsave(
-        buffer, canvas.buffer_rgba(), format="png", origin="upper", dpi=figure.dpi
-    )
+    dpi = (figure.dpi, figure.dpi)
+    image.convert("RGB").save(buffer, format="png", compress_level=3, dpi=dpi)
     return buffer.getvalue()
 
 
