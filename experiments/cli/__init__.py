@@ -7,6 +7,8 @@ code 2 (see `_KaryGroup`); anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import importlib
+import sys
 from typing import Any
 
 import typer
@@ -37,45 +39,64 @@ class _KaryGroup(TyperGroup):
             raise typer.Exit(2) from None
 
 
-app = typer.Typer(
-    cls=_KaryGroup,
-    name="kary",
-    help="Plan, run and analyse k-ary data-distribution benchmarks of Flux.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+# The module that registers each top-level command.  `kary parse` imports the
+# one module it runs: importing all of them (cluster specs, the renderer, the
+# sweep machinery) took a quarter of a second before any command started.
+COMMAND_MODULES = {
+    "designs": "designs",
+    "prices": "prices",
+    "network": "network",
+    "cluster": "cluster",
+    "model": "model",
+    "render": "render",
+    "plan": "run",
+    "run": "run",
+    "parse": "analysis",
+    "compare": "analysis",
+    "report": "report",
+}
 
 
-def _register() -> None:
-    # Imported here so `experiments.cli` stays importable while a module is edited.
-    from experiments.cli import (
-        analysis,
-        cluster,
-        designs,
-        model,
-        network,
-        prices,
-        render,
-        report,
-        run,
+def _group() -> None:
+    pass
+
+
+def build_app(modules: list[str] | None = None) -> typer.Typer:
+    """The `kary` app with the commands of `modules` (default: every command)."""
+    app = typer.Typer(
+        cls=_KaryGroup,
+        name="kary",
+        help="Plan, run and analyse k-ary data-distribution benchmarks of Flux.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
     )
-
-    app.add_typer(designs.app, name="designs")
-    app.add_typer(prices.app, name="prices")
-    app.add_typer(network.app, name="network")
-    app.add_typer(cluster.app, name="cluster")
-    app.add_typer(model.app, name="model")
-    render.register(app)
-    run.register(app)
-    analysis.register(app)
-    report.register(app)
-
-
-_register()
+    # A group even with one command in it: typer would run a lone command as the
+    # whole app, and `kary report x` would read "report" as its argument.
+    app.callback()(_group)
+    wanted = list(dict.fromkeys(COMMAND_MODULES.values())) if modules is None else modules
+    for name in wanted:
+        module = importlib.import_module(f"experiments.cli.{name}")
+        if isinstance(getattr(module, "app", None), typer.Typer):
+            app.add_typer(module.app, name=name)  # a command group: `kary cluster up`
+        else:
+            module.register(app)
+    return app
 
 
-def main() -> None:
-    """Console-script entry point."""
-    app(prog_name="kary")
+def __getattr__(name: str) -> Any:
+    # `experiments.cli.app`, every command, is built on first use (tests, docs).
+    if name == "app":
+        globals()["app"] = built = build_app()
+        return built
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: only the named command's module is imported."""
+    args = sys.argv[1:] if argv is None else argv
+    module = COMMAND_MODULES.get(args[0]) if args else None
+    # Anything else (--help, a typo) gets every command, to list them.
+    app = build_app([module]) if module is not None else build_app()
+    app(args=args, prog_name="kary")

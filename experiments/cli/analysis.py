@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from experiments.cli import sweep_options as o
+from experiments.cli.only_option import Only
 from experiments.errors import UserError
 from experiments.files import write_atomic
 
@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
         strict: bool = typer.Option(
             False, "--strict", help="Exit 1 when any file was skipped or only partly parsed."
         ),
-        only: o.Only = None,
+        only: Only = None,
     ) -> None:
         """Parse a raw tree into tables, a summary, plots and report.html; problems go to stderr.
 

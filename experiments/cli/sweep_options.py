@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
+from experiments.cli.only_option import Only as Only  # shared with `kary parse`
 from experiments.sweep import Sweep, load_sweep
 
 __all__ = ["sweep_from_flags"]
@@ -121,15 +122,6 @@ PurgeTargetSize = Annotated[
         "--purge-target-size",
         metavar="<size>",
         help="Content cache per broker (flux module reload content), e.g. 64M (Flux: 16M).",
-    ),
-]
-Only = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--only",
-        metavar="<key=value,...>",
-        help="Keep only these cells, e.g. nodes=30,topo=kary:16 (keys: nodes, topo, "
-        "chunksize, mmap, purge_target_size, iteration; a key twice takes either value).",
     ),
 ]
 Order = Annotated[str, typer.Option("--order", help="given, or random (shuffled per iteration).")]
