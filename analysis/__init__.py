@@ -22,15 +22,42 @@ Public surface (`parse` and `report` are what `kary parse` and `kary report` do)
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from analysis.compare import Comparison, compare_parsed, format_comparison
 from analysis.model import PingStep, Problem, Step
-from analysis.output import PARSED_FORMAT, Parsed, load_parsed
 from analysis.parse_raw import ParseResult, parse_tree, read_tree
-from analysis.stats import median_ci_ranks, ratio_of_medians, summarize
 from experiments.formats.events import event_sort_key, topology_order_key
+
+if TYPE_CHECKING:
+    from analysis.compare import Comparison, compare_parsed, format_comparison
+    from analysis.output import PARSED_FORMAT, Parsed, load_parsed
+    from analysis.stats import median_ci_ranks, ratio_of_medians, summarize
+
+# Names whose modules import pandas: loaded on first use, so that `kary parse`
+# can start its workers before pandas is imported (see analysis.parse_slices).
+_PANDAS_NAMES = {
+    "Comparison": "analysis.compare",
+    "compare_parsed": "analysis.compare",
+    "format_comparison": "analysis.compare",
+    "PARSED_FORMAT": "analysis.output",
+    "Parsed": "analysis.output",
+    "load_parsed": "analysis.output",
+    "median_ci_ranks": "analysis.stats",
+    "ratio_of_medians": "analysis.stats",
+    "summarize": "analysis.stats",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PANDAS_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_PANDAS_NAMES[name]), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "PARSED_FORMAT",

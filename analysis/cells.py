@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analysis.karylog import parse_kary
 from analysis.legacy import parse_legacy
@@ -28,8 +28,10 @@ from analysis.walk import LOG_NAME, RECORD_NAME, CellDir
 from experiments.errors import UserError
 from experiments.formats.cell_layout import NO_KNOBS, Knobs, knobs_from_labels, topo_from_dirname
 from experiments.formats.kary_line import has_kary_lines
-from experiments.formats.run_record import RunRecord, UnreadableRecord, read_record
 from experiments.model.topology import build_tree, parse_topology, render_overlay
+
+if TYPE_CHECKING:
+    from experiments.formats.run_record import RunRecord
 
 __all__ = ["CellResult", "parse_cell"]
 
@@ -50,6 +52,9 @@ class CellResult:
     pings: list[PingStep] = field(default_factory=list)
     overlay: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    # It gave rows (steps or pings): still true once they went into a table and
+    # were dropped here (a forked worker sends back rows, not steps).
+    measured: bool = False
 
     @property
     def identified(self) -> bool:
@@ -92,10 +97,14 @@ def parse_cell(cell: CellDir) -> CellResult:
         result.note("skipped", why + (f": {error}" if error else ""), "")
     elif isinstance(log, LogText) and not result.steps and not result.pings:
         result.note("skipped", "no benchmark events in the log")
+    result.measured = bool(result.steps or result.pings)
     return result
 
 
 def _read_record(result: CellResult) -> RunRecord | None:
+    # pydantic is imported with the first run.json: a tree of seed logs has none.
+    from experiments.formats.run_record import UnreadableRecord, read_record
+
     try:
         return read_record(result.cell.path)
     except UnreadableRecord as err:

@@ -14,11 +14,11 @@ from functools import partial
 
 import pandas as pd
 
+from analysis.csv_cells import float_cells, int_cells, join_rows, quoted
 from analysis.forked import Forked, can_fork
 
 __all__ = ["csv_text"]
 
-_QUOTED = (",", '"', "\n")
 # Below this many rows per process, forking costs more than it saves.
 ROWS_PER_JOB = 50_000
 
@@ -44,29 +44,27 @@ def _csv_text(frame: pd.DataFrame) -> str:
     # One column: pandas quotes an empty cell (a row of one empty field).
     if frame.shape[1] < 2 or len(frame) == 0:
         return frame.to_csv(index=False)
-    columns = [_column(frame[name]) for name in frame.columns]
-    header = _strings([str(name) for name in frame.columns])
-    if header is None or any(column is None for column in columns):
+    header = quoted([str(name) for name in frame.columns])
+    rows = join_rows([_column(frame[name]) for name in frame.columns])
+    if header is None or rows is None:
         return frame.to_csv(index=False)
-    rows = map(",".join, zip(*columns, strict=True))
-    return ",".join(header) + "\n" + "\n".join(rows) + "\n"
+    return ",".join(header) + "\n" + rows
 
 
 def _column(series: pd.Series) -> list[str] | None:
     """A column's cells as pandas writes them, or None if this dtype is not handled here."""
     kind = series.dtype.kind
     if kind == "f" and series.dtype == "float64":
-        # repr is the shortest text that reads back as the same float, as numpy's.
-        return [repr(v) if v == v else "" for v in series.to_numpy().tolist()]
+        return float_cells(series.to_numpy().tolist())
     if kind in "iub" and not isinstance(series.dtype, pd.api.extensions.ExtensionDtype):
-        return list(map(str, series.to_numpy().tolist()))
+        return int_cells(series.to_numpy().tolist())
     if isinstance(series.dtype, pd.Int64Dtype):
         return ["" if v is pd.NA else str(v) for v in series.tolist()]
     if isinstance(series.dtype, pd.StringDtype):
         # Every cell is a str or missing: fill the missing ones at C speed.
-        return _strings(series.fillna("").tolist() if series.hasnans else series.tolist())
+        return quoted(series.fillna("").tolist() if series.hasnans else series.tolist())
     if kind == "O":
-        return _strings([_text(v) for v in series.tolist()])
+        return quoted([_text(v) for v in series.tolist()])
     return None
 
 
@@ -76,18 +74,3 @@ def _text(value: object) -> str:
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return ""
     return str(value)
-
-
-def _strings(values: list[str]) -> list[str] | None:
-    """Quoted as the csv module quotes (QUOTE_MINIMAL); None for a carriage return,
-    which Python versions quote differently."""
-    joined = "\x00".join(values)
-    if "\r" in joined:
-        return None
-    if not any(mark in joined for mark in _QUOTED):
-        return values
-    return [_quote(v) if any(mark in v for mark in _QUOTED) else v for v in values]
-
-
-def _quote(value: str) -> str:
-    return '"' + value.replace('"', '""') + '"'

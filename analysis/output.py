@@ -67,14 +67,20 @@ class Parsed:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def write_parsed(out_dir: Path, parsed: Parsed, jobs: int | None = None) -> list[Path]:
+def write_parsed(
+    out_dir: Path, parsed: Parsed, jobs: int | None = None, events_csv: str | None = None
+) -> list[Path]:
     """Write every table of `parsed` into out_dir (atomically, file by file).
 
-    The events table of a large tree is written by `jobs` processes (default:
-    one per usable core).
+    `events_csv`: the events table's text, when the parse's workers already
+    wrote it (byte for byte what `csv_text(parsed.events)` gives).  Else the
+    events table of a large tree is written by `jobs` processes (default: one
+    per usable core).
     """
+    if events_csv is None:
+        events_csv = csv_text(parsed.events, usable_cores() if jobs is None else jobs)
     files = {
-        EVENTS_CSV: csv_text(parsed.events, usable_cores() if jobs is None else jobs),
+        EVENTS_CSV: events_csv,
         PING_CSV: csv_text(parsed.ping),
         RUNS_CSV: csv_text(parsed.runs),
         SUMMARY_CSV: csv_text(parsed.summary),

@@ -7,27 +7,31 @@ read is reported as a `Problem` with its reason, and every good row is kept.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from analysis.cells import CellResult, parse_cell
-from analysis.forked import Forked, can_fork, usable_cores
-from analysis.model import Problem, step_of
-from analysis.output import PARSED_FORMAT, Parsed, write_parsed
-from analysis.stats import CI_LEVEL
-from analysis.tables import build_tables, summary_table
+from analysis.cells import CellResult
+from analysis.forked import usable_cores
+from analysis.model import Problem
+from analysis.parse_slices import ParsedSlice, events_csv, start_slices
+from analysis.table_rows import overlays_of
 from analysis.walk import CellDir, find_cells
 from experiments.errors import UserError
 from experiments.formats.events import topology_order_key
 from experiments.model.cell_filter import CellFilter
 from experiments.version import __version__
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from analysis.output import Parsed
+
 __all__ = ["ParseResult", "parse_tree", "read_tree"]
 
 _KIND_ORDER = {"skipped": 0, "partial": 1, "warning": 2, "ignored": 3}
 _CI_METHOD = (
     "distribution-free order-statistic interval of the median (binomial); "
-    f"{CI_LEVEL:.0%} when n >= 6, else [min, max] with its exact coverage in ci_coverage; "
+    "{level:.0%} when n >= 6, else [min, max] with its exact coverage in ci_coverage; "
     "empty when n < 3"
 )
 
@@ -60,9 +64,23 @@ def read_tree(
 ) -> tuple[Parsed, list[Problem], int, int]:
     """Parse a raw tree in memory: (tables, problems, cells found, logs found). Writes nothing.
 
-    A large tree's logs are parsed by `jobs` processes (default: one per usable
-    core), this one and forked workers.  `only` keeps the cells it selects (--only).
+    A large tree's logs are parsed by `jobs` forked processes (default: one
+    per usable core).  `only` keeps the cells it selects (--only).
     """
+    tree = _read(data_dir, jobs, only)
+    return tree.parsed, tree.problems, tree.cells, tree.logs
+
+
+@dataclass
+class _Tree:
+    parsed: Parsed
+    problems: list[Problem]
+    cells: int
+    logs: int
+    events_csv: str | None  # the events table as CSV text, when the workers wrote it
+
+
+def _read(data_dir: Path, jobs: int | None, only: CellFilter | None) -> _Tree:
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise UserError(f"--data {data_dir}: no such directory")
@@ -72,73 +90,74 @@ def read_tree(
         raise UserError(
             f"--data {data_dir}: no cells found (no topology-experiment.out or run.json below it)"
         )
-    jobs = usable_cores() if jobs is None else jobs
-    results = sorted(parse_cells(cells, jobs), key=_cell_order)
+    # The tables' order, as far as the paths tell; the files may still correct it.
+    cells.sort(key=_path_order)
+    pending = start_slices(cells, usable_cores() if jobs is None else jobs)
+    # pandas is imported while the workers parse (see analysis.parse_slices).
+    from analysis.output import PARSED_FORMAT, Parsed
+    from analysis.stats import CI_LEVEL
+    from analysis.tables import summary_table, tables_of
+
+    slices = pending.results()
+    found = [result for part in slices for result in part.results]
+    results = sorted(found, key=_cell_order)
     if only is not None:
         results = _selected(results, only, data_dir)
-        cells = [r.cell for r in results]
     _warn_duplicate_cells(results)
-    events, ping, runs, overlays = build_tables(results)
+    events, ping, runs = tables_of([part.rows for part in slices])
+    in_order = len(results) == len(found) and all(
+        a is b for a, b in zip(results, found, strict=True)
+    )
+    if not in_order:
+        events, ping, runs = _reordered((events, ping, runs), slices, found, results)
     problems = [p for r in results for p in r.problems]
     problems += [Problem(stray, "ignored", "not a kary file") for stray in strays]
     problems += [Problem(d, "skipped", f"unreadable directory ({why})") for d, why in unreadable]
     problems.sort(key=lambda p: (_KIND_ORDER[p.kind], p.path))
-    logs = sum(1 for c in cells if c.has_log)
+    logs = sum(1 for r in results if r.cell.has_log)
     meta = {
         "format": PARSED_FORMAT,
         "kary_version": __version__,
         # Absolute, so the report names the raw tree wherever it was parsed from.
         "data": str(data_dir.resolve()),
-        "cells": len(cells),
+        "cells": len(results),
         "logs": logs,
         "steps": len(events),
         "steps_failed": int((events["status"] == "failed").sum()),
         "pings": len(ping),
         "pings_failed": int((ping["status"] == "failed").sum()),
-        "ci_method": _CI_METHOD,
+        "ci_method": _CI_METHOD.format(level=CI_LEVEL),
         "problems": [p._asdict() for p in problems],
     }
     if only is not None:
         meta["only"] = only.text  # these tables hold only the cells it selects
-    parsed = Parsed(events, ping, runs, summary_table(events), overlays, meta)
-    return parsed, problems, len(cells), logs
+    parsed = Parsed(events, ping, runs, summary_table(events), overlays_of(results), meta)
+    text = events_csv(slices) if in_order else None
+    return _Tree(parsed, problems, len(results), logs, text)
 
 
-# Below this many cells per process, forking costs more than it saves.
-CELLS_PER_JOB = 500
+def _reordered(
+    tables: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame],
+    slices: list[ParsedSlice],
+    found: list[CellResult],
+    results: list[CellResult],
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The tables' rows in the order of `results` (some of `found`, resorted): a cell's
+    rows are consecutive, and each slice says how many each cell gave each table."""
+    import numpy as np
 
-
-def parse_cells(cells: list[CellDir], jobs: int) -> list[CellResult]:
-    """`parse_cell` of each cell, in order.
-
-    With jobs > 1, enough cells and forking safe, the cells are split into
-    `jobs` slices: this process parses the first while forked workers parse
-    the others and send them back with their steps as columns (unpickling
-    220,000 named tuples one by one took longer than parsing them).
-    """
-    jobs = min(jobs, len(cells) // CELLS_PER_JOB)
-    if jobs < 2 or not can_fork():
-        return [parse_cell(cell) for cell in cells]
-    size = -(-len(cells) // jobs)
-    slices = [cells[i : i + size] for i in range(0, len(cells), size)]
-    workers = Forked([partial(_parse_packed, part) for part in slices[1:]], len(slices) - 1)
-    results = [parse_cell(cell) for cell in slices[0]]
-    for packed, columns in workers.results():
-        for result, steps in zip(packed, columns, strict=True):
-            result.steps = list(map(step_of, zip(*steps, strict=True)))
-        results += packed
-    return results
-
-
-def _parse_packed(
-    cells: list[CellDir],
-) -> tuple[list[CellResult], list[tuple[tuple[object, ...], ...]]]:
-    """A forked worker's part: the results without their steps, and each one's steps as columns."""
-    results = [parse_cell(cell) for cell in cells]
-    columns = [tuple(zip(*result.steps, strict=True)) for result in results]
-    for result in results:
-        result.steps = []
-    return results, columns
+    counts = np.array([c for part in slices for c in part.rows.counts], dtype=np.int64)
+    counts = counts.reshape(-1, 3)
+    position = {id(result): i for i, result in enumerate(found)}
+    order = [position[id(result)] for result in results]
+    out = []
+    for column, table in enumerate(tables):
+        sizes = counts[:, column]
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        rows = [np.arange(starts[i], starts[i] + sizes[i]) for i in order]
+        index = np.concatenate(rows) if rows else np.array([], dtype=np.int64)
+        out.append(table.iloc[index].reset_index(drop=True))
+    return out[0], out[1], out[2]
 
 
 def parse_tree(
@@ -148,9 +167,12 @@ def parse_tree(
     `plots` the PNGs in plots/ and report.html.  `only` keeps the cells it selects."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     _check_dirs(data_dir, out_dir)
-    parsed, problems, cells, logs = read_tree(data_dir, only=only)
+    tree = _read(data_dir, None, only)
+    from analysis.output import write_parsed
+
+    parsed, problems, cells, logs = tree.parsed, tree.problems, tree.cells, tree.logs
     if not plots:
-        written = write_parsed(out_dir, parsed)
+        written = write_parsed(out_dir, parsed, events_csv=tree.events_csv)
         return ParseResult(parsed, problems, cells, logs, written)
     from analysis.plots import start_plots  # matplotlib is slow to import
 
@@ -158,7 +180,7 @@ def parse_tree(
     # and prepares the report, which then waits for them.
     pending = start_plots(parsed, out_dir / "plots")
     try:
-        written = write_parsed(out_dir, parsed)
+        written = write_parsed(out_dir, parsed, events_csv=tree.events_csv)
         from analysis.report_page import REPORT_NAME, write_report
 
         report = write_report([out_dir], out_dir / REPORT_NAME, pending.wait)
@@ -203,7 +225,7 @@ def _warn_duplicate_cells(results: list[CellResult]) -> None:
         results, key=lambda r: (r.cell.topo is None or r.cell.nodes is None, r.cell.rel)
     )
     for result in by_path:
-        if not result.identified or not (result.steps or result.pings):
+        if not result.identified or not result.measured:
             continue
         record = result.record
         key = (
@@ -222,6 +244,16 @@ def _warn_duplicate_cells(results: list[CellResult]) -> None:
             )
         else:
             first[key] = result.cell.rel
+
+
+def _path_order(cell: CellDir) -> tuple[object, ...]:
+    """`_cell_order` as the directory names tell it."""
+    return (
+        cell.nodes if cell.nodes is not None else 1 << 62,
+        topology_order_key(cell.topo or ""),
+        cell.iteration if cell.iteration is not None else 1 << 62,
+        cell.rel,
+    )
 
 
 def _cell_order(result: CellResult) -> tuple[object, ...]:

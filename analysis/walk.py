@@ -14,8 +14,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments.formats.cell_layout import SWEEPS_DIR, Knobs, cell_of_path, knobs_of_path
-from experiments.formats.run_record import LOG_NAME, MINICLUSTER_NAME, RECORD_NAME
+from experiments.formats.cell_layout import (
+    LOG_NAME,
+    MINICLUSTER_NAME,
+    RECORD_NAME,
+    SWEEPS_DIR,
+    Knobs,
+    cell_of_path,
+    knobs_of_path,
+)
 
 __all__ = ["CELL_FILES", "LOG_NAME", "RECORD_NAME", "CellDir", "find_cells"]
 
@@ -45,30 +52,38 @@ def find_cells(
     Hidden files and directories (`.git`, temp files of atomic writes) are not
     data and are passed over silently. Symlinked directories are not followed,
     so a link loop cannot hang the walk. Directories that cannot be listed are
-    appended to `unreadable` as (relative path, reason).
+    appended to `unreadable` as (relative path, reason).  Cells come in walk
+    order (directory names sorted).
     """
     cells: list[CellDir] = []
     strays: list[str] = []
-    root = str(data_dir)
-
-    def on_error(err: OSError) -> None:
-        if unreadable is not None and err.filename is not None:
-            rel = os.path.relpath(err.filename, root).replace(os.sep, "/")
-            unreadable.append((rel, err.strerror or type(err).__name__))
-
-    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        names = {f for f in filenames if not f.startswith(".")}
-        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
-        rel_dir = "" if rel_dir == "." else rel_dir
+    # os.scandir, not os.walk: the type of each entry comes with the listing,
+    # and relative paths are built by joining names (os.path.relpath per
+    # directory was a third of the walk of an 8,000-cell tree).
+    pending = [(str(data_dir), "")]
+    while pending:
+        path, rel = pending.pop()
+        try:
+            with os.scandir(path) as listing:
+                entries = [(e.name, e.is_dir(), e.is_symlink()) for e in listing]
+        except OSError as err:
+            if unreadable is not None:
+                unreadable.append((rel or ".", err.strerror or type(err).__name__))
+            continue
+        names = {name for name, is_dir, _ in entries if not is_dir and name[0] != "."}
         is_cell = not names.isdisjoint(CELL_FILES)
-        if rel_dir == SWEEPS_DIR:  # the sweep files runs kept
+        if rel == SWEEPS_DIR:  # the sweep files runs kept
             names = {n for n in names if not n.endswith(".yaml")}
         for name in sorted(names):
             if not is_cell or name not in CELL_FILES:
-                strays.append(f"{rel_dir}/{name}" if rel_dir else name)
+                strays.append(f"{rel}/{name}" if rel else name)
         if is_cell:
-            cells.append(_cell(Path(dirpath), rel_dir, names))
+            cells.append(_cell(Path(path), rel, names))
+        subdirs = sorted(
+            (name for name, is_dir, link in entries if is_dir and not link and name[0] != "."),
+            reverse=True,  # popped last-in first-out: visited in sorted order
+        )
+        pending += [(f"{path}/{name}", f"{rel}/{name}" if rel else name) for name in subdirs]
     return cells, strays
 
 

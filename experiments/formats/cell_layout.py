@@ -38,7 +38,10 @@ from pathlib import Path
 
 __all__ = [
     "KNOB_NAMES",
+    "LOG_NAME",
+    "MINICLUSTER_NAME",
     "NO_KNOBS",
+    "RECORD_NAME",
     "SWEEPS_DIR",
     "Knobs",
     "cell_dir",
@@ -112,6 +115,11 @@ def knobs_of_path(parts: Sequence[str]) -> Knobs:
     knobs = knobs_from_dirname(parts[-2]) if len(parts) >= 2 else None
     return knobs if knobs is not None else NO_KNOBS
 
+
+# The files of a cell directory (run.json is experiments.formats.run_record's).
+RECORD_NAME = "run.json"
+LOG_NAME = "topology-experiment.out"
+MINICLUSTER_NAME = "minicluster.yaml"
 
 # A sweep file's copy, kept beside the cells it planned: <data>/sweeps/<sha256>.yaml.
 SWEEPS_DIR = "sweeps"

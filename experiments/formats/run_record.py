@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from experiments.errors import UserError
 from experiments.files import write_atomic
-from experiments.formats.cell_layout import Knobs
+from experiments.formats.cell_layout import LOG_NAME, MINICLUSTER_NAME, RECORD_NAME, Knobs
 
 __all__ = [
     "LOG_NAME",
@@ -41,9 +41,6 @@ RECORD_FORMAT = 1
 # started, or a job nested in the Flux allocation of FLUX_URI.
 TEST_INSTANCE = "test-instance"
 ALLOCATION = "allocation"
-RECORD_NAME = "run.json"
-LOG_NAME = "topology-experiment.out"
-MINICLUSTER_NAME = "minicluster.yaml"
 
 CellState = Literal["pending", "running", "succeeded", "failed", "timeout", "interrupted"]
 

@@ -203,36 +203,51 @@ def test_a_mislabelled_cell_is_warned_about(tmp_path: Path) -> None:
     )
 
 
-_READ_FORKED = """
+_PARSE_FORKED = """
 import pickle, sys
 from pathlib import Path
 import analysis.parse_raw as parse
-parse.CELLS_PER_JOB = 1  # fork even for a small tree
+import analysis.parse_slices as slices
+slices.CELLS_PER_JOB = 1  # fork even for a small tree
 forked = []
-real = parse.Forked
-parse.Forked = lambda tasks, workers: forked.append(workers) or real(tasks, workers)
+real = slices.Forked
+slices.Forked = lambda tasks, workers: forked.append((len(tasks), workers)) or real(tasks, workers)
 result = parse.read_tree(Path(sys.argv[1]), jobs=3)
-Path(sys.argv[2]).write_bytes(pickle.dumps((result, forked)))
+parse.usable_cores = lambda: 3
+parse.parse_tree(Path(sys.argv[1]), Path(sys.argv[3]), plots=False)
+Path(sys.argv[2]).write_bytes(pickle.dumps((result, forked, "pandas" in sys.modules)))
 """
 
 
-def test_logs_parsed_in_forked_workers_give_the_same_tables_and_problems(
+def test_logs_parsed_in_forked_workers_give_the_same_tables_files_and_problems(
     damaged_tree: Path, tmp_path: Path
 ) -> None:
     import pickle
     import subprocess
     import sys
 
-    from analysis import read_tree
+    from analysis import parse_tree, read_tree
 
     # A fresh interpreter has one thread, so it may fork (pytest's may not).
     out = tmp_path / "forked.pickle"
-    subprocess.run([sys.executable, "-c", _READ_FORKED, str(damaged_tree), str(out)], check=True)
-    (parsed, problems, cells, logs), forked = pickle.loads(out.read_bytes())
-    assert forked == [2]  # this process and two workers
+    forked_dir, serial_dir = tmp_path / "forked", tmp_path / "serial"
+    subprocess.run(
+        [sys.executable, "-c", _PARSE_FORKED, str(damaged_tree), str(out), str(forked_dir)],
+        check=True,
+    )
+    (parsed, problems, cells, logs), forked, _ = pickle.loads(out.read_bytes())
+    # Three workers shared more slices than workers, for both the read and the parse.
+    assert [workers for _, workers in forked] == [3, 3]
+    assert all(tasks > 3 for tasks, _ in forked)
     serial, serial_problems, serial_cells, serial_logs = read_tree(damaged_tree, jobs=1)
     for table in ("events", "ping", "runs", "summary"):
         pd.testing.assert_frame_equal(getattr(parsed, table), getattr(serial, table))
     assert (parsed.overlays, parsed.meta) == (serial.overlays, serial.meta)
     assert (problems, cells, logs) == (serial_problems, serial_cells, serial_logs)
+    # The workers wrote the events rows as CSV text: the same bytes as the table's.
+    parse_tree(damaged_tree, serial_dir, plots=False)
+    written = sorted(p.name for p in forked_dir.iterdir())
+    assert written == sorted(p.name for p in serial_dir.iterdir())
+    for name in written:
+        assert (forked_dir / name).read_bytes() == (serial_dir / name).read_bytes(), name
     assert any(p.kind == "warning" for p in problems)  # the copied folder, found across workers

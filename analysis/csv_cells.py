@@ -1,0 +1,54 @@
+"""CSV cells as pandas' `to_csv` writes them, from plain Python values (no pandas here).
+
+The one writer of kary's CSV text: `analysis.csvtext` uses it for DataFrames
+and forked parse workers for their rows before pandas is imported
+(`analysis.table_rows`).  Quoting is the csv module's QUOTE_MINIMAL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["float_cells", "int_cells", "join_rows", "quoted", "text_cells"]
+
+_QUOTED = (",", '"', "\n")
+
+
+def float_cells(values: Sequence[object]) -> list[str]:
+    """A float64 column: the shortest text that reads back as the same float (repr, as
+    numpy's), "" where missing (None or NaN)."""
+    return ["" if v is None or v != v else repr(float(v)) for v in values]  # type: ignore[arg-type]
+
+
+def int_cells(values: Sequence[object]) -> list[str]:
+    """An integer (or bool) column."""
+    return list(map(str, values))
+
+
+def text_cells(values: Sequence[object]) -> list[str] | None:
+    """A text column, "" where missing (None); None when pandas must write it (see quoted)."""
+    if any(type(v) is not str for v in values):
+        values = ["" if v is None else v if type(v) is str else str(v) for v in values]
+    return quoted(values)  # type: ignore[arg-type]
+
+
+def quoted(values: list[str]) -> list[str] | None:
+    """Quoted as the csv module quotes (QUOTE_MINIMAL); None for a carriage return,
+    which Python versions quote differently."""
+    joined = "\x00".join(values)
+    if "\r" in joined:
+        return None
+    if not any(mark in joined for mark in _QUOTED):
+        return values
+    return [_quote(v) if any(mark in v for mark in _QUOTED) else v for v in values]
+
+
+def join_rows(columns: Sequence[list[str] | None]) -> str | None:
+    """The rows of these cell columns, one line each; None if any column is None."""
+    if any(column is None for column in columns):
+        return None
+    return "\n".join(map(",".join, zip(*columns, strict=True))) + "\n"
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace('"', '""') + '"'

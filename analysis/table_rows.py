@@ -1,0 +1,322 @@
+"""The rows of the parsed tables, as plain Python: cell results in, columns and tuples out.
+
+No pandas here: a forked parse worker turns its cells into `TableRows` (and
+the events rows into CSV text) without importing it, while the parent process
+imports pandas and later makes DataFrames of every worker's rows
+(analysis.tables).  Rows follow the order of the cells given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from analysis.cells import CellResult
+from analysis.csv_cells import float_cells, int_cells, join_rows, text_cells
+from analysis.model import Step
+from experiments.formats.cell_layout import KNOB_NAMES, topology_dirname
+from experiments.formats.events import strategy_of
+
+if TYPE_CHECKING:
+    from experiments.formats.run_record import RunRecord
+
+__all__ = [
+    "EVENT_COLUMNS",
+    "KNOB_COLUMNS",
+    "PING_COLUMNS",
+    "RECORD_FACTS",
+    "RUN_COLUMNS",
+    "TableRows",
+    "events_csv_rows",
+    "overlays_of",
+    "table_rows",
+]
+
+# The Flux knobs a cell set, as labels (`256K`, `on`); "" where Flux's default ran.
+KNOB_COLUMNS = list(KNOB_NAMES)
+# The seed's columns first, in the seed's order, then kary's.
+EVENT_COLUMNS = [
+    "uid",
+    "topology",
+    "iteration",
+    "nodes",
+    "event",
+    "size_gb",
+    "time_seconds",
+    "size_bytes",
+    "status",
+    "reason",
+    "backend",
+    "cluster",
+    "source",
+    "topo",
+    "strategy",
+    "size_label",
+    "run_state",
+    *KNOB_COLUMNS,
+]
+# The seed's ping columns (service is the ping target: broker or kvs;
+# message_size_bytes is the pad), then kary's.
+PING_COLUMNS = [
+    "uid",
+    "topology",
+    "topology-uid",
+    "iteration",
+    "nodes",
+    "rank",
+    "service",
+    "message_size_bytes",
+    "message_size_mb",
+    "time_ms",
+    "time_seconds",
+    "hops",
+    "status",
+    "reason",
+    "backend",
+    "cluster",
+    "source",
+    "topo",
+]
+# Facts of run.json that only the report reads: dates, the template, where Flux
+# ran, and the emulator's fidelity and injected faults.
+RECORD_FACTS = (
+    "started",
+    "finished",
+    "template_hash",
+    "place",
+    "emulator_fidelity",
+    "emulator_faults",
+    "sweep_file",
+    "sweep_sha256",
+)
+RUN_COLUMNS = [
+    "uid",
+    "topology",
+    "iteration",
+    "nodes",
+    "topo",
+    "source",
+    "log_format",
+    "complete",
+    "state",
+    "backend",
+    "cluster",
+    "instance_type",
+    "image",
+    "flux_version",
+    "error",
+    "steps_ok",
+    "steps_failed",
+    "pings_ok",
+    "pings_failed",
+    *KNOB_COLUMNS,
+    # From run.json too, so the report needs the parsed tables alone.  A
+    # parsed directory written before these were added lacks them.
+    *RECORD_FACTS,
+]
+# Event columns by kind, for writing them as CSV (the rest are text).
+_EVENT_INTS = ("iteration", "nodes", "size_bytes")
+_GIB = 2**30
+
+
+@dataclass
+class TableRows:
+    """Rows of the events, ping and runs tables for some cells.
+
+    `events` is column by column (EVENT_COLUMNS); `ping` and `runs` are row
+    tuples (PING_COLUMNS, RUN_COLUMNS).  `counts` has, per cell given, how many
+    rows it gave each table (events, ping, runs), in order: a cell's rows are
+    consecutive.  `whole_gb`: every size_gb here is a whole number (the seed's
+    1..10 GB), which the events table then writes as integers.
+    """
+
+    events: dict[str, list[object]] = field(
+        default_factory=lambda: {name: [] for name in EVENT_COLUMNS}
+    )
+    ping: list[tuple[object, ...]] = field(default_factory=list)
+    runs: list[tuple[object, ...]] = field(default_factory=list)
+    counts: list[tuple[int, int, int]] = field(default_factory=list)
+
+    @property
+    def whole_gb(self) -> bool:
+        return all(type(gb) is int for gb in self.events["size_gb"])
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+_RECORD_TEXTS = ("backend", "cluster", "state", "instance_type", "image", "flux_version", "error")
+
+
+def _record_texts(record: RunRecord | None) -> dict[str, str]:
+    """The run.json facts the tables carry, as text ("" where unknown or no record)."""
+    if record is None:
+        return dict.fromkeys((*_RECORD_TEXTS, *RECORD_FACTS), "")
+    texts = {name: _text(getattr(record, name)) for name in _RECORD_TEXTS}
+    extra = record.model_extra or {}
+    emulator = extra.get("emulator")
+    emulator = emulator if isinstance(emulator, dict) else {}
+    faults = emulator.get("faults")
+    texts.update(
+        started=_text(record.started),
+        finished=_text(record.finished),
+        template_hash=_text(record.template_hash),
+        place=_text(extra.get("place")),
+        emulator_fidelity=_text(emulator.get("fidelity")),
+        emulator_faults=", ".join(map(str, faults)) if isinstance(faults, list) else "",
+        sweep_file=_text(record.sweep_file),
+        sweep_sha256=_text(record.sweep_sha256),
+    )
+    return texts
+
+
+def table_rows(results: Iterable[CellResult]) -> TableRows:
+    """The table rows of these cells, in the order given; unidentified cells give none."""
+    rows = TableRows()
+    # Events go column by column: a cell's steps are transposed once and each
+    # column extended, instead of building a tuple per step.
+    events = rows.events
+    for res in results:
+        if not res.identified:
+            rows.counts.append((0, 0, 0))
+            continue
+        rows.counts.append((len(res.steps), len(res.pings), 1))
+        assert res.topo is not None and res.nodes is not None
+        topology = topology_dirname(res.topo)
+        uid = f"{topology}-{res.nodes}"
+        record = _record_texts(res.record)
+        backend, cluster, state = record["backend"], record["cluster"], record["state"]
+        source = (
+            f"{res.cell.rel}/topology-experiment.out" if res.cell.rel else "topology-experiment.out"
+        )
+        knobs = res.knobs.labels()
+        if res.steps:
+            same = {
+                "uid": uid, "topology": topology, "iteration": res.iteration,
+                "nodes": res.nodes, "backend": backend, "cluster": cluster,
+                "source": source, "topo": res.topo, "run_state": state, **knobs,
+            }  # fmt: skip
+            _add_steps(events, res.steps, same)
+        for ping in res.pings:
+            rows.ping.append(
+                (
+                    f"flux-ping-{ping.service}-size-{ping.size_label}-rank-{ping.rank}",
+                    topology,
+                    uid,
+                    res.iteration,
+                    res.nodes,
+                    ping.rank,
+                    ping.service,
+                    ping.pad_bytes,
+                    _int_or_float(ping.pad_bytes / 2**20),
+                    ping.ms,
+                    None if ping.ms is None else ping.ms / 1000,
+                    ping.hops,
+                    ping.status,
+                    ping.reason,
+                    backend,
+                    cluster,
+                    source,
+                    res.topo,
+                )
+            )
+        steps_failed = sum(1 for s in res.steps if s.status != "ok")
+        pings_failed = sum(1 for p in res.pings if p.status != "ok")
+        rows.runs.append(
+            (
+                uid,
+                topology,
+                res.iteration,
+                res.nodes,
+                res.topo,
+                res.cell.rel,
+                res.log_format,
+                res.complete,
+                state,
+                backend,
+                cluster,
+                record["instance_type"],
+                record["image"],
+                record["flux_version"],
+                record["error"],
+                len(res.steps) - steps_failed,
+                steps_failed,
+                len(res.pings) - pings_failed,
+                pings_failed,
+                *(knobs[name] for name in KNOB_COLUMNS),
+                *(record[name] for name in RECORD_FACTS),
+            )
+        )
+    return rows
+
+
+def overlays_of(results: Iterable[CellResult]) -> dict[str, list[str]]:
+    """topologies.json: the first printed overlay of each uid (`kary-2-8`), in cell order."""
+    overlays: dict[str, list[str]] = {}
+    for res in results:
+        if res.identified and res.overlay:
+            uid = f"{topology_dirname(res.topo)}-{res.nodes}"  # type: ignore[arg-type]
+            overlays.setdefault(uid, res.overlay)
+    return overlays
+
+
+def _add_steps(
+    events: dict[str, list[object]], steps: list[Step], same: Mapping[str, object]
+) -> None:
+    """Extend the event columns by one cell's steps; `same` holds the columns
+    whose value is the cell's, the same for each of its steps."""
+    count = len(steps)
+    for name, value in same.items():
+        events[name] += [value] * count
+    event, size_label, size_bytes, seconds, status, reason = zip(*steps, strict=True)
+    events["event"] += event
+    events["size_gb"] += map(_size_gb, size_bytes)
+    events["time_seconds"] += seconds
+    events["size_bytes"] += size_bytes
+    events["status"] += status
+    events["reason"] += reason
+    events["strategy"] += map(_strategy, event)
+    events["size_label"] += size_label
+
+
+@lru_cache(maxsize=1024)
+def _size_gb(size: int) -> int | float:
+    # The seed's labels are whole GB numbers; keep them integral so `1` stays `1`.
+    value = size / _GIB
+    return int(value) if value == int(value) else value
+
+
+@lru_cache(maxsize=1024)
+def _strategy(event: str) -> str | None:
+    return strategy_of(event)
+
+
+def _int_or_float(value: float) -> int | float:
+    return int(value) if value == int(value) else value
+
+
+def events_csv_rows(rows: TableRows, whole_gb: bool) -> str | None:
+    """The events rows as the events table's CSV writes them, without its header line.
+
+    `whole_gb`: whether the whole table (not only these rows) writes size_gb as
+    integers.  None where a value needs what only pandas' writer does (a
+    carriage return); the caller then writes the table from its DataFrame.
+    """
+    events = rows.events
+    if not events["uid"]:
+        return ""
+    columns: list[list[str] | None] = []
+    for name in EVENT_COLUMNS:
+        values = events[name]
+        if name in _EVENT_INTS:
+            columns.append(int_cells(values))
+        elif name == "size_gb":
+            columns.append(int_cells(values) if whole_gb else float_cells(values))
+        elif name == "time_seconds":
+            columns.append(float_cells(values))
+        else:
+            columns.append(text_cells(values))
+    return join_rows(columns)
