@@ -27,9 +27,11 @@ def int_cells(values: Sequence[object]) -> list[str]:
 
 def text_cells(values: Sequence[object]) -> list[str] | None:
     """A text column, "" where missing (None); None when pandas must write it (see quoted)."""
-    if any(type(v) is not str for v in values):
-        values = ["" if v is None else v if type(v) is str else str(v) for v in values]
-    return quoted(values)  # type: ignore[arg-type]
+    try:
+        return quoted(values)  # type: ignore[arg-type]
+    except TypeError:  # not all str: join refused a value
+        texts = ["" if v is None else v if type(v) is str else str(v) for v in values]
+        return quoted(texts)
 
 
 def quoted(values: list[str]) -> list[str] | None:

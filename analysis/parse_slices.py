@@ -50,7 +50,9 @@ def parse_slice(cells: Sequence[CellDir]) -> ParsedSlice:
     rows = table_rows(results)
     for result in results:
         result.steps, result.pings = [], []
-    return ParsedSlice(results, rows, events_csv_rows(rows, rows.whole_gb))
+    text = events_csv_rows(rows, rows.whole_gb)
+    rows.pack()
+    return ParsedSlice(results, rows, text)
 
 
 class PendingSlices:

@@ -9,7 +9,9 @@ magnitude slower.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Sequence
+from itertools import chain
 
 import numpy as np
 import pandas as pd
@@ -70,21 +72,21 @@ def build_tables(
 
 def tables_of(parts: Sequence[TableRows]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(events, ping, runs): the rows of `parts`, one after the other, as tables."""
-    events: dict[str, list[object]] = {name: [] for name in EVENT_COLUMNS}
-    pings: list[tuple[object, ...]] = []
-    runs: list[tuple[object, ...]] = []
-    for part in parts:
-        for name, values in part.events.items():
-            events[name] += values
-        pings += part.ping
-        runs += part.runs
-    events_frame = _columns_frame(
-        events,
-        # numpy reads a list of numbers faster than pandas infers one.
-        {"iteration": np.int64, "nodes": np.int64, "size_bytes": np.int64,
-         "time_seconds": float, "size_gb": float},
-    )  # fmt: skip
-    if all(part.whole_gb for part in parts) and len(events_frame):
+    events: dict[str, object] = {}
+    for name in EVENT_COLUMNS:
+        pieces = [part.events[name] for part in parts]
+        if name in _NUMBERS:
+            events[name] = np.concatenate([_numbers(p, _NUMBERS[name]) for p in pieces or [[]]])
+        else:
+            events[name] = list(chain.from_iterable(pieces))
+    pings = list(chain.from_iterable(part.ping for part in parts))
+    runs = list(chain.from_iterable(part.runs for part in parts))
+    if not len(events["uid"]):  # type: ignore[arg-type]
+        floats: dict[str, object] = {name: float for name, t in _NUMBERS.items() if t is float}
+        events_frame = _frame([], EVENT_COLUMNS, floats)
+    else:
+        events_frame = pd.DataFrame(events)
+    if len(events_frame) and all(part.whole_gb for part in parts):
         # The seed wrote whole GB sizes as integers (`1`, not `1.0`): keep that.
         events_frame["size_gb"] = events_frame["size_gb"].astype("int64")
     return (
@@ -94,6 +96,21 @@ def tables_of(parts: Sequence[TableRows]) -> tuple[pd.DataFrame, pd.DataFrame, p
     )
 
 
+# The events table's number columns and their dtypes.
+_NUMBERS: dict[str, object] = {
+    "iteration": np.int64, "nodes": np.int64, "size_bytes": np.int64,
+    "time_seconds": np.float64, "size_gb": np.float64,
+}  # fmt: skip
+
+
+def _numbers(values: object, dtype: object) -> np.ndarray:
+    """A number column as an array: a typed array (as a worker packs one) is read
+    without a copy; numpy reads a list of numbers faster than pandas infers one."""
+    if isinstance(values, array):
+        return np.frombuffer(values, dtype=dtype)  # type: ignore[call-overload]
+    return np.array(values, dtype=dtype)  # type: ignore[call-overload]
+
+
 def _frame(
     rows: list[tuple[object, ...]], columns: list[str], dtypes: dict[str, object]
 ) -> pd.DataFrame:
@@ -101,20 +118,6 @@ def _frame(
     for column, dtype in dtypes.items():
         frame[column] = frame[column].astype(dtype)  # type: ignore[call-overload]
     return frame
-
-
-def _columns_frame(columns: dict[str, list[object]], numbers: dict[str, object]) -> pd.DataFrame:
-    """The frame of these columns; `numbers` are made arrays of those dtypes first."""
-    if not next(iter(columns.values())):
-        floats: dict[str, object] = {name: float for name, t in numbers.items() if t is float}
-        return _frame([], list(columns), floats)
-    arrays = {
-        name: np.array(values, dtype=numbers[name])  # type: ignore[call-overload]
-        if name in numbers
-        else values
-        for name, values in columns.items()
-    }
-    return pd.DataFrame(arrays)
 
 
 def summary_table(events: pd.DataFrame) -> pd.DataFrame:
