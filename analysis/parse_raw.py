@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analysis.cells import CellResult
-from analysis.forked import usable_cores
+from analysis.forked import can_fork, usable_cores
 from analysis.model import Problem
 from analysis.parse_slices import ParsedSlice, events_csv, start_slices
 from analysis.table_rows import overlays_of
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from analysis.output import Parsed
+    from analysis.plot_process import PlotProcess
+    from analysis.plots import PendingPlots
 
 __all__ = ["ParseResult", "parse_tree", "read_tree"]
 
@@ -167,6 +169,26 @@ def parse_tree(
     `plots` the PNGs in plots/ and report.html.  `only` keeps the cells it selects."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     _check_dirs(data_dir, out_dir)
+    plotter = None
+    if plots and can_fork():
+        from analysis.plot_process import PlotProcess
+
+        # Forked now, so it imports matplotlib while this process reads the tree.
+        plotter = PlotProcess(out_dir / "plots")
+    try:
+        return _parse(data_dir, out_dir, plots, only, plotter)
+    finally:
+        if plotter is not None:
+            plotter.stop()
+
+
+def _parse(
+    data_dir: Path,
+    out_dir: Path,
+    plots: bool,
+    only: CellFilter | None,
+    plotter: PlotProcess | None,
+) -> ParseResult:
     tree = _read(data_dir, None, only)
     from analysis.output import write_parsed
 
@@ -174,11 +196,15 @@ def parse_tree(
     if not plots:
         written = write_parsed(out_dir, parsed, events_csv=tree.events_csv)
         return ParseResult(parsed, problems, cells, logs, written)
-    from analysis.plots import start_plots  # matplotlib is slow to import
-
     # The plots are drawn in forked processes while this one writes the tables
     # and prepares the report, which then waits for them.
-    pending = start_plots(parsed, out_dir / "plots")
+    if plotter is not None:
+        plotter.draw(parsed)
+        pending: PlotProcess | PendingPlots = plotter
+    else:
+        from analysis.plots import start_plots  # matplotlib is slow to import
+
+        pending = start_plots(parsed, out_dir / "plots")
     try:
         written = write_parsed(out_dir, parsed, events_csv=tree.events_csv)
         from analysis.report_page import REPORT_NAME, write_report

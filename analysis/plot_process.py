@@ -1,0 +1,99 @@
+"""Draw a parse's plots from a process forked when the parse starts.
+
+Importing pandas and matplotlib took about 0.7 s, one core's work while the
+other waited. The plot process does it while this one reads the tree; it then
+gets the tables and draws them with its own forked workers
+(analysis.plots.start_plots) while this process writes the tables and prepares
+the report.
+
+The tables go through a temporary pickle file, and only its name through the
+pipe: a pipe would hold this process until the other had finished importing.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+from multiprocessing import get_context
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from analysis.output import Parsed
+
+__all__ = ["PlotProcess"]
+
+
+class PlotProcess:
+    """A forked process that imports the plotting code now and draws on `draw(parsed)`.
+
+    `wait()` returns the PNGs written (a plot's error is raised here); `stop()`
+    ends the process whatever state it is in.  Use only where forking is safe
+    (analysis.forked.can_fork).
+    """
+
+    def __init__(self, plot_dir: Path, jobs: int | None = None) -> None:
+        context = get_context("fork")
+        requests_in, self._requests = context.Pipe(duplex=False)  # (read end, write end)
+        self._replies, replies_out = context.Pipe(duplex=False)
+        self._process = context.Process(
+            target=_serve, args=(requests_in, replies_out, Path(plot_dir), jobs)
+        )
+        self._process.start()
+        # The child's ends: closed here, so a child that dies is an EOF, not a hang.
+        requests_in.close()
+        replies_out.close()
+        self._input: str | None = None
+        self._answer: tuple[str, object] | None = None
+
+    def draw(self, parsed: Parsed) -> None:
+        """Hand the tables over; drawing starts as soon as the process has its imports."""
+        fd, self._input = tempfile.mkstemp(prefix="kary-plots-", suffix=".pickle")
+        with os.fdopen(fd, "wb") as handle:
+            pickle.dump(parsed, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        self._requests.send(self._input)
+
+    def wait(self) -> list[Path]:
+        """The PNGs written, in plan order, once all are drawn (a plot's error is raised,
+        on every call)."""
+        if self._answer is None:
+            try:
+                self._answer = self._replies.recv()
+            except EOFError:
+                self._answer = ("error", RuntimeError("the plot process ended without an answer"))
+        kind, value = self._answer
+        if kind == "error":
+            raise value  # type: ignore[misc]
+        return [Path(p) for p in value]  # type: ignore[union-attr]
+
+    def stop(self) -> None:
+        """End the process (it has finished, or its work is no longer wanted)."""
+        if self._process.is_alive() and self._answer is None:
+            self._process.terminate()
+        self._process.join()
+        self._requests.close()
+        self._replies.close()
+        if self._input is not None:
+            Path(self._input).unlink(missing_ok=True)
+
+
+def _serve(requests: Connection, replies: Connection, plot_dir: Path, jobs: int | None) -> None:
+    try:
+        from analysis.plots import start_plots  # the slow import, while the parse runs
+
+        path = requests.recv()
+        parsed = pickle.loads(Path(path).read_bytes())
+        reply: tuple[str, object] = (
+            "ok",
+            [str(p) for p in start_plots(parsed, plot_dir, jobs).wait()],
+        )
+    except (EOFError, KeyboardInterrupt):
+        return  # the parse gave up (an error, Ctrl-C): nothing to draw
+    except BaseException as err:  # a bug in a plot: raised again in the parse
+        reply = ("error", err)
+    try:
+        replies.send(reply)
+    except Exception:  # an error that does not pickle: its text then
+        replies.send(("error", RuntimeError(f"plotting failed: {reply[1]!r}")))

@@ -1,0 +1,94 @@
+"""The plot process forked at the start of a parse: same plots, errors raised in the parse,
+nothing left running or lying around after a failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from analysis_samples import legacy_log, write_cell
+
+# Run in a fresh interpreter: it has one thread, so it may fork (pytest's may not).
+_PARSE = """
+import json, multiprocessing, sys
+from pathlib import Path
+import analysis.parse_raw as parse
+import analysis.plots as plots
+from experiments.errors import UserError
+if sys.argv[3] == "plot-bug":
+    def broken(parsed):
+        raise ValueError("a bug in a plot")
+    plots._plan = broken
+used = []
+import analysis.plot_process as plot_process
+original = plot_process.PlotProcess.__init__
+def counted(self, *args, **kwargs):
+    used.append(1)
+    original(self, *args, **kwargs)
+plot_process.PlotProcess.__init__ = counted
+try:
+    parse.parse_tree(Path(sys.argv[1]), Path(sys.argv[2]))
+    outcome = "ok"
+except (ValueError, UserError) as err:
+    outcome = f"{type(err).__name__}: {err}"
+print(json.dumps({"outcome": outcome, "plot_process": len(used),
+                  "children": len(multiprocessing.active_children())}))
+"""
+
+
+def _parse(raw: Path, out: Path, case: str, tmp: Path) -> dict[str, object]:
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    done = subprocess.run(
+        [sys.executable, "-c", _PARSE, str(raw), str(out), case],
+        capture_output=True, text=True, check=True, env=env,
+    )  # fmt: skip
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def _tree(root: Path) -> Path:
+    for iteration in range(3):
+        write_cell(root, f"4/kary-2/{iteration}", legacy_log(4, "kary:2", sizes=(1, 2)))
+    return root
+
+
+def test_the_plot_process_draws_what_the_parse_process_would(tmp_path: Path) -> None:
+    from analysis import read_tree
+    from analysis.plots import write_plots
+
+    raw = _tree(tmp_path / "raw")
+    (tmp_path / "tmp").mkdir()
+    result = _parse(raw, tmp_path / "out", "ok", tmp_path / "tmp")
+    assert result == {"outcome": "ok", "plot_process": 1, "children": 0}
+    drawn = write_plots(read_tree(raw, jobs=1)[0], tmp_path / "here", jobs=1)
+    names = sorted(p.name for p in drawn)
+    assert names == sorted(p.name for p in (tmp_path / "out" / "plots").iterdir())
+    for name in names:
+        assert (tmp_path / "out" / "plots" / name).read_bytes() == (
+            tmp_path / "here" / name
+        ).read_bytes()
+    assert (tmp_path / "out" / "report.html").is_file()
+    assert list((tmp_path / "tmp").iterdir()) == []  # the tables' pickle is gone
+
+
+def test_a_bug_in_a_plot_is_raised_by_the_parse_and_nothing_is_left_running(
+    tmp_path: Path,
+) -> None:
+    raw = _tree(tmp_path / "raw")
+    (tmp_path / "tmp").mkdir()
+    result = _parse(raw, tmp_path / "out", "plot-bug", tmp_path / "tmp")
+    assert result == {"outcome": "ValueError: a bug in a plot", "plot_process": 1, "children": 0}
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_a_tree_that_cannot_be_parsed_stops_the_plot_process(tmp_path: Path) -> None:
+    empty = tmp_path / "raw"
+    empty.mkdir()
+    (tmp_path / "tmp").mkdir()
+    result = _parse(empty, tmp_path / "out", "ok", tmp_path / "tmp")
+    assert result["plot_process"] == 1
+    assert str(result["outcome"]).startswith("UserError: --data")
+    assert result["children"] == 0
+    assert list((tmp_path / "tmp").iterdir()) == []
