@@ -83,17 +83,24 @@ SUMMARY_STATS = [
 
 
 def summarize(
-    frame: pd.DataFrame, keys: list[str], value: str = "time_seconds", status: str = "status"
+    frame: pd.DataFrame,
+    keys: list[str],
+    value: str = "time_seconds",
+    status: str = "status",
+    group_by: list[str] | None = None,
 ) -> pd.DataFrame:
     """Per group: n (ok rows), failed (count), median, q1, q3, min, max, median CI, cv.
 
     Failed rows are counted, never averaged in: statistics use status == "ok" only.
-    Groups keep the order in which they first appear in `frame`.
+    Groups keep the order in which they first appear in `frame`.  `group_by`,
+    when given, are the keys that tell groups apart; the rest of `keys` must
+    follow from them (they are taken from each group's first row).
     """
     if frame.empty:
         return pd.DataFrame(columns=[*keys, *SUMMARY_STATS])
     # One integer id per group; everything after works on ids, not on the key columns.
-    gid = frame.groupby(keys, dropna=False, sort=False).ngroup().to_numpy()
+    grouped = frame.groupby(group_by or keys, dropna=False, sort=False)
+    gid = grouped.ngroup().to_numpy()
     count = int(gid.max()) + 1
     _, first = np.unique(gid, return_index=True)
     out = frame[keys].iloc[first].reset_index(drop=True)

@@ -58,6 +58,13 @@ SUMMARY_KEYS = [
     "size_gb",
 ]
 
+# The keys that tell the summary's groups apart: the others follow from them
+# (strategy from event, size_gb from size_bytes), and factorizing fewer text
+# columns took a quarter off the summary's time.
+_SUMMARY_GROUPS = [
+    "backend", "cluster", "nodes", "topology", "topo", *KNOB_COLUMNS, "event", "size_label",
+    "size_bytes",
+]  # fmt: skip
 # Every statistic in seconds or a ratio is rounded; the counts are whole already.
 _ROUNDED = (*(s for s in SUMMARY_STATS if s not in ("n", "failed")), "seconds_per_gb")
 
@@ -125,10 +132,9 @@ def summary_table(events: pd.DataFrame) -> pd.DataFrame:
 
     seconds_per_gb is the median divided by the size in GiB.
     """
-    frame = events.copy()
-    for column in ("backend", "cluster"):
-        frame[column] = frame[column].fillna("")
-    summary = summarize(frame, SUMMARY_KEYS)
+    missing = {c: events[c].fillna("") for c in ("backend", "cluster") if events[c].hasnans}
+    frame = events.assign(**missing) if missing else events
+    summary = summarize(frame, SUMMARY_KEYS, group_by=_SUMMARY_GROUPS)
     summary["seconds_per_gb"] = summary["median"] / summary["size_gb"].astype(float)
     # Timings are given to the microsecond; interpolated quartiles and ratios
     # would otherwise print float noise (0.031246000000000003).

@@ -116,3 +116,36 @@ def test_statistics_do_not_import_scipy() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_grouping_by_the_telling_keys_gives_the_summary_of_all_keys() -> None:
+    from analysis.tables import _SUMMARY_GROUPS, SUMMARY_KEYS
+
+    rng = np.random.default_rng(7)
+    rows = 400
+    events = ["create-archive", "distribute-all-nodes", "distribute-leaf-nodes"]
+    sizes = [(16 * 2**20, "16M"), (2**30, "1G")]
+    frame = pd.DataFrame(
+        {
+            "backend": rng.choice(["local", "flux"], rows),
+            "cluster": "",
+            "nodes": rng.choice([4, 8], rows),
+            "topo": rng.choice(["kary:1", "kary:2", "binomial"], rows),
+            "chunksize": rng.choice(["", "256K"], rows),
+            "mmap": "",
+            "purge_target_size": "",
+            "event": rng.choice(events, rows),
+            "time_seconds": rng.uniform(0.1, 5, rows),
+            "status": rng.choice(["ok", "ok", "ok", "failed"], rows),
+        }
+    )
+    frame["topology"] = frame["topo"].str.replace(":", "-")
+    frame["strategy"] = frame["event"].map(lambda e: "setup" if e.startswith("create") else "all")
+    size = rng.integers(0, 2, rows)
+    frame["size_bytes"] = [sizes[i][0] for i in size]
+    frame["size_label"] = [sizes[i][1] for i in size]
+    frame["size_gb"] = frame["size_bytes"] / 2**30
+    full = summarize(frame, SUMMARY_KEYS)
+    quick = summarize(frame, SUMMARY_KEYS, group_by=_SUMMARY_GROUPS)
+    pd.testing.assert_frame_equal(quick, full)
+    assert len(full) > 20
