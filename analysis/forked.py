@@ -8,6 +8,7 @@ checks that forking is safe (`can_fork`).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -39,7 +40,12 @@ def can_fork() -> bool:
 _tasks: Sequence[Callable[[], object]] = ()
 
 
+_collect = True
+
+
 def _run(index: int) -> object:
+    if not _collect:
+        gc.disable()  # a worker process, and its tasks make no garbage cycles
     return _tasks[index]()
 
 
@@ -50,24 +56,37 @@ class Forked(Generic[T]):
     first. A task's exception is raised by `results()`.
     """
 
-    def __init__(self, tasks: Sequence[Callable[[], T]], workers: int) -> None:
-        global _tasks
+    def __init__(
+        self, tasks: Sequence[Callable[[], T]], workers: int, collect: bool = True
+    ) -> None:
+        """`collect=False`: the workers run without the cyclic garbage collector, for
+        tasks that make many objects and no cycles (parsing logs)."""
+        global _tasks, _collect
         # Output buffered now would be written again by each worker as it exits.
         sys.stdout.flush()
         sys.stderr.flush()
-        _tasks = tasks
+        _tasks, _collect = tasks, collect
+        # Everything alive now is frozen out of the garbage collector until the
+        # results are back (gc.freeze's own use case): the workers' collections
+        # no longer walk, and so copy, every object the parent had; and the
+        # parent's skip them while it unpickles the results.
+        gc.freeze()
         try:
             # With fork, every worker starts here, before the pool's own threads.
             self._pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"))
             self._futures = [self._pool.submit(_run, i) for i in range(len(tasks))]
+        except BaseException:
+            gc.unfreeze()
+            raise
         finally:
-            _tasks = ()
+            _tasks, _collect = (), True
 
     def results(self) -> list[T]:
         try:
             return [future.result() for future in self._futures]  # type: ignore[misc]
         finally:
             self._pool.shutdown(cancel_futures=True)
+            gc.unfreeze()
 
 
 def map_forked(tasks: Sequence[Callable[[], T]], workers: int) -> list[T]:

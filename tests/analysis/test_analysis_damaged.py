@@ -211,7 +211,10 @@ import analysis.parse_slices as slices
 slices.CELLS_PER_JOB = 1  # fork even for a small tree
 forked = []
 real = slices.Forked
-slices.Forked = lambda tasks, workers: forked.append((len(tasks), workers)) or real(tasks, workers)
+def counted(tasks, workers, **options):
+    forked.append((len(tasks), workers))
+    return real(tasks, workers, **options)
+slices.Forked = counted
 result = parse.read_tree(Path(sys.argv[1]), jobs=3)
 parse.usable_cores = lambda: 3
 parse.parse_tree(Path(sys.argv[1]), Path(sys.argv[3]), plots=False)
