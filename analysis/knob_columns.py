@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.tables import KNOB_COLUMNS
+from analysis.table_rows import KNOB_COLUMNS
 from experiments.formats.cell_layout import knob_label_order
 
 __all__ = ["knob_value_text", "setting_labels", "setting_order_key", "varying_knobs"]

@@ -18,14 +18,14 @@ import pandas as pd
 
 from analysis.csvtext import csv_text
 from analysis.forked import usable_cores
-from analysis.tables import (
+from analysis.table_rows import (
     EVENT_COLUMNS,
     KNOB_COLUMNS,
     PING_COLUMNS,
     RECORD_FACTS,
     RUN_COLUMNS,
-    summary_table,
 )
+from analysis.tables import summary_table
 from experiments.errors import UserError
 from experiments.files import write_atomic
 from experiments.formats.cell_layout import topo_from_dirname

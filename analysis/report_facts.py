@@ -19,7 +19,7 @@ import pandas as pd
 
 from analysis.output import Parsed
 from analysis.report_results import source_label
-from analysis.tables import RECORD_FACTS
+from analysis.table_rows import RECORD_FACTS
 from experiments.errors import UserError
 from experiments.estimate.prices import PriceCatalog, hourly_price, load_price_catalog
 from experiments.formats.cell_layout import size_text

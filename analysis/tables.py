@@ -22,7 +22,6 @@ from analysis.table_rows import (
     EVENT_COLUMNS,
     KNOB_COLUMNS,
     PING_COLUMNS,
-    RECORD_FACTS,
     RUN_COLUMNS,
     TableRows,
     overlays_of,
@@ -32,11 +31,6 @@ from experiments.formats.cell_layout import knob_label_order
 from experiments.formats.events import event_sort_key, topology_order_key
 
 __all__ = [
-    "EVENT_COLUMNS",
-    "KNOB_COLUMNS",
-    "PING_COLUMNS",
-    "RECORD_FACTS",
-    "RUN_COLUMNS",
     "SUMMARY_KEYS",
     "build_tables",
     "order_summary",

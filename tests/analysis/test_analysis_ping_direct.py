@@ -11,7 +11,7 @@ from analysis_samples import header, kary_log, run_record, write_cell
 from analysis import load_parsed, parse_tree
 from analysis.report_baselines import direct_table, ping_tables
 from analysis.report_page import build_report
-from analysis.tables import PING_COLUMNS
+from analysis.table_rows import PING_COLUMNS
 from experiments.formats.cell_layout import cell_id
 from experiments.formats.events import ping_event, ping_step_name
 from experiments.formats.kary_line import format_kary_line

@@ -13,7 +13,7 @@ from analysis_samples import kary_log, run_record, write_cell
 from analysis import load_parsed, parse_tree, read_tree
 from analysis.report_facts import collect_facts
 from analysis.report_page import REPORT_NAME, write_report
-from analysis.tables import RECORD_FACTS
+from analysis.table_rows import RECORD_FACTS
 from experiments.errors import UserError
 from experiments.formats.run_record import UnreadableRecord, read_record
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.output import PARSED_FORMAT, Parsed, load_parsed, write_parsed
-from analysis.tables import EVENT_COLUMNS, PING_COLUMNS, summary_table
+from analysis.table_rows import EVENT_COLUMNS, PING_COLUMNS
+from analysis.tables import summary_table
 from experiments.estimate.parameters import TimeModel
 from experiments.estimate.structure import cell_steps, step_seconds
 from experiments.formats.cell_layout import format_size, topology_dirname

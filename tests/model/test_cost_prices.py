@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from analysis.output import Parsed
 from analysis.report_facts import collect_facts
-from analysis.tables import EVENT_COLUMNS, RUN_COLUMNS
+from analysis.table_rows import EVENT_COLUMNS, RUN_COLUMNS
 from experiments.cli import app
 from experiments.clusters import hourly_cost
 from experiments.errors import UserError
