@@ -6,6 +6,7 @@ read is reported as a `Problem` with its reason, and every good row is kept.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -210,9 +211,14 @@ def _parse(
         from analysis.report_page import REPORT_NAME, write_report
 
         report = write_report([out_dir], out_dir / REPORT_NAME, pending.wait)
-    finally:
-        drawn = pending.wait()
-    written += drawn
+    except BaseException:
+        # No plot worker outlives the parse (the plot process is stopped by the
+        # caller), and this error, not a plot's, is the one raised.
+        if plotter is None:
+            with contextlib.suppress(Exception):
+                pending.wait()
+        raise
+    written += pending.wait()
     written.append(report)
     return ParseResult(parsed, problems, cells, logs, written)
 

@@ -12,8 +12,10 @@ pipe: a pipe would hold this process until the other had finished importing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
+import signal
 import tempfile
 from multiprocessing import get_context
 from multiprocessing.connection import Connection
@@ -42,11 +44,18 @@ class PlotProcess:
             target=_serve, args=(requests_in, replies_out, Path(plot_dir), jobs)
         )
         self._process.start()
+        assert self._process.pid is not None
+        self._pid = self._process.pid
+        # Its own process group, so that stop() ends it and its workers together
+        # (set here too, as the child may not have run yet).
+        with contextlib.suppress(OSError):
+            os.setpgid(self._pid, self._pid)
         # The child's ends: closed here, so a child that dies is an EOF, not a hang.
         requests_in.close()
         replies_out.close()
         self._input: str | None = None
         self._answer: tuple[str, object] | None = None
+        self._plot_dir = Path(plot_dir)
 
     def draw(self, parsed: Parsed) -> None:
         """Hand the tables over; drawing starts as soon as the process has its imports."""
@@ -69,17 +78,23 @@ class PlotProcess:
         return [Path(p) for p in value]  # type: ignore[union-attr]
 
     def stop(self) -> None:
-        """End the process (it has finished, or its work is no longer wanted)."""
+        """End the process and its workers (it has finished, or its work is no longer
+        wanted: an error or Ctrl-C in the parse)."""
         if self._process.is_alive() and self._answer is None:
-            self._process.terminate()
+            with contextlib.suppress(OSError):
+                os.killpg(self._pid, signal.SIGTERM)
         self._process.join()
         self._requests.close()
         self._replies.close()
         if self._input is not None:
             Path(self._input).unlink(missing_ok=True)
+        # A worker ended mid-write leaves its hidden temporary file behind.
+        for partial in self._plot_dir.glob(".*.tmp"):
+            partial.unlink(missing_ok=True)
 
 
 def _serve(requests: Connection, replies: Connection, plot_dir: Path, jobs: int | None) -> None:
+    os.setpgid(0, 0)  # see PlotProcess.__init__
     try:
         from analysis.plots import start_plots  # the slow import, while the parse runs
 

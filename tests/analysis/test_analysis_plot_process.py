@@ -92,3 +92,46 @@ def test_a_tree_that_cannot_be_parsed_stops_the_plot_process(tmp_path: Path) -> 
     assert str(result["outcome"]).startswith("UserError: --data")
     assert result["children"] == 0
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_ctrl_c_during_a_parse_with_plots_leaves_nothing_running_or_half_written(
+    tmp_path: Path,
+) -> None:
+    import signal
+    import time
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "emulator"))
+    from emulator_helpers import wait_for_no_processes
+
+    raw = tmp_path / "raw"
+    for nodes in (4, 8):
+        for topo in ("kary:1", "kary:2", "binomial"):
+            for iteration in range(4):
+                rel = f"{nodes}/{topo.replace(':', '-')}/{iteration}"
+                write_cell(raw, rel, legacy_log(nodes, topo, sizes=(1, 2, 4)))
+    (tmp_path / "tmp").mkdir()
+    out = tmp_path / "out"
+    kary = Path(sys.executable).parent / "kary"
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+    proc = subprocess.Popen(
+        [str(kary), "parse", "--data", str(raw), "--out", str(out)],
+        env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        # Ctrl-C as a terminal sends it; a background job would have it ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    try:
+        # Into the plotting: the plot process is drawing by then.
+        deadline = time.monotonic() + 30
+        while not list(out.glob("plots/*.png")) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130
+    assert wait_for_no_processes(str(tmp_path)) == []
+    assert list((tmp_path / "tmp").iterdir()) == []  # the tables' pickle is gone
+    assert [p.name for p in out.rglob(".*")] == []  # no half-written file
