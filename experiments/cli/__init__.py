@@ -7,6 +7,7 @@ code 2 (see `_KaryGroup`); anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 from typing import Any
@@ -99,4 +100,10 @@ def main(argv: list[str] | None = None) -> None:
     module = COMMAND_MODULES.get(args[0]) if args else None
     # Anything else (--help, a typo) gets every command, to list them.
     app = build_app([module]) if module is not None else build_app()
-    app(args=args, prog_name="kary")
+    try:
+        app(args=args, prog_name="kary")
+    finally:
+        # The command is done and its files written and closed.  Whatever is
+        # left is freed by the exit; the interpreter's own collections on the
+        # way out walked all of it first (0.1 s after an 8,000-log parse).
+        gc.freeze()
