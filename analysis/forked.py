@@ -17,7 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from typing import Generic, TypeVar
 
-__all__ = ["Forked", "can_fork", "map_forked", "usable_cores"]
+__all__ = ["Forked", "can_fork", "usable_cores"]
 
 T = TypeVar("T")
 
@@ -87,8 +87,3 @@ class Forked(Generic[T]):
         finally:
             self._pool.shutdown(cancel_futures=True)
             gc.unfreeze()
-
-
-def map_forked(tasks: Sequence[Callable[[], T]], workers: int) -> list[T]:
-    """Each task's result, in order; tasks run in `workers` forked processes."""
-    return Forked(tasks, workers).results()

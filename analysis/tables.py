@@ -10,13 +10,12 @@ magnitude slower.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from itertools import chain
 
 import numpy as np
 import pandas as pd
 
-from analysis.cells import CellResult
 from analysis.stats import SUMMARY_STATS, summarize
 from analysis.table_rows import (
     EVENT_COLUMNS,
@@ -24,15 +23,12 @@ from analysis.table_rows import (
     PING_COLUMNS,
     RUN_COLUMNS,
     TableRows,
-    overlays_of,
-    table_rows,
 )
 from experiments.formats.cell_layout import knob_label_order
 from experiments.formats.events import event_sort_key, topology_order_key
 
 __all__ = [
     "SUMMARY_KEYS",
-    "build_tables",
     "order_summary",
     "summary_table",
     "tables_of",
@@ -61,14 +57,6 @@ _SUMMARY_GROUPS = [
 ]  # fmt: skip
 # Every statistic in seconds or a ratio is rounded; the counts are whole already.
 _ROUNDED = (*(s for s in SUMMARY_STATS if s not in ("n", "failed")), "seconds_per_gb")
-
-
-def build_tables(
-    results: Iterable[CellResult],
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, list[str]]]:
-    """(events, ping, runs, overlays) from parsed cells, in the order given."""
-    results = list(results)
-    return (*tables_of([table_rows(results)]), overlays_of(results))
 
 
 def tables_of(parts: Sequence[TableRows]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
