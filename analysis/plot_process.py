@@ -98,8 +98,9 @@ def _serve(requests: Connection, replies: Connection, plot_dir: Path, jobs: int 
     try:
         from analysis.plots import start_plots  # the slow import, while the parse runs
 
-        path = requests.recv()
-        parsed = pickle.loads(Path(path).read_bytes())
+        path = Path(requests.recv())
+        parsed = pickle.loads(path.read_bytes())
+        path.unlink()  # read: not left behind even if the parse is killed
         reply: tuple[str, object] = (
             "ok",
             [str(p) for p in start_plots(parsed, plot_dir, jobs).wait()],
@@ -110,5 +111,8 @@ def _serve(requests: Connection, replies: Connection, plot_dir: Path, jobs: int 
         reply = ("error", err)
     try:
         replies.send(reply)
+    except OSError:
+        return  # the parse is gone (killed): nobody to answer
     except Exception:  # an error that does not pickle: its text then
-        replies.send(("error", RuntimeError(f"plotting failed: {reply[1]!r}")))
+        with contextlib.suppress(OSError):
+            replies.send(("error", RuntimeError(f"plotting failed: {reply[1]!r}")))
