@@ -27,6 +27,8 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
+from analysis.group_stats import CI_LEVEL, SUMMARY_STATS, group_stats, median_ci_ranks
+
 __all__ = [
     "ALPHA",
     "CI_LEVEL",
@@ -42,44 +44,11 @@ __all__ = [
     "summarize",
 ]
 
-CI_LEVEL = 0.95
 ALPHA = 0.05
 TEST_NAME = "Mann-Whitney U, two-sided"
 # Fewer runs than this on a side and no claim is made: one or two timings say
 # nothing about their own noise.
 MIN_RUNS = 3
-
-
-@cache
-def median_ci_ranks(n: int, level: float = CI_LEVEL) -> tuple[int, int, float] | None:
-    """0-based (low, high) order-statistic indices of the median CI and its exact coverage."""
-    if n < 3:
-        return None
-    total = 2**n
-    best = (0, n - 1, 1 - 2 * 1 / total)
-    below = 0  # sum of C(n, i) for i < j
-    for j in range(1, n // 2 + 1):
-        below += math.comb(n, j - 1)
-        coverage = 1 - 2 * below / total
-        if coverage < level:
-            break
-        best = (j - 1, n - j, coverage)
-    return best
-
-
-SUMMARY_STATS = [
-    "n",
-    "failed",
-    "median",
-    "q1",
-    "q3",
-    "min",
-    "max",
-    "ci_low",
-    "ci_high",
-    "ci_coverage",
-    "cv",
-]
 
 
 def summarize(
@@ -104,45 +73,12 @@ def summarize(
     count = int(gid.max()) + 1
     _, first = np.unique(gid, return_index=True)
     out = frame[keys].iloc[first].reset_index(drop=True)
-    values = frame[value].to_numpy(dtype=float)
-    is_ok = (frame[status] == "ok").to_numpy() & ~np.isnan(values)
-    ok_values, ok_gid = values[is_ok], gid[is_ok]
-    by = pd.Series(ok_values).groupby(ok_gid)
-    index = np.arange(count)
-    out["n"] = np.bincount(ok_gid, minlength=count)
-    out["failed"] = np.bincount(gid[~is_ok], minlength=count)
-    out["median"] = by.median().reindex(index).to_numpy()
-    out["q1"] = by.quantile(0.25).reindex(index).to_numpy()
-    out["q3"] = by.quantile(0.75).reindex(index).to_numpy()
-    out["min"] = by.min().reindex(index).to_numpy()
-    out["max"] = by.max().reindex(index).to_numpy()
-    out["ci_low"], out["ci_high"], out["ci_coverage"] = _median_ci(ok_values, ok_gid, count)
-    cv = (by.std(ddof=1) / by.mean()).reindex(index).to_numpy()
-    out["cv"] = np.where(out["n"].to_numpy() >= 2, cv, np.nan)
+    stats = group_stats(
+        frame[value].to_numpy(dtype=float), (frame[status] == "ok").to_numpy(), gid, count
+    )
+    for name in SUMMARY_STATS:
+        out[name] = stats[name]
     return out[[*keys, *SUMMARY_STATS]]
-
-
-def _median_ci(
-    values: np.ndarray, gid: np.ndarray, count: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Order-statistic CI per group id, vectorised: the j-th smallest and largest value."""
-    low = np.full(count, np.nan)
-    high = np.full(count, np.nan)
-    coverage = np.full(count, np.nan)
-    if len(values) == 0:
-        return low, high, coverage
-    order = np.lexsort((values, gid))
-    ordered, groups = values[order], gid[order]
-    present, starts, sizes = np.unique(groups, return_index=True, return_counts=True)
-    for n in np.unique(sizes):
-        ranks = median_ci_ranks(int(n))
-        if ranks is None:
-            continue
-        mask = sizes == n
-        low[present[mask]] = ordered[starts[mask] + ranks[0]]
-        high[present[mask]] = ordered[starts[mask] + ranks[1]]
-        coverage[present[mask]] = ranks[2]
-    return low, high, coverage
 
 
 @dataclass(frozen=True)
