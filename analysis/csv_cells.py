@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["float_cells", "int_cells", "join_rows", "quoted", "text_cells"]
+__all__ = ["float_cells", "int_cells", "join_rows", "quoted", "table_text", "text_cells"]
 
 _QUOTED = (",", '"', "\n")
 
@@ -50,6 +50,17 @@ def join_rows(columns: Sequence[list[str] | None]) -> str | None:
     if any(column is None for column in columns):
         return None
     return "\n".join(map(",".join, zip(*columns, strict=True))) + "\n"
+
+
+def table_text(header: list[str] | None, columns: Sequence[list[str] | None]) -> str | None:
+    """A whole table: the header line, then one line per row (none for no rows); None if
+    the header or any column is None."""
+    if header is None:
+        return None
+    if not columns or not columns[0]:
+        return ",".join(header) + "\n"
+    rows = join_rows(columns)
+    return None if rows is None else ",".join(header) + "\n" + rows
 
 
 def _quote(value: str) -> str:

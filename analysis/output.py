@@ -1,10 +1,10 @@
-"""Write a parsed directory and load one back (kary's own, or the seed's older ones).
+"""Parsed tables as DataFrames: write a parsed directory from them, and load one back
+(kary's own, or the seed's older ones).
 
-A parsed directory holds topologies-events.csv, ping-events.csv, runs.csv,
-summary.csv, topologies.json, parse.json (format stamp, counts, problems) and
-plots/. `load_parsed` is the one way to read it back (compare and report use
-it); it refuses a newer format with a clear message and reads the seed's own
-parsed CSVs, which have no status column (every row counts as ok).
+The directory's files are named and written by `analysis.parsed_files`.
+`load_parsed` is the one way to read one back (compare and report use it); it
+refuses a newer format with a clear message and reads the seed's own parsed
+CSVs, which have no status column (every row counts as ok).
 """
 
 from __future__ import annotations
@@ -18,6 +18,17 @@ import pandas as pd
 
 from analysis.csvtext import csv_text
 from analysis.forked import usable_cores
+from analysis.parsed_files import (
+    EVENTS_CSV,
+    META_JSON,
+    OVERLAYS_JSON,
+    PARSED_FORMAT,
+    PING_CSV,
+    RUNS_CSV,
+    SUMMARY_CSV,
+    write_parsed_files,
+)
+from analysis.parsed_rows import ParsedRows
 from analysis.table_rows import (
     EVENT_COLUMNS,
     KNOB_COLUMNS,
@@ -25,9 +36,8 @@ from analysis.table_rows import (
     RECORD_FACTS,
     RUN_COLUMNS,
 )
-from analysis.tables import summary_table
+from analysis.tables import summary_frame, summary_table, tables_of
 from experiments.errors import UserError
-from experiments.files import write_atomic
 from experiments.formats.cell_layout import topo_from_dirname
 from experiments.formats.events import strategy_of
 
@@ -37,16 +47,9 @@ __all__ = [
     "PING_CSV",
     "Parsed",
     "load_parsed",
+    "parsed_of_rows",
     "write_parsed",
 ]
-
-PARSED_FORMAT = 1
-EVENTS_CSV = "topologies-events.csv"
-PING_CSV = "ping-events.csv"
-RUNS_CSV = "runs.csv"
-SUMMARY_CSV = "summary.csv"
-OVERLAYS_JSON = "topologies.json"
-META_JSON = "parse.json"
 
 _TEXT_COLUMNS = {
     "uid", "topology", "event", "status", "reason", "backend", "cluster", "source", "topo",
@@ -67,6 +70,12 @@ class Parsed:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def parsed_of_rows(rows: ParsedRows) -> Parsed:
+    """A parse's rows (analysis.parsed_rows) as DataFrames."""
+    events, ping, runs = tables_of(rows.parts)
+    return Parsed(events, ping, runs, summary_frame(rows.summary), rows.overlays, rows.meta)
+
+
 def write_parsed(
     out_dir: Path, parsed: Parsed, jobs: int | None = None, events_csv: str | None = None
 ) -> list[Path]:
@@ -79,19 +88,13 @@ def write_parsed(
     """
     if events_csv is None:
         events_csv = csv_text(parsed.events, usable_cores() if jobs is None else jobs)
-    files = {
+    tables = {
         EVENTS_CSV: events_csv,
         PING_CSV: csv_text(parsed.ping),
         RUNS_CSV: csv_text(parsed.runs),
         SUMMARY_CSV: csv_text(parsed.summary),
-        OVERLAYS_JSON: json.dumps(parsed.overlays, indent=4, ensure_ascii=False) + "\n",
-        META_JSON: json.dumps(parsed.meta, indent=2) + "\n",
     }
-    written = []
-    for name, text in files.items():
-        write_atomic(out_dir / name, text)
-        written.append(out_dir / name)
-    return written
+    return write_parsed_files(out_dir, tables, parsed.overlays, parsed.meta)
 
 
 def load_parsed(parsed_dir: Path) -> Parsed:

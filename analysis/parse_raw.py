@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analysis.cells import CellResult
 from analysis.forked import can_fork, usable_cores
 from analysis.model import Problem
-from analysis.parse_slices import ParsedSlice, events_csv, start_slices
+from analysis.parse_slices import start_slices
+from analysis.parsed_files import PARSED_FORMAT, write_parsed_files
 from analysis.table_rows import overlays_of
 from analysis.walk import CellDir, find_cells
 from experiments.errors import UserError
@@ -23,9 +25,8 @@ from experiments.model.cell_filter import CellFilter
 from experiments.version import __version__
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from analysis.output import Parsed
+    from analysis.parsed_rows import ParsedRows
     from analysis.plot_process import PlotProcess
     from analysis.plots import PendingPlots
 
@@ -43,11 +44,23 @@ _CI_METHOD = (
 class ParseResult:
     """What `parse_tree` read and wrote, and what was wrong with the input."""
 
-    parsed: Parsed
+    rows: ParsedRows
     problems: list[Problem]
     cells: int
     logs: int
     written: list[Path] = field(default_factory=list)
+
+    @cached_property
+    def parsed(self) -> Parsed:
+        """The tables as DataFrames (pandas is imported on first use)."""
+        from analysis.output import parsed_of_rows
+
+        return parsed_of_rows(self.rows)
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """parse.json: format, counts and problems."""
+        return self.rows.meta
 
     @property
     def skipped(self) -> list[Problem]:
@@ -70,17 +83,18 @@ def read_tree(
     A large tree's logs are parsed by `jobs` forked processes (default: one
     per usable core).  `only` keeps the cells it selects (--only).
     """
+    from analysis.output import parsed_of_rows
+
     tree = _read(data_dir, jobs, only)
-    return tree.parsed, tree.problems, tree.cells, tree.logs
+    return parsed_of_rows(tree.rows), tree.problems, tree.cells, tree.logs
 
 
 @dataclass
 class _Tree:
-    parsed: Parsed
+    rows: ParsedRows
     problems: list[Problem]
     cells: int
     logs: int
-    events_csv: str | None  # the events table as CSV text, when the workers wrote it
 
 
 def _read(data_dir: Path, jobs: int | None, only: CellFilter | None) -> _Tree:
@@ -96,10 +110,9 @@ def _read(data_dir: Path, jobs: int | None, only: CellFilter | None) -> _Tree:
     # The tables' order, as far as the paths tell; the files may still correct it.
     cells.sort(key=_path_order)
     pending = start_slices(cells, usable_cores() if jobs is None else jobs)
-    # pandas is imported while the workers parse (see analysis.parse_slices).
-    from analysis.output import PARSED_FORMAT, Parsed
-    from analysis.stats import CI_LEVEL
-    from analysis.tables import summary_table, tables_of
+    # numpy is imported while the workers parse (see analysis.parse_slices).
+    from analysis.group_stats import CI_LEVEL
+    from analysis.parsed_rows import ParsedRows, take_cells
 
     slices = pending.results()
     found = [result for part in slices for result in part.results]
@@ -107,60 +120,40 @@ def _read(data_dir: Path, jobs: int | None, only: CellFilter | None) -> _Tree:
     if only is not None:
         results = _selected(results, only, data_dir)
     _warn_duplicate_cells(results)
-    events, ping, runs = tables_of([part.rows for part in slices])
     in_order = len(results) == len(found) and all(
         a is b for a, b in zip(results, found, strict=True)
     )
-    if not in_order:
-        events, ping, runs = _reordered((events, ping, runs), slices, found, results)
+    if in_order:
+        rows = ParsedRows(
+            [part.rows for part in slices], events_texts=[s.events_csv for s in slices]
+        )
+    else:
+        position = {id(result): i for i, result in enumerate(found)}
+        order = [position[id(result)] for result in results]
+        rows = ParsedRows([take_cells([part.rows for part in slices], order)])
     problems = [p for r in results for p in r.problems]
     problems += [Problem(stray, "ignored", "not a kary file") for stray in strays]
     problems += [Problem(d, "skipped", f"unreadable directory ({why})") for d, why in unreadable]
     problems.sort(key=lambda p: (_KIND_ORDER[p.kind], p.path))
     logs = sum(1 for r in results if r.cell.has_log)
-    meta = {
+    rows.overlays = overlays_of(results)
+    rows.meta = {
         "format": PARSED_FORMAT,
         "kary_version": __version__,
         # Absolute, so the report names the raw tree wherever it was parsed from.
         "data": str(data_dir.resolve()),
         "cells": len(results),
         "logs": logs,
-        "steps": len(events),
-        "steps_failed": int((events["status"] == "failed").sum()),
-        "pings": len(ping),
-        "pings_failed": int((ping["status"] == "failed").sum()),
+        "steps": rows.steps,
+        "steps_failed": rows.steps_failed,
+        "pings": rows.pings,
+        "pings_failed": rows.pings_failed,
         "ci_method": _CI_METHOD.format(level=CI_LEVEL),
         "problems": [p._asdict() for p in problems],
     }
     if only is not None:
-        meta["only"] = only.text  # these tables hold only the cells it selects
-    parsed = Parsed(events, ping, runs, summary_table(events), overlays_of(results), meta)
-    text = events_csv(slices) if in_order else None
-    return _Tree(parsed, problems, len(results), logs, text)
-
-
-def _reordered(
-    tables: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame],
-    slices: list[ParsedSlice],
-    found: list[CellResult],
-    results: list[CellResult],
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The tables' rows in the order of `results` (some of `found`, resorted): a cell's
-    rows are consecutive, and each slice says how many each cell gave each table."""
-    import numpy as np
-
-    counts = np.array([c for part in slices for c in part.rows.counts], dtype=np.int64)
-    counts = counts.reshape(-1, 3)
-    position = {id(result): i for i, result in enumerate(found)}
-    order = [position[id(result)] for result in results]
-    out = []
-    for column, table in enumerate(tables):
-        sizes = counts[:, column]
-        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        rows = [np.arange(starts[i], starts[i] + sizes[i]) for i in order]
-        index = np.concatenate(rows) if rows else np.array([], dtype=np.int64)
-        out.append(table.iloc[index].reset_index(drop=True))
-    return out[0], out[1], out[2]
+        rows.meta["only"] = only.text  # these tables hold only the cells it selects
+    return _Tree(rows, problems, len(results), logs)
 
 
 def parse_tree(
@@ -191,23 +184,21 @@ def _parse(
     plotter: PlotProcess | None,
 ) -> ParseResult:
     tree = _read(data_dir, None, only)
-    from analysis.output import write_parsed
-
-    parsed, problems, cells, logs = tree.parsed, tree.problems, tree.cells, tree.logs
+    result = ParseResult(tree.rows, tree.problems, tree.cells, tree.logs)
     if not plots:
-        written = write_parsed(out_dir, parsed, events_csv=tree.events_csv)
-        return ParseResult(parsed, problems, cells, logs, written)
+        result.written = _write(out_dir, result)
+        return result
     # The plots are drawn in forked processes while this one writes the tables
     # and prepares the report, which then waits for them.
     if plotter is not None:
-        plotter.draw(parsed)
+        plotter.draw(result.parsed)
         pending: PlotProcess | PendingPlots = plotter
     else:
         from analysis.plots import start_plots  # matplotlib is slow to import
 
-        pending = start_plots(parsed, out_dir / "plots")
+        pending = start_plots(result.parsed, out_dir / "plots")
     try:
-        written = write_parsed(out_dir, parsed, events_csv=tree.events_csv)
+        written = _write(out_dir, result)
         from analysis.report_page import REPORT_NAME, write_report
 
         report = write_report([out_dir], out_dir / REPORT_NAME, pending.wait)
@@ -220,7 +211,20 @@ def _parse(
         raise
     written += pending.wait()
     written.append(report)
-    return ParseResult(parsed, problems, cells, logs, written)
+    result.written = written
+    return result
+
+
+def _write(out_dir: Path, result: ParseResult) -> list[Path]:
+    """The parsed directory's files, from the rows (no pandas) unless a value needs
+    pandas' own CSV writer (a carriage return)."""
+    rows = result.rows
+    texts = rows.texts()
+    if any(text is None for text in texts.values()):
+        from analysis.output import write_parsed
+
+        return write_parsed(out_dir, result.parsed)
+    return write_parsed_files(out_dir, texts, rows.overlays, rows.meta)  # type: ignore[arg-type]
 
 
 def _check_dirs(data_dir: Path, out_dir: Path) -> None:

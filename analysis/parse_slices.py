@@ -5,8 +5,8 @@ steps, the rows they give the tables (analysis.table_rows) and the events rows
 already written as CSV text.  A worker sends those back, not 220,000 named
 tuples: unpickling steps one by one took longer than parsing them.
 
-Nothing here imports pandas, so the workers start before the parent imports it:
-`start_slices` forks, the parent imports pandas (a quarter of a second) while
+Nothing here imports pandas or numpy: the workers fork from a parent that has
+not imported them yet.  `start_slices` forks, the parent imports numpy while
 they parse, then `PendingSlices.results()` waits.
 """
 
@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from functools import partial
 
 from analysis.cells import CellResult, parse_cell
-from analysis.csv_cells import quoted
 from analysis.forked import Forked, can_fork
-from analysis.table_rows import EVENT_COLUMNS, TableRows, events_csv_rows, table_rows
+from analysis.table_rows import TableRows, events_csv_rows, table_rows
 from analysis.walk import CellDir
 
-__all__ = ["CELLS_PER_JOB", "ParsedSlice", "PendingSlices", "events_csv", "start_slices"]
+__all__ = ["CELLS_PER_JOB", "ParsedSlice", "PendingSlices", "start_slices"]
 
 # Below this many cells per worker, forking costs more than it saves.
 CELLS_PER_JOB = 500
@@ -85,21 +84,3 @@ class PendingSlices:
 def start_slices(cells: Sequence[CellDir], jobs: int) -> PendingSlices:
     """Start parsing `cells` with up to `jobs` forked workers; `results()` waits for them."""
     return PendingSlices(cells, jobs)
-
-
-def events_csv(slices: Sequence[ParsedSlice]) -> str | None:
-    """The whole events table as CSV text, from the slices' rows written by the workers.
-
-    Only valid when the table's rows are the slices' rows in order (the caller
-    knows).  A slice whose rows were all whole GB, in a table that is not, is
-    written again with floats (`1.0`, as the table's float column writes it).
-    """
-    whole = all(part.rows.whole_gb for part in slices)
-    texts = [
-        part.events_csv if part.rows.whole_gb == whole else events_csv_rows(part.rows, whole)
-        for part in slices
-    ]
-    header = quoted(list(EVENT_COLUMNS))
-    if header is None or any(text is None for text in texts):
-        return None
-    return ",".join(header) + "\n" + "".join(texts)  # type: ignore[arg-type]

@@ -12,10 +12,11 @@ from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 from analysis.cells import CellResult
-from analysis.csv_cells import float_cells, int_cells, join_rows, text_cells
+from analysis.csv_cells import float_cells, int_cells, join_rows, quoted, table_text, text_cells
 from analysis.model import Step
 from experiments.formats.cell_layout import KNOB_NAMES, topology_dirname
 from experiments.formats.events import strategy_of
@@ -27,11 +28,16 @@ __all__ = [
     "EVENT_COLUMNS",
     "KNOB_COLUMNS",
     "PING_COLUMNS",
+    "PING_KINDS",
     "RECORD_FACTS",
     "RUN_COLUMNS",
+    "RUN_KINDS",
+    "SUMMARY_KEYS",
     "TableRows",
     "events_csv_rows",
     "overlays_of",
+    "records_csv",
+    "size_gb_of",
     "table_rows",
 ]
 
@@ -117,6 +123,32 @@ RUN_COLUMNS = [
     # parsed directory written before these were added lacks them.
     *RECORD_FACTS,
 ]
+# summary.csv's group keys: one group per cell identity, event and size.
+SUMMARY_KEYS = [
+    "backend",
+    "cluster",
+    "nodes",
+    "topology",
+    "topo",
+    *KNOB_COLUMNS,
+    "event",
+    "strategy",
+    "size_label",
+    "size_bytes",
+    "size_gb",
+]
+# How the ping and runs tables' columns are typed, as pandas makes them and
+# writes them (the rest are text): "int" (int64; bool for `complete`), "float"
+# (float64, empty where missing), "Int64" (nullable integers), "number" (int64
+# when every value is whole, else float64: a 1 MB pad is `1`, 512 KB `0.5`).
+PING_KINDS = {
+    "iteration": "int", "nodes": "int", "rank": "int", "message_size_bytes": "int",
+    "message_size_mb": "number", "time_ms": "float", "time_seconds": "float", "hops": "Int64",
+}  # fmt: skip
+RUN_KINDS = {
+    "iteration": "int", "nodes": "int", "complete": "int", "steps_ok": "int",
+    "steps_failed": "int", "pings_ok": "int", "pings_failed": "int",
+}  # fmt: skip
 # Event columns by kind, for writing them as CSV (the rest are text).
 _EVENT_INTS = ("iteration", "nodes", "size_bytes")
 _GIB = 2**30
@@ -131,6 +163,12 @@ class TableRows:
     rows it gave each table (events, ping, runs), in order: a cell's rows are
     consecutive.  `whole_gb`: every size_gb here is a whole number (the seed's
     1..10 GB), which the events table then writes as integers.
+
+    `groups` numbers the summary's groups these rows hold, in the order they
+    first appear: (cell key number, event, size_label, size_bytes), where
+    `cell_keys` numbers the cells' part of SUMMARY_KEYS (backend .. knobs).
+    `group_ids` has each events row's group number.  The summary then needs
+    no key columns compared row by row.
     """
 
     events: dict[str, list[object]] = field(
@@ -140,6 +178,9 @@ class TableRows:
     runs: list[tuple[object, ...]] = field(default_factory=list)
     counts: list[tuple[int, int, int]] = field(default_factory=list)
     whole_gb: bool = True
+    cell_keys: dict[tuple[object, ...], int] = field(default_factory=dict)
+    groups: dict[tuple[int, str, str, int], int] = field(default_factory=dict)
+    group_ids: list[int] = field(default_factory=list)
 
     def pack(self) -> None:
         """Make the number columns typed arrays (a float NaN where no time): a worker
@@ -149,6 +190,7 @@ class TableRows:
             if name == "time_seconds" and None in values:
                 values = [_NAN if v is None else v for v in values]
             self.events[name] = array(code, values)  # type: ignore[assignment,type-var]
+        self.group_ids = array("q", self.group_ids)  # type: ignore[assignment]
 
 
 # The typed-array codes of the number columns of the events table.
@@ -192,7 +234,6 @@ def table_rows(results: Iterable[CellResult]) -> TableRows:
     rows = TableRows()
     # Events go column by column: a cell's steps are transposed once and each
     # column extended, instead of building a tuple per step.
-    events = rows.events
     for res in results:
         if not res.identified:
             rows.counts.append((0, 0, 0))
@@ -213,7 +254,9 @@ def table_rows(results: Iterable[CellResult]) -> TableRows:
                 "nodes": res.nodes, "backend": backend, "cluster": cluster,
                 "source": source, "topo": res.topo, "run_state": state, **knobs,
             }  # fmt: skip
-            _add_steps(events, res.steps, same)
+            cell_key: tuple[object, ...] = (backend, cluster, res.nodes, topology, res.topo)
+            cell_key += tuple(knobs[name] for name in KNOB_COLUMNS)
+            _add_steps(rows, res.steps, same, cell_key)
         for ping in res.pings:
             rows.ping.append(
                 (
@@ -264,7 +307,7 @@ def table_rows(results: Iterable[CellResult]) -> TableRows:
                 *(record[name] for name in RECORD_FACTS),
             )
         )
-    rows.whole_gb = all(type(gb) is int for gb in events["size_gb"])
+    rows.whole_gb = all(type(gb) is int for gb in rows.events["size_gb"])
     return rows
 
 
@@ -279,27 +322,33 @@ def overlays_of(results: Iterable[CellResult]) -> dict[str, list[str]]:
 
 
 def _add_steps(
-    events: dict[str, list[object]], steps: list[Step], same: Mapping[str, object]
+    rows: TableRows, steps: list[Step], same: Mapping[str, object], cell_key: tuple[object, ...]
 ) -> None:
     """Extend the event columns by one cell's steps; `same` holds the columns
-    whose value is the cell's, the same for each of its steps."""
+    whose value is the cell's, the same for each of its steps, and `cell_key`
+    the cell's part of each step's summary group."""
+    events = rows.events
     count = len(steps)
     for name, value in same.items():
         events[name] += [value] * count
     event, size_label, size_bytes, seconds, status, reason = zip(*steps, strict=True)
     events["event"] += event
-    events["size_gb"] += map(_size_gb, size_bytes)
+    events["size_gb"] += map(size_gb_of, size_bytes)
     events["time_seconds"] += seconds
     events["size_bytes"] += size_bytes
     events["status"] += status
     events["reason"] += reason
     events["strategy"] += map(_strategy, event)
     events["size_label"] += size_label
+    cell = rows.cell_keys.setdefault(cell_key, len(rows.cell_keys))
+    groups = rows.groups
+    keys = zip(repeat(cell, count), event, size_label, size_bytes, strict=True)
+    rows.group_ids += [groups.setdefault(key, len(groups)) for key in keys]
 
 
 @lru_cache(maxsize=1024)
-def _size_gb(size: int) -> int | float:
-    # The seed's labels are whole GB numbers; keep them integral so `1` stays `1`.
+def size_gb_of(size: int) -> int | float:
+    """A size in GiB; whole numbers as int (the seed's labels are whole GB: `1` stays `1`)."""
     value = size / _GIB
     return int(value) if value == int(value) else value
 
@@ -335,3 +384,29 @@ def events_csv_rows(rows: TableRows, whole_gb: bool) -> str | None:
         else:
             columns.append(text_cells(values))
     return join_rows(columns)
+
+
+def records_csv(
+    records: list[tuple[object, ...]], columns: list[str], kinds: Mapping[str, str]
+) -> str | None:
+    """The ping or runs table's CSV text from its row tuples (PING_KINDS, RUN_KINDS); None
+    where a value needs what only pandas' writer does (a carriage return)."""
+    values = list(zip(*records, strict=True)) if records else [()] * len(columns)
+    cells = [
+        _cells(kinds.get(name, "text"), list(column))
+        for name, column in zip(columns, values, strict=True)
+    ]
+    return table_text(quoted(columns), cells)
+
+
+def _cells(kind: str, values: list[object]) -> list[str] | None:
+    if kind == "int":
+        return int_cells(values)
+    if kind == "float":
+        return float_cells(values)
+    if kind == "Int64":
+        return ["" if v is None else str(v) for v in values]
+    if kind == "number":
+        whole = all(type(v) is int for v in values)
+        return int_cells(values) if whole else float_cells(values)
+    return text_cells(values)

@@ -10,43 +10,25 @@ magnitude slower.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import chain
 
 import numpy as np
 import pandas as pd
 
-from analysis.stats import SUMMARY_STATS, summarize
+from analysis.summary_rows import SUMMARY_COLUMNS, Summary, summary_of
 from analysis.table_rows import (
     EVENT_COLUMNS,
     KNOB_COLUMNS,
     PING_COLUMNS,
+    PING_KINDS,
     RUN_COLUMNS,
+    RUN_KINDS,
+    SUMMARY_KEYS,
     TableRows,
 )
-from experiments.formats.cell_layout import knob_label_order
-from experiments.formats.events import event_sort_key, topology_order_key
 
-__all__ = [
-    "SUMMARY_KEYS",
-    "order_summary",
-    "summary_table",
-    "tables_of",
-]
-
-SUMMARY_KEYS = [
-    "backend",
-    "cluster",
-    "nodes",
-    "topology",
-    "topo",
-    *KNOB_COLUMNS,
-    "event",
-    "strategy",
-    "size_label",
-    "size_bytes",
-    "size_gb",
-]
+__all__ = ["SUMMARY_KEYS", "summary_frame", "summary_table", "tables_of"]
 
 # The keys that tell the summary's groups apart: the others follow from them
 # (strategy from event, size_gb from size_bytes), and factorizing fewer text
@@ -55,8 +37,6 @@ _SUMMARY_GROUPS = [
     "backend", "cluster", "nodes", "topology", "topo", *KNOB_COLUMNS, "event", "size_label",
     "size_bytes",
 ]  # fmt: skip
-# Every statistic in seconds or a ratio is rounded; the counts are whole already.
-_ROUNDED = (*(s for s in SUMMARY_STATS if s not in ("n", "failed")), "seconds_per_gb")
 
 
 def tables_of(parts: Sequence[TableRows]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -71,8 +51,7 @@ def tables_of(parts: Sequence[TableRows]) -> tuple[pd.DataFrame, pd.DataFrame, p
     pings = list(chain.from_iterable(part.ping for part in parts))
     runs = list(chain.from_iterable(part.runs for part in parts))
     if not len(events["uid"]):  # type: ignore[arg-type]
-        floats: dict[str, object] = {name: float for name, t in _NUMBERS.items() if t is float}
-        events_frame = _frame([], EVENT_COLUMNS, floats)
+        events_frame = _frame([], EVENT_COLUMNS, {"time_seconds": "float", "size_gb": "float"})
     else:
         events_frame = pd.DataFrame(events)
     if len(events_frame) and all(part.whole_gb for part in parts):
@@ -80,8 +59,8 @@ def tables_of(parts: Sequence[TableRows]) -> tuple[pd.DataFrame, pd.DataFrame, p
         events_frame["size_gb"] = events_frame["size_gb"].astype("int64")
     return (
         events_frame,
-        _frame(pings, PING_COLUMNS, {"time_ms": float, "time_seconds": float, "hops": "Int64"}),
-        _frame(runs, RUN_COLUMNS, {}),
+        _frame(pings, PING_COLUMNS, PING_KINDS),
+        _frame(runs, RUN_COLUMNS, RUN_KINDS),
     )
 
 
@@ -101,58 +80,56 @@ def _numbers(values: object, dtype: object) -> np.ndarray:
 
 
 def _frame(
-    rows: list[tuple[object, ...]], columns: list[str], dtypes: dict[str, object]
+    rows: list[tuple[object, ...]], columns: list[str], kinds: Mapping[str, str]
 ) -> pd.DataFrame:
+    """A table of row tuples; float and Int64 columns cast (pandas infers the others as
+    `records_csv` writes them)."""
     frame = pd.DataFrame.from_records(rows, columns=columns)
-    for column, dtype in dtypes.items():
-        frame[column] = frame[column].astype(dtype)  # type: ignore[call-overload]
+    for column, kind in kinds.items():
+        if kind in _CASTS:
+            frame[column] = frame[column].astype(_CASTS[kind])  # type: ignore[call-overload]
     return frame
 
 
+_CASTS = {"float": "float64", "Int64": "Int64"}
+
+
 def summary_table(events: pd.DataFrame) -> pd.DataFrame:
-    """summary.csv: per (backend, cluster, nodes, topology, event, size) statistics.
-
-    seconds_per_gb is the median divided by the size in GiB.
-    """
-    missing = {c: events[c].fillna("") for c in ("backend", "cluster") if events[c].hasnans}
-    frame = events.assign(**missing) if missing else events
-    summary = summarize(frame, SUMMARY_KEYS, group_by=_SUMMARY_GROUPS)
-    summary["seconds_per_gb"] = summary["median"] / summary["size_gb"].astype(float)
-    # Timings are given to the microsecond; interpolated quartiles and ratios
-    # would otherwise print float noise (0.031246000000000003).
-    for column in _ROUNDED:
-        summary[column] = summary[column].astype(float).round(6)
-    return order_summary(summary)
-
-
-def order_summary(summary: pd.DataFrame) -> pd.DataFrame:
-    """Sort as a reader expects: nodes, topology (kary:1 .. kary:16, binomial), event, size."""
-    if summary.empty:
-        return summary.reset_index(drop=True)
-    keys = pd.DataFrame(
-        {
-            "backend": summary["backend"].astype(str),
-            "cluster": summary["cluster"].astype(str),
-            "nodes": summary["nodes"],
-            "topo": [topology_order_key(t) for t in summary["topo"].astype(str)],
-            "knobs": [
-                tuple(knob_label_order(str(label)) for label in labels)
-                for labels in summary[KNOB_COLUMNS].itertuples(index=False)
-            ],
-            "event": [event_sort_key(e) for e in summary["event"].astype(str)],
-            "size": summary["size_bytes"],
-        }
+    """summary.csv of an events table, as a DataFrame (see analysis.summary_rows)."""
+    if events.empty:
+        return summary_frame(summary_of([], np.array([]), np.array([]), np.array([]), False))
+    frame = events.assign(
+        **{c: events[c].fillna("") for c in ("backend", "cluster") if events[c].hasnans}
     )
-    order = np.lexsort(
-        [
-            keys[c].to_numpy() if c in ("nodes", "size") else _codes(keys[c])
-            for c in reversed(keys.columns)
-        ]
+    gid = frame.groupby(_SUMMARY_GROUPS, dropna=False, sort=False).ngroup().to_numpy()
+    _, first = np.unique(gid, return_index=True)
+    columns = [_python_values(frame[name].iloc[first]) for name in SUMMARY_KEYS]
+    summary = summary_of(
+        list(zip(*columns, strict=True)),
+        frame["time_seconds"].to_numpy(dtype=float),
+        (frame["status"] == "ok").to_numpy(),
+        gid,
+        frame["size_gb"].dtype.kind in "iu",
     )
-    return summary.iloc[order].reset_index(drop=True)
+    return summary_frame(summary)
 
 
-def _codes(column: pd.Series) -> np.ndarray:
-    """Dense ranks of a column of sortable values (tuples included)."""
-    ranks = {value: i for i, value in enumerate(sorted(set(column)))}
-    return np.array([ranks[v] for v in column])
+def summary_frame(summary: Summary) -> pd.DataFrame:
+    """The summary as a DataFrame, with the dtypes of the events table's columns."""
+    columns: dict[str, object] = {}
+    for name in SUMMARY_KEYS:
+        keys = summary.key_column(name)
+        if name in ("nodes", "size_bytes") or (name == "size_gb" and summary.whole_gb):
+            columns[name] = np.array(keys, dtype=np.int64)
+        elif name == "size_gb":
+            columns[name] = np.array(keys, dtype=float)
+        else:
+            columns[name] = pd.Series(keys, dtype="str")
+    for name, values in summary.stats.items():
+        columns[name] = values
+    return pd.DataFrame(columns)[SUMMARY_COLUMNS]
+
+
+def _python_values(column: pd.Series) -> list[object]:
+    """A column's values as Python objects, None where missing."""
+    return [None if pd.isna(value) else value for value in column.tolist()]

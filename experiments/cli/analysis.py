@@ -22,7 +22,7 @@ __all__ = ["register"]
 
 
 def _parse_line(result: ParseResult, out: Path) -> str:
-    meta = result.parsed.meta
+    meta = result.meta
     line = (
         f"parsed {result.logs} logs in {result.cells} cells: {meta['steps']} steps "
         f"({meta['steps_failed']} failed)"

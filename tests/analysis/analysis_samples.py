@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from experiments.formats.cell_layout import cell_id
-from experiments.formats.events import GENERATE_BLOB, VERIFY_PREFIX, strategy_events
+from experiments.formats.events import (
+    GENERATE_BLOB,
+    VERIFY_PREFIX,
+    ping_event,
+    ping_step_name,
+    strategy_events,
+)
 from experiments.formats.kary_line import format_kary_line
 from experiments.formats.run_record import LOG_NAME, RECORD_FORMAT, RECORD_NAME
 from experiments.model.topology import build_tree, render_overlay
@@ -174,3 +180,49 @@ def tree_digest(root: Path) -> dict[str, tuple[str, int, int]]:
             digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
             out[str(path.relative_to(root))] = (digest, stat.st_mode, stat.st_mtime_ns)
     return out
+
+
+def _ping(service: str, rank: int, label: str, pad: int, ms: float | None, rc: int = 0) -> str:
+    """One ping as the entrypoint prints it: EVENT line, flux ping's output, KARY line."""
+    lines = [f"EVENT {ping_step_name(service, label, rank)}\n"]
+    hops = None
+    if rc:
+        lines.append(f"flux-ping: {rank}!{service}.ping: No route to host\n")
+        lines.append(f"flux-ping {rank}!{service}\n")
+    else:
+        level = build_tree("kary:1", 4).level[rank]
+        hops = 3 + level + (service == "kvs")
+        route = "!".join(["a1b2c3d4"] * hops)
+        lines.append(f"flux-ping {rank}!{service}\n")
+        lines.append(f"{rank}!{service}.ping pad={pad} seq=0 time={ms:.3f} ms ({route})\n")
+    record = {
+        "event": ping_event(service),
+        "size": label,
+        "size_bytes": pad,
+        "rank": rank,
+        "seconds": 0.01,
+        "ms": None if rc else ms,
+        "hops": hops,
+        "rc": rc,
+    }
+    lines.append(format_kary_line(record) + "\n")
+    return "".join(lines)
+
+
+def ping_log(failed_rank: int | None = None, cut_at: int | None = None) -> str:
+    """A kary ping log of 4/kary-1/0: every rank, broker and kvs, no pad and 4K;
+    `failed_rank`'s 4K pings fail, and `cut_at` cuts the log inside that rank's 4K ping."""
+    meta = {"meta": "cell", "cell": "4/kary-1/0", "nodes": 4, "topo": "kary:1"}
+    parts = [header(4, "kary:1"), format_kary_line(meta) + "\n"]
+    failed = 0
+    for label, pad in (("0", 0), ("4K", 4096)):
+        for rank in range(4):
+            for service in ("broker", "kvs"):
+                rc = 1 if rank == failed_rank and label == "4K" else 0
+                failed += rc
+                text = _ping(service, rank, label, pad, round(0.1 + 0.2 * rank, 3), rc)
+                if cut_at is not None and rank == cut_at and label == "4K":
+                    return "".join(parts) + text.split("\n", 1)[0] + "\n"
+                parts.append(text)
+    parts.append(format_kary_line({"meta": "done", "failed_steps": failed}) + "\n")
+    return "".join(parts)

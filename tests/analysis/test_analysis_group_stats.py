@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pandas as pd
 
@@ -55,9 +52,3 @@ def test_group_stats_of_groups_without_an_ok_row_are_empty() -> None:
     assert stats["failed"].tolist() == [2, 1, 0]
     for name in ("median", "q1", "min", "max", "ci_low", "cv"):
         assert np.isnan(stats[name]).all(), name
-
-
-def test_group_stats_import_no_pandas() -> None:
-    code = "import sys, analysis.group_stats; print('pandas' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"

@@ -6,60 +6,13 @@ import re
 from pathlib import Path
 
 import pandas as pd
-from analysis_samples import header, kary_log, run_record, write_cell
+from analysis_samples import kary_log, ping_log, run_record, write_cell
 
 from analysis import load_parsed, parse_tree
 from analysis.report_baselines import direct_table, ping_tables
 from analysis.report_page import build_report
 from analysis.table_rows import PING_COLUMNS
 from experiments.formats.cell_layout import cell_id
-from experiments.formats.events import ping_event, ping_step_name
-from experiments.formats.kary_line import format_kary_line
-from experiments.model.topology import build_tree
-
-
-def _ping(service: str, rank: int, label: str, pad: int, ms: float | None, rc: int = 0) -> str:
-    """One ping as the entrypoint prints it: EVENT line, flux ping's output, KARY line."""
-    lines = [f"EVENT {ping_step_name(service, label, rank)}\n"]
-    hops = None
-    if rc:
-        lines.append(f"flux-ping: {rank}!{service}.ping: No route to host\n")
-        lines.append(f"flux-ping {rank}!{service}\n")
-    else:
-        level = build_tree("kary:1", 4).level[rank]
-        hops = 3 + level + (service == "kvs")
-        route = "!".join(["a1b2c3d4"] * hops)
-        lines.append(f"flux-ping {rank}!{service}\n")
-        lines.append(f"{rank}!{service}.ping pad={pad} seq=0 time={ms:.3f} ms ({route})\n")
-    record = {
-        "event": ping_event(service),
-        "size": label,
-        "size_bytes": pad,
-        "rank": rank,
-        "seconds": 0.01,
-        "ms": None if rc else ms,
-        "hops": hops,
-        "rc": rc,
-    }
-    lines.append(format_kary_line(record) + "\n")
-    return "".join(lines)
-
-
-def _ping_log(failed_rank: int | None = None, cut_at: int | None = None) -> str:
-    meta = {"meta": "cell", "cell": "4/kary-1/0", "nodes": 4, "topo": "kary:1"}
-    parts = [header(4, "kary:1"), format_kary_line(meta) + "\n"]
-    failed = 0
-    for label, pad in (("0", 0), ("4K", 4096)):
-        for rank in range(4):
-            for service in ("broker", "kvs"):
-                rc = 1 if rank == failed_rank and label == "4K" else 0
-                failed += rc
-                text = _ping(service, rank, label, pad, round(0.1 + 0.2 * rank, 3), rc)
-                if cut_at is not None and rank == cut_at and label == "4K":
-                    return "".join(parts) + text.split("\n", 1)[0] + "\n"
-                parts.append(text)
-    parts.append(format_kary_line({"meta": "done", "failed_steps": failed}) + "\n")
-    return "".join(parts)
 
 
 def _parsed(tmp_path: Path, log: str) -> tuple[pd.DataFrame, list[str]]:
@@ -70,7 +23,7 @@ def _parsed(tmp_path: Path, log: str) -> tuple[pd.DataFrame, list[str]]:
 
 
 def test_kary_pings_fill_ping_events_with_the_seeds_columns(tmp_path: Path) -> None:
-    ping, problems = _parsed(tmp_path, _ping_log())
+    ping, problems = _parsed(tmp_path, ping_log())
     assert problems == []
     assert list(ping.columns) == PING_COLUMNS
     assert len(ping) == 16 and set(ping["status"]) == {"ok"}
@@ -82,7 +35,7 @@ def test_kary_pings_fill_ping_events_with_the_seeds_columns(tmp_path: Path) -> N
 
 
 def test_a_failed_ping_has_no_time_and_says_why(tmp_path: Path) -> None:
-    ping, problems = _parsed(tmp_path, _ping_log(failed_rank=2))
+    ping, problems = _parsed(tmp_path, ping_log(failed_rank=2))
     failed = ping[ping["status"] == "failed"]
     assert len(failed) == 2 and failed["time_ms"].isna().all() and failed["hops"].isna().all()
     assert set(failed["reason"]) == {
@@ -93,7 +46,7 @@ def test_a_failed_ping_has_no_time_and_says_why(tmp_path: Path) -> None:
 
 
 def test_a_ping_cut_short_is_a_failed_ping(tmp_path: Path) -> None:
-    ping, problems = _parsed(tmp_path, _ping_log(cut_at=1))
+    ping, problems = _parsed(tmp_path, ping_log(cut_at=1))
     last = ping.iloc[-1]
     assert (last["rank"], last["service"], last["status"]) == (1, "broker", "failed")
     assert last["reason"] == "log ends inside this ping (truncated)"
@@ -101,7 +54,7 @@ def test_a_ping_cut_short_is_a_failed_ping(tmp_path: Path) -> None:
 
 
 def test_the_report_shows_ping_latency_by_depth(tmp_path: Path) -> None:
-    ping, _ = _parsed(tmp_path, _ping_log(failed_rank=3))
+    ping, _ = _parsed(tmp_path, ping_log(failed_rank=3))
     (table,) = ping_tables(ping)
     assert (table["nodes"], table["topo"], table["depths"]) == (4, "kary:1", [0, 1, 2, 3])
     rows = {(r["service"], r["pad"]): r["cells"] for r in table["rows"]}
