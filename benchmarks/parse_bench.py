@@ -21,8 +21,11 @@ second ratio is a lower bound. `--seed-logs 200,800,8000` runs it there too
 (once, on 2026-11-23 on a 2-core machine, it took 1,013 s: 218 rows/s) and
 then compares like with like.
 
-Every figure is the median of --repeat runs (default 3). The machine is shared:
-compare ratios from one run, not seconds across runs.
+Every figure is the median of --repeat runs (default 3). The two sides of each
+ratio against the seed are run in turn (kary, seed, kary, seed, ...), so both
+meet the machine in the same state. The machine is shared and its speed drifts
+by tens of percent over minutes: compare ratios from one run, not seconds
+across runs.
 
 Run: .venv/bin/python benchmarks/parse_bench.py [--logs 800,8000] [--seed-logs 200,800]
      [--plot-logs 80]   (an empty --logs or --plot-logs skips that part)
@@ -41,13 +44,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = Path(
     os.environ.get("KARY_SHARED", REPO.parent / "shared")
 ) / "reference" / "flux-distribute"  # fmt: skip
 SOURCE_TREES = ("raw-eks-exact-6", "raw-gke-max-6", "raw-kind")
+T = TypeVar("T")
+U = TypeVar("U")
 
 
 def build_tree(root: Path, count: int) -> int:
@@ -224,10 +232,26 @@ def run_seed_script(data: Path, out: Path) -> tuple[float, float]:
     return _run([sys.executable, __file__, "--child-seed-script", str(data), str(out)])
 
 
+def _alternating(
+    repeat: int, first: Callable[[], T], second: Callable[[], U]
+) -> tuple[list[T], list[U]]:
+    """`repeat` runs of each, one of each in turn: both sides see the machine in the same
+    states (its speed drifts over minutes on a shared host)."""
+    firsts, seconds = [], []
+    for _ in range(repeat):
+        firsts.append(first())
+        seconds.append(second())
+    return firsts, seconds
+
+
 def full_parse(tree: Path, logs: int, work: Path, repeat: int) -> None:
     """kary parse with plots and report against the seed's whole script, on one tree."""
-    ours = _median([run_cli(tree, work / "full-kary", plots=True) for _ in range(repeat)])
-    seed = _median([run_seed_script(tree, work / "full-seed") for _ in range(repeat)])
+    kary_runs, seed_runs = _alternating(
+        repeat,
+        lambda: run_cli(tree, work / "full-kary", plots=True),
+        lambda: run_seed_script(tree, work / "full-seed"),
+    )
+    ours, seed = _median(kary_runs), _median(seed_runs)
     print(f"{'kary parse (plots + report, CLI)':<34}{logs:>7}{'':>9}{ours[0]:>10.2f}"
           f"{'':>21}  cpu {ours[1]:.2f} s")  # fmt: skip
     print(f"{'seed script (parse + plots)':<34}{logs:>7}{'':>9}{seed[0]:>10.2f}"
@@ -238,15 +262,33 @@ def full_parse(tree: Path, logs: int, work: Path, repeat: int) -> None:
     )
 
 
-def _load_note(start: float) -> str:
-    """The machine's load while the benchmark ran, and what it means for the ratios."""
-    end = os.getloadavg()[0]
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    note = f"load average (1 min) {start:.1f} at the start, {end:.1f} at the end, {cores} cores"
-    if max(start, end) > 1.0:
-        # kary uses every core, the seed's script one: work from elsewhere on the
-        # cores changes the wall-clock ratios above.
-        note += ": other work shared the cores, so the ratios above are unsure"
+def _cpu_times() -> tuple[float, float, float]:
+    """(CPU seconds every process on the machine used, of which the host took back
+    (steal), and this benchmark used with its children) so far."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    tick = os.sysconf("SC_CLK_TCK")
+    mine = sum(
+        usage.ru_utime + usage.ru_stime
+        for usage in (
+            resource.getrusage(resource.RUSAGE_SELF),
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+        )
+    )
+    return (user + nice + system + irq + softirq) / tick, steal / tick, mine
+
+
+def _machine_note(start: tuple[float, float, float]) -> str:
+    """What else used the cores while the benchmark ran: kary uses every core and the
+    seed's script one, so other work changes the wall-clock ratios above."""
+    busy, steal, mine = (after - before for after, before in zip(_cpu_times(), start, strict=True))
+    others = max(busy - mine, 0.0)
+    note = (
+        f"other processes used {others:.1f} CPU s while this benchmark used {mine:.1f}; "
+        f"the host took {steal:.1f} s back (steal)"
+    )
+    if others > 0.05 * mine or steal > 0.05 * mine:
+        note += ": the ratios above are unsure"
     return note
 
 
@@ -264,19 +306,19 @@ def main() -> None:
     sizes = [int(x) for x in args.logs.split(",") if x]
     seed_sizes = [int(x) for x in args.seed_logs.split(",") if x]
     plot_logs = int(args.plot_logs) if args.plot_logs else None
+    start = _cpu_times() if Path("/proc/stat").exists() else None
     work = Path(tempfile.mkdtemp(prefix="kary-parse-bench-"))
     try:
         trees = {}
         for n in sorted(set(sizes + seed_sizes + ([plot_logs] if plot_logs else []))):
             trees[n] = work / f"raw-{n}"
             build_tree(trees[n], n)
-        load = os.getloadavg()[0]
         print(f"reference logs replicated from {REFERENCE}; Python {sys.version.split()[0]}")
         print(f"{'what':<34}{'logs':>7}{'rows':>9}{'seconds':>10}{'rows/s':>11}{'peak MB':>10}")
         if plot_logs:
             full_parse(trees[plot_logs], plot_logs, work, args.repeat)
         ours: dict[int, float] = {}
-        cli_rate: dict[int, float] = {}
+        cli_rows: dict[int, float] = {}
         for n in sizes:
             parsed = _median_run(
                 args.repeat, "--child-parse", str(trees[n]), str(work / f"out-{n}")
@@ -286,7 +328,7 @@ def main() -> None:
                 run_cli(trees[n], work / f"cli-{n}")[0] for _ in range(args.repeat)
             )
             ours[n] = parsed["rows"] / parsed["seconds"]
-            cli_rate[n] = parsed["rows"] / cli
+            cli_rows[n] = parsed["rows"]
             print(
                 f"{'kary parse (in-process)':<34}{n:>7}{parsed['rows']:>9.0f}"
                 f"{parsed['seconds']:>10.2f}{ours[n]:>11,.0f}{parsed['maxrss_mb']:>10.0f}"
@@ -298,8 +340,18 @@ def main() -> None:
             peak = traced["traced_peak_mb"]
             print(f"{'  tracemalloc peak (Python heap)':<34}{n:>7}{'':>30}{peak:>10.0f}")
         seed: dict[int, float] = {}
+        big = max(sizes) if sizes else None
         for n in seed_sizes:
-            loop = _median_run(args.repeat, "--child-seed", str(trees[n]))
+            seed_child = partial(run_child, "--child-seed", str(trees[n]))
+            if big is not None and n == max(seed_sizes):
+                # The throughput ratio's two sides, run in turn (see _alternating).
+                loops, clis = _alternating(
+                    args.repeat, seed_child, lambda: run_cli(trees[big], work / f"cli-{big}")
+                )
+                big_cli = _median(clis)[0]
+            else:
+                loops = [seed_child() for _ in range(args.repeat)]
+            loop = sorted(loops, key=lambda r: r["seconds"])[len(loops) // 2]
             seed[n] = loop["rows"] / loop["seconds"]
             print(
                 f"{'seed loop (df.loc[i, :] = row)':<34}{n:>7}{loop['rows']:>9.0f}"
@@ -308,12 +360,14 @@ def main() -> None:
         for n in sorted(set(sizes) & set(seed_sizes)):
             speedup = ours[n] / seed[n]
             print(f"speed-up over the seed loop at {n} logs: {speedup:.0f}x (target >= 20x)")
-        if sizes and seed_sizes:
-            big, seed_big = max(sizes), max(seed_sizes)
+        if big is not None and seed_sizes:
+            seed_big = max(seed_sizes)
+            rows = cli_rows[big]
             print(
                 f"throughput of kary parse --no-plots (CLI) at {big} logs over the seed's "
-                f"parser at {seed_big} logs: {cli_rate[big] / seed[seed_big]:.0f}x "
-                "(target >= 50x)"
+                f"parser at {seed_big} logs: {rows / big_cli / seed[seed_big]:.0f}x "
+                f"(target >= 50x; {big_cli:.2f} s, {rows / big_cli:,.0f} rows/s, runs "
+                "alternated with the seed's)"
             )
         if len(sizes) >= 2:
             small, large = min(sizes), max(sizes)
@@ -322,7 +376,8 @@ def main() -> None:
                 f"throughput at {large} logs / at {small} logs: {ratio:.2f} "
                 "(linear: within 0.75..1.25)"
             )
-        print(_load_note(load))
+        if start is not None:
+            print(_machine_note(start))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
