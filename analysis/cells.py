@@ -15,6 +15,7 @@ cell identified from its other sources, and the rest of the tree is untouched.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -114,7 +115,8 @@ def _read_record(result: CellResult) -> RunRecord | None:
 
 def _read_log(result: CellResult) -> LogText | None:
     try:
-        data = (result.cell.path / LOG_NAME).read_bytes()
+        with open(os.path.join(result.cell.dir, LOG_NAME), "rb") as handle:
+            data = handle.read()
     except OSError as err:
         result.note("skipped", f"unreadable ({_oneline(err)})")
         return None

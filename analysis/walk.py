@@ -34,7 +34,7 @@ CELL_FILES = frozenset({LOG_NAME, RECORD_NAME, MINICLUSTER_NAME, "entrypoint.sh"
 class CellDir:
     """A cell directory and what its path says about it (None where it says nothing)."""
 
-    path: Path
+    dir: str  # the directory, as the walk joined it (a Path per cell was a third of the walk)
     rel: str  # path relative to the data directory, with '/' separators
     nodes: int | None
     topo: str | None
@@ -42,6 +42,10 @@ class CellDir:
     knobs: Knobs | None  # None: the path is not a cell's layout, so it says nothing of knobs
     has_log: bool
     has_record: bool
+
+    @property
+    def path(self) -> Path:
+        return Path(self.dir)
 
 
 def find_cells(
@@ -78,7 +82,7 @@ def find_cells(
             if not is_cell or name not in CELL_FILES:
                 strays.append(f"{rel}/{name}" if rel else name)
         if is_cell:
-            cells.append(_cell(Path(path), rel, names))
+            cells.append(_cell(path, rel, names))
         subdirs = sorted(
             (name for name, is_dir, link in entries if is_dir and not link and name[0] != "."),
             reverse=True,  # popped last-in first-out: visited in sorted order
@@ -87,12 +91,12 @@ def find_cells(
     return cells, strays
 
 
-def _cell(path: Path, rel: str, names: set[str]) -> CellDir:
+def _cell(path: str, rel: str, names: set[str]) -> CellDir:
     parts = rel.split("/") if rel else []
     nodes, topo, iteration = cell_of_path(parts)
     laid_out = None not in (nodes, topo, iteration)
     return CellDir(
-        path=path,
+        dir=path,
         rel=rel,
         nodes=nodes,
         topo=topo,
