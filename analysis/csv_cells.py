@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["float_cells", "int_cells", "join_rows", "quoted", "table_text", "text_cells"]
+__all__ = [
+    "float_cells",
+    "int_cells",
+    "join_rows",
+    "kind_cells",
+    "quoted",
+    "table_text",
+    "text_cells",
+]
 
 _QUOTED = (",", '"', "\n")
 
@@ -43,6 +51,22 @@ def quoted(values: list[str]) -> list[str] | None:
     if not any(mark in joined for mark in _QUOTED):
         return values
     return [_quote(v) if any(mark in v for mark in _QUOTED) else v for v in values]
+
+
+def kind_cells(kind: str, values: list[object]) -> list[str] | None:
+    """A column by its kind, as pandas types and writes it: "int" (int64, or bool),
+    "float" (float64, "" where missing), "Int64" (nullable integers), "number"
+    (int64 when every value is whole, else float64), anything else text."""
+    if kind == "int":
+        return int_cells(values)
+    if kind == "float":
+        return float_cells(values)
+    if kind == "Int64":
+        return ["" if v is None else str(v) for v in values]
+    if kind == "number":
+        whole = all(type(v) is int for v in values)
+        return int_cells(values) if whole else float_cells(values)
+    return text_cells(values)
 
 
 def join_rows(columns: Sequence[list[str] | None]) -> str | None:

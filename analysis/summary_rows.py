@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.csv_cells import float_cells, int_cells, quoted, table_text, text_cells
+from analysis.csv_cells import kind_cells, quoted, table_text
 from analysis.group_stats import SUMMARY_STATS, group_stats
 from analysis.table_rows import KNOB_COLUMNS, SUMMARY_KEYS, TableRows, size_gb_of
 from experiments.formats.cell_layout import knob_label_order
@@ -22,7 +22,8 @@ from experiments.formats.events import event_sort_key, strategy_of, topology_ord
 
 __all__ = ["SUMMARY_COLUMNS", "Summary", "summary_of", "summary_of_rows"]
 
-SUMMARY_COLUMNS = [*SUMMARY_KEYS, *SUMMARY_STATS, "seconds_per_gb"]
+_STATS = [*SUMMARY_STATS, "seconds_per_gb"]
+SUMMARY_COLUMNS = [*SUMMARY_KEYS, *_STATS]
 # Every statistic in seconds or a ratio is rounded: timings are given to the
 # microsecond, and interpolated quartiles and ratios would otherwise print
 # float noise (0.031246000000000003).  The counts are whole already.
@@ -42,25 +43,24 @@ class Summary:
     stats: dict[str, np.ndarray]
     whole_gb: bool
 
-    def key_column(self, name: str) -> list[object]:
-        index = SUMMARY_KEYS.index(name)
-        return [key[index] for key in self.keys]
+    def kinds(self) -> dict[str, str]:
+        """Each column's kind (analysis.csv_cells.kind_cells): the keys' as in the events
+        table (size_gb whole or not), the counts whole, the other statistics floats."""
+        kinds = {name: "int" if name in _INT_KEYS else "text" for name in SUMMARY_KEYS}
+        kinds["size_gb"] = "int" if self.whole_gb else "float"
+        kinds.update({name: "int" if name in ("n", "failed") else "float" for name in _STATS})
+        return kinds
+
+    def columns(self) -> dict[str, list[object]]:
+        """Each column's values, in SUMMARY_COLUMNS order."""
+        keys = {name: [key[i] for key in self.keys] for i, name in enumerate(SUMMARY_KEYS)}
+        return {**keys, **{name: self.stats[name].tolist() for name in _STATS}}
 
     def csv(self) -> str:
         """summary.csv's text, as pandas writes the summary's DataFrame."""
-        columns: list[list[str] | None] = []
-        for name in SUMMARY_KEYS:
-            values = self.key_column(name)
-            if name in _INT_KEYS or (name == "size_gb" and self.whole_gb):
-                columns.append(int_cells(values))
-            elif name == "size_gb":
-                columns.append(float_cells(values))
-            else:
-                columns.append(text_cells(values))
-        for name in (*SUMMARY_STATS, "seconds_per_gb"):
-            values = self.stats[name].tolist()
-            columns.append(int_cells(values) if name in ("n", "failed") else float_cells(values))
-        text = table_text(quoted(SUMMARY_COLUMNS), columns)
+        kinds = self.kinds()
+        cells = [kind_cells(kinds[name], values) for name, values in self.columns().items()]
+        text = table_text(quoted(SUMMARY_COLUMNS), cells)
         if text is None:  # a carriage return in a key: never in a key kary writes
             raise ValueError("summary keys hold a carriage return")
         return text

@@ -16,7 +16,15 @@ from itertools import repeat
 from typing import TYPE_CHECKING
 
 from analysis.cells import CellResult
-from analysis.csv_cells import float_cells, int_cells, join_rows, quoted, table_text, text_cells
+from analysis.csv_cells import (
+    float_cells,
+    int_cells,
+    join_rows,
+    kind_cells,
+    quoted,
+    table_text,
+    text_cells,
+)
 from analysis.model import Step
 from experiments.formats.cell_layout import KNOB_NAMES, topology_dirname
 from experiments.formats.events import strategy_of
@@ -138,9 +146,8 @@ SUMMARY_KEYS = [
     "size_gb",
 ]
 # How the ping and runs tables' columns are typed, as pandas makes them and
-# writes them (the rest are text): "int" (int64; bool for `complete`), "float"
-# (float64, empty where missing), "Int64" (nullable integers), "number" (int64
-# when every value is whole, else float64: a 1 MB pad is `1`, 512 KB `0.5`).
+# writes them (analysis.csv_cells.kind_cells; the rest are text): `complete` is
+# a bool, and message_size_mb is a "number" (a 1 MB pad is `1`, 512 KB `0.5`).
 PING_KINDS = {
     "iteration": "int", "nodes": "int", "rank": "int", "message_size_bytes": "int",
     "message_size_mb": "number", "time_ms": "float", "time_seconds": "float", "hops": "Int64",
@@ -393,20 +400,7 @@ def records_csv(
     where a value needs what only pandas' writer does (a carriage return)."""
     values = list(zip(*records, strict=True)) if records else [()] * len(columns)
     cells = [
-        _cells(kinds.get(name, "text"), list(column))
+        kind_cells(kinds.get(name, "text"), list(column))
         for name, column in zip(columns, values, strict=True)
     ]
     return table_text(quoted(columns), cells)
-
-
-def _cells(kind: str, values: list[object]) -> list[str] | None:
-    if kind == "int":
-        return int_cells(values)
-    if kind == "float":
-        return float_cells(values)
-    if kind == "Int64":
-        return ["" if v is None else str(v) for v in values]
-    if kind == "number":
-        whole = all(type(v) is int for v in values)
-        return int_cells(values) if whole else float_cells(values)
-    return text_cells(values)

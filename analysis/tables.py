@@ -92,6 +92,8 @@ def _frame(
 
 
 _CASTS = {"float": "float64", "Int64": "Int64"}
+# The dtype of a summary column of each kind (analysis.csv_cells.kind_cells).
+_DTYPES = {"int": "int64", "float": "float64"}
 
 
 def summary_table(events: pd.DataFrame) -> pd.DataFrame:
@@ -116,17 +118,11 @@ def summary_table(events: pd.DataFrame) -> pd.DataFrame:
 
 def summary_frame(summary: Summary) -> pd.DataFrame:
     """The summary as a DataFrame, with the dtypes of the events table's columns."""
-    columns: dict[str, object] = {}
-    for name in SUMMARY_KEYS:
-        keys = summary.key_column(name)
-        if name in ("nodes", "size_bytes") or (name == "size_gb" and summary.whole_gb):
-            columns[name] = np.array(keys, dtype=np.int64)
-        elif name == "size_gb":
-            columns[name] = np.array(keys, dtype=float)
-        else:
-            columns[name] = pd.Series(keys, dtype="str")
-    for name, values in summary.stats.items():
-        columns[name] = values
+    kinds = summary.kinds()
+    columns = {
+        name: pd.Series(values, dtype=_DTYPES.get(kinds[name], "str"))
+        for name, values in summary.columns().items()
+    }
     return pd.DataFrame(columns)[SUMMARY_COLUMNS]
 
 
