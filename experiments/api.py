@@ -69,6 +69,11 @@ class PlannedSweep:
         return self.plan.spec.backend
 
     @property
+    def place(self) -> str | None:
+        """Where the flux backend runs the cells (box, test-instance, allocation); else None."""
+        return _flux_place(self.sweep) if self.backend == "flux" else None
+
+    @property
     def _cluster_name(self) -> str | None:
         return self.cluster.name if self.cluster else None
 
@@ -152,15 +157,27 @@ def _stderr(line: str) -> None:
 
 
 def _choose_backend(sweep: Sweep, cluster: ClusterSpec | None) -> str:
-    emulated = bool(sweep.link_bandwidth or sweep.link_latency)
+    """The backend a sweep runs on; shaped links run real Flux in a box where flux-core is."""
+    shaped = bool(sweep.link_bandwidth or sweep.link_latency or sweep.root_link_bandwidth)
     if sweep.backend is not None:
         backend = check_backend_name(sweep.backend)
     elif cluster is not None:
         backend = "kubernetes"
+    elif sweep.emulator_faults:
+        backend = "local"
+    elif sweep.place is not None:
+        backend = "flux"
     else:
-        backend = "local" if emulated or sweep.emulator_faults else default_backend()
-    if emulated and backend != "local":
-        raise UserError("--link-bandwidth and --link-latency emulate links: local backend only")
+        backend = default_backend()
+    if shaped and backend not in ("local", "flux"):
+        raise UserError(
+            "--link-bandwidth and --link-latency shape links on this machine: the flux backend "
+            "(a box) or the emulator (local), not " + backend
+        )
+    if sweep.root_link_bandwidth and backend != "flux":
+        raise UserError("--root-link-bandwidth shapes a box's rank 0 link: flux backend only")
+    if sweep.place is not None and backend != "flux":
+        raise UserError(f"--place says where real Flux runs: flux backend only, not {backend}")
     if sweep.emulator_faults and backend != "local":
         raise UserError("--emulator-fault injects faults into the emulator: local backend only")
     return backend
@@ -226,15 +243,16 @@ def plan(sweep: Sweep) -> PlannedSweep:
         link_latency=sweep.link_latency,
         image=render.image,
         flux_view=render.flux_view,
-        place=_flux_place() if backend == "flux" else None,
+        place=_flux_place(sweep) if backend == "flux" else None,
     )
     return PlannedSweep(sweep, cells, ledger, estimate, render, cluster)
 
 
-def _flux_place() -> str:
-    from experiments.backends.flux import current_place
+def _flux_place(sweep: Sweep) -> str:
+    from experiments.backends.flux import choose_place
 
-    return current_place()
+    shaped = bool(sweep.link_bandwidth or sweep.link_latency or sweep.root_link_bandwidth)
+    return choose_place(sweep.place, shaped=shaped)
 
 
 def run(
@@ -282,6 +300,8 @@ def run(
         cluster=planned.cluster,
         link_bandwidth=planned.sweep.link_bandwidth,
         link_latency=planned.sweep.link_latency,
+        root_link_bandwidth=planned.sweep.root_link_bandwidth,
+        place=planned.sweep.place,
         options={"faults": tuple(planned.sweep.emulator_faults)}
         if planned.sweep.emulator_faults
         else {},
@@ -289,7 +309,8 @@ def run(
     backend = make_backend(planned.backend, settings)
     spec = planned.plan.spec
     echo(
-        f"kary run: {_cells(len(to_run))} on {describe_backend(spec.backend)}; predicted "
+        f"kary run: {_cells(len(to_run))} on {describe_backend(spec.backend, planned.place)}; "
+        f"predicted "
         f"{format_duration(planned.estimate.seconds)}; raw results in {spec.data_dir}"
         + (f"; seed {spec.seed}" if spec.seed is not None else "")
     )

@@ -27,8 +27,9 @@ class Sweep:
 
     `sizes` takes "16M,64M" or a list of labels or byte counts; None is the
     backend's default (the seed's 1-10 GB with `min_size_gb` / `max_size_gb`).
-    `backend` None picks: a cluster file means kubernetes, emulated links or
-    faults mean the emulator (local), else real Flux when `flux` is on PATH.
+    `backend` None picks: a cluster file means kubernetes, faults mean the
+    emulator (local), else real Flux when `flux` is on PATH (shaped links then
+    run in a box, `place="box"`), else the emulator.
 
     `matrix` and `zip` are a sweep file's axes ({axis: [values]}; see
     experiments/model/axes.py): nodes, topo and the Flux knobs `chunksize`,
@@ -71,6 +72,8 @@ class Sweep:
     down: bool = False
     link_bandwidth: str | None = None
     link_latency: str | None = None
+    root_link_bandwidth: str | None = None
+    place: str | None = None
     emulator_faults: Sequence[str] = ()
 
     @classmethod

@@ -10,7 +10,7 @@ import importlib
 
 from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
 from experiments.errors import UserError
-from experiments.formats.run_record import ALLOCATION
+from experiments.formats.run_record import ALLOCATION, BOX
 
 __all__ = [
     "BACKENDS",
@@ -45,14 +45,18 @@ def default_backend() -> str:
     return "flux" if flux_on_path() else "local"
 
 
-def describe_backend(name: str) -> str:
-    """Where cells of backend `name` run, in words for the plan and the run line."""
+def describe_backend(name: str, place: str | None = None) -> str:
+    """Where cells of backend `name` run (flux: at `place`), in words for the plan and run line."""
     if name == "local":
         return "emulated Flux on this machine"
     if name == "flux":
         from experiments.backends.flux import current_place
 
-        if current_place() == ALLOCATION:
+        if place == BOX:
+            return (
+                "real Flux in a box on this machine (a network namespace per broker, shaped links)"
+            )
+        if (place or current_place()) == ALLOCATION:
             return "real Flux, nested in this Flux allocation"
         return "real Flux (flux start --test-size) on this machine"
     return name

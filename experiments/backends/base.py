@@ -68,15 +68,18 @@ class BackendSettings:
 
     `render` is what the cells are rendered with (MiniCluster name, namespace,
     image).  `cluster` is the --cluster file, if any.  `link_bandwidth` /
-    `link_latency` are text as given on the command line ("1Gbit", "200us")
-    and only the local backend uses them.  `workdir` is where a backend may
-    keep scratch files (None: a fresh temporary folder).
+    `link_latency` / `root_link_bandwidth` are text as given on the command
+    line ("1Gbit", "200us"): the emulator's links, or a box's (flux backend).
+    `place` is where the flux backend runs a cell (None: it chooses).
+    `workdir` is where a backend may keep scratch files (None: a fresh temporary folder).
     """
 
     render: RenderOptions | None = None
     cluster: ClusterSpec | None = None
     link_bandwidth: str | None = None
     link_latency: str | None = None
+    root_link_bandwidth: str | None = None
+    place: str | None = None
     workdir: Path | None = None
     options: dict[str, Any] = field(default_factory=dict)
 

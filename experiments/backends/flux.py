@@ -1,6 +1,6 @@
 """The flux backend: each cell runs on real flux-core, wherever kary finds it.
 
-Two places, chosen in `up()` and recorded in run.json as `place`:
+Three places, chosen in `up()` and recorded in run.json as `place`:
 
 - ``allocation``: kary runs inside a Flux instance (FLUX_URI is set: a user's
   `flux alloc` or batch job on an HPC cluster).  Each cell is a nested instance,
@@ -11,6 +11,9 @@ Two places, chosen in `up()` and recorded in run.json as `place`:
 - ``test-instance``: on this machine otherwise, ``flux start --test-size=<nodes>
   -Stbon.topo=<topo>`` running the entrypoint, under `session_guard` so that no
   broker outlives the cell, a timeout, a Ctrl-C or a crash of kary.
+- ``box``: on this machine, each broker in a network namespace of its own,
+  bootstrapped from a config file and talking TCP over links `tc` shapes
+  (experiments/box).  Chosen by ``place="box"`` and whenever links are shaped.
 
 Where all ranks share one filesystem (a test instance, or an allocation whose
 hostlist repeats a host) the entrypoint gets KARY_RANK_ROOT, under which each
@@ -36,13 +39,18 @@ from typing import Any
 from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
 from experiments.backends.session_guard import kill_session, session_members
 from experiments.backends.waiting import communicate_or_stop
+from experiments.box.launch import box_spec, read_link_bytes
+from experiments.box.layout import BoxLayout, new_run_id
+from experiments.box.links import LinkSettings, link_settings
+from experiments.box.privileges import box_command_prefix
 from experiments.errors import UserError
-from experiments.formats.run_record import ALLOCATION, TEST_INSTANCE
+from experiments.formats.run_record import ALLOCATION, BOX, PLACES, TEST_INSTANCE
 from experiments.model.plan import Cell
 from experiments.model.render import Rendered
 
 __all__ = [
     "ALLOCATION",
+    "BOX",
     "HOW_TO_GET_FLUX",
     "TEST_INSTANCE",
     "FluxBackend",
@@ -73,6 +81,22 @@ def current_place() -> str:
     return ALLOCATION if os.environ.get("FLUX_URI") else TEST_INSTANCE
 
 
+def choose_place(requested: str | None, *, shaped: bool) -> str:
+    """The place a flux cell runs: as asked, a box where links are shaped, else where kary is."""
+    if requested is not None and requested not in PLACES:
+        raise UserError(f"unknown place {requested!r}: choose from {', '.join(PLACES)}")
+    if shaped and requested not in (None, BOX):
+        raise UserError(
+            "--link-bandwidth / --link-latency shape the box's links: "
+            f"use --place box, not {requested}"
+        )
+    if requested == ALLOCATION and not os.environ.get("FLUX_URI"):
+        raise UserError("--place allocation needs a Flux allocation (FLUX_URI is not set)")
+    if requested is not None:
+        return requested
+    return BOX if shaped else current_place()
+
+
 def parse_flux_version(text: str) -> str:
     """The `commands:` version from `flux version` output; ValueError if it has none."""
     for line in text.splitlines():
@@ -87,8 +111,19 @@ class FluxBackend(Backend):
 
     name = "flux"
 
-    def __init__(self, *, workdir: Path | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        workdir: Path | None = None,
+        place: str | None = None,
+        links: LinkSettings | None = None,
+        host_prefix: str = "flux-sample",
+    ) -> None:
         self.workdir = workdir
+        self.requested_place = place
+        self.links = links or LinkSettings()
+        self.host_prefix = host_prefix
+        self.box_prefix: list[str] = []
         self.flux: str | None = None
         self.flux_version: str | None = None
         self.place: str | None = None
@@ -97,7 +132,18 @@ class FluxBackend(Backend):
 
     @classmethod
     def from_settings(cls, settings: BackendSettings) -> FluxBackend:
-        return cls(workdir=settings.workdir)
+        try:
+            links = link_settings(
+                settings.link_bandwidth, settings.link_latency, settings.root_link_bandwidth
+            )
+        except ValueError as err:
+            raise UserError(str(err)) from None
+        return cls(
+            workdir=settings.workdir,
+            place=settings.place,
+            links=links,
+            host_prefix=settings.render.name if settings.render else "flux-sample",
+        )
 
     # ---- up: which flux, where ------------------------------------------
 
@@ -113,7 +159,13 @@ class FluxBackend(Backend):
                 f"`{self.flux} version` printed no 'commands: <version>' line: "
                 "is this flux-core's flux?"
             ) from None
-        self.place = current_place()
+        self.place = choose_place(self.requested_place, shaped=self.links.shaped)
+        if self.place == BOX:
+            self.box_prefix = box_command_prefix(
+                bandwidth=bool(self.links.bandwidth or self.links.root_bandwidth),
+                latency=bool(self.links.latency),
+            )
+            return
         if self.place == TEST_INSTANCE:
             return
         nodes = self._query(["resource", "list", "-s", "all", "-no", "{nnodes}"], "its nodes")
@@ -153,10 +205,18 @@ class FluxBackend(Backend):
     def run(self, cell: Cell, rendered: Rendered, timeout: float | None) -> RunResult:
         if self.place is None:
             raise BackendError("run() before up()")
-        folder = Path(tempfile.mkdtemp(prefix="kary-flux-", dir=self._scratch_base()))
+        layout = None
+        if self.place == BOX:
+            layout = BoxLayout(new_run_id(), cell.nodes, cell.topo, self.host_prefix)
+            folder = Path(self._scratch_base() or tempfile.gettempdir()) / layout.name
+            folder.mkdir(mode=0o700)
+        else:
+            folder = Path(tempfile.mkdtemp(prefix="kary-flux-", dir=self._scratch_base()))
         try:
             entrypoint = folder / "entrypoint.sh"
             entrypoint.write_text(rendered.entrypoint_sh)
+            if layout is not None:
+                return self._run_box(cell, layout, folder, entrypoint, timeout)
             if self.place == TEST_INSTANCE:
                 return self._run_test_instance(cell, folder, entrypoint, timeout)
             return self._run_in_allocation(cell, folder, entrypoint, timeout)
@@ -189,10 +249,6 @@ class FluxBackend(Backend):
         env["TMPDIR"] = str(folder)
         env["KARY_RANK_ROOT"] = str(folder / "ranks")
         command = [
-            sys.executable,
-            "-m",
-            "experiments.backends.session_guard",
-            "--",
             self.flux or "flux",
             "start",
             f"--test-size={cell.nodes}",
@@ -200,10 +256,55 @@ class FluxBackend(Backend):
             "bash",
             str(entrypoint),
         ]
+        return self._run_guarded(cell, command, env, folder, timeout)
+
+    def _run_box(
+        self,
+        cell: Cell,
+        layout: BoxLayout,
+        folder: Path,
+        entrypoint: Path,
+        timeout: float | None,
+    ) -> RunResult:
+        env = _flux_env(os.environ, drop_uri=True)
+        env["KARY_RANK_ROOT"] = str(folder / "ranks")
+        cert = folder / "curve.cert"
+        _run_flux([self.flux or "flux", "keygen", str(cert)], env, "flux keygen")
+        config = folder / "broker.toml"
+        config.write_text(layout.broker_config(str(cert)))
+        spec = box_spec(layout, self.links, folder, self.flux or "flux", config, entrypoint, env)
+        spec.write(folder / "box.json")
+        command = [
+            *self.box_prefix,
+            sys.executable,
+            "-m",
+            "experiments.box.init",
+            str(folder / "box.json"),
+        ]
+        result = self._run_guarded(cell, command, env, folder, timeout)
+        result.provenance["box"] = {
+            "run_id": layout.run_id,
+            "links": self.links.record(),
+            "addresses": layout.address_plan(),
+            "link_bytes": read_link_bytes(folder),
+            "rootless": "--user" in self.box_prefix,
+        }
+        return result
+
+    def _run_guarded(
+        self,
+        cell: Cell,
+        command: list[str],
+        env: dict[str, str],
+        folder: Path,
+        timeout: float | None,
+    ) -> RunResult:
+        """Run `command` under the session guard: nothing it starts outlives the cell."""
+        guarded = [sys.executable, "-m", "experiments.backends.session_guard", "--", *command]
         started = time.monotonic()
         try:
             guard = subprocess.Popen(
-                command,
+                guarded,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -223,6 +324,8 @@ class FluxBackend(Backend):
         error = None
         if timed_out:
             rc, error = None, f"timed out after {timeout:g} s"
+        elif box_failures := [m for m in messages if m.startswith("kary box:")]:
+            error, rc = "; ".join(box_failures[-3:]), None
         elif rc is not None and rc >= 128 and not out:
             error = "flux start died: " + ("; ".join(messages[-3:]) or f"exit status {rc}")
             rc = None

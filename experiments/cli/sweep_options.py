@@ -142,15 +142,33 @@ LinkBandwidth = Annotated[
     str | None,
     typer.Option(
         "--link-bandwidth",
-        help="Emulator only (implies --backend local): link per node, e.g. 1Gbit; "
-        "the plan's time model uses it too.",
+        help="Each node's link, both ways, e.g. 200Mbit: real Flux in a box when flux-core is "
+        "on PATH (--place box), else the emulator; the plan's time model uses it too.",
     ),
 ]
 LinkLatency = Annotated[
     str | None,
     typer.Option(
         "--link-latency",
-        help="Emulator only (implies --backend local): latency per hop, e.g. 200us.",
+        help="One-way latency of each node's link, e.g. 200us (a box needs the kernel's netem).",
+    ),
+]
+RootLinkBandwidth = Annotated[
+    str | None,
+    typer.Option(
+        "--root-link-bandwidth",
+        help="Rank 0's link when it differs from --link-bandwidth (box only), e.g. 1Gbit.",
+    ),
+]
+Place = Annotated[
+    str | None,
+    typer.Option(
+        "--place",
+        metavar="<place>",
+        help="Where real Flux runs a cell (--backend flux): box (brokers in network "
+        "namespaces of their own over shaped links), test-instance (flux start --test-size) "
+        "or allocation (nested in FLUX_URI's instance).  Default: box when links are "
+        "shaped, else allocation inside Flux, else test-instance.",
     ),
 ]
 MaxCost = Annotated[

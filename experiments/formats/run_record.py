@@ -38,9 +38,12 @@ __all__ = [
 
 RECORD_FORMAT = 1
 # run.json "place" of a flux-backend cell: a `flux start --test-size` instance kary
-# started, or a job nested in the Flux allocation of FLUX_URI.
+# started, a job nested in the Flux allocation of FLUX_URI, or a box (brokers in
+# network namespaces of their own on this machine, over shaped links).
 TEST_INSTANCE = "test-instance"
 ALLOCATION = "allocation"
+BOX = "box"
+PLACES = (BOX, TEST_INSTANCE, ALLOCATION)
 
 CellState = Literal["pending", "running", "succeeded", "failed", "timeout", "interrupted"]
 

@@ -59,6 +59,8 @@ FILE_KEYS = (
     "image",
     "link_bandwidth",
     "link_latency",
+    "root_link_bandwidth",
+    "place",
     *_PATH_KEYS,
 )
 

@@ -54,7 +54,8 @@ def test_a_local_run_records_the_cell_then_has_nothing_left(tmp_path: Path) -> N
         (["--timeout", "0"], "invalid --timeout 0: must be > 0 seconds"),
         (
             ["--backend", "kubernetes", "--link-latency", "1ms"],
-            "--link-bandwidth and --link-latency emulate links: local backend only",
+            "--link-bandwidth and --link-latency shape links on this machine: the flux backend "
+            "(a box) or the emulator (local), not kubernetes",
         ),
         (
             ["--backend", "kubernetes"],

@@ -32,7 +32,7 @@ def test_the_timeout_follows_a_slow_link(tmp_path: Path, monkeypatch: pytest.Mon
 
     monkeypatch.setattr(experiments.backends, "make_backend", make_backend)
     args = ["--exact-nodes", "7", "--topo", "kary:6", "--sizes", "256M"]
-    args += ["--link-bandwidth", "10Mbit", "--data-dir", str(tmp_path)]
+    args += ["--backend", "local", "--link-bandwidth", "10Mbit", "--data-dir", str(tmp_path)]
     plan = json.loads(runner.invoke(app, ["plan", *args, "--json"]).stdout)
     predicted = plan["cells"][0]["predicted_seconds"]
     # The root sends 6 copies of 256 MiB through one 10 Mbit/s link: 1,288 s.

@@ -1,0 +1,54 @@
+"""What the flux backend hands a box's init, and what it reads back (the box's files).
+
+`box_spec` turns a layout and link settings into init's `box.json`;
+`read_link_bytes` reads the `links.json` init leaves (bytes per node's link).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from experiments.box.init import BoxSpec
+from experiments.box.layout import BOX_PREFIX_LENGTH, BoxLayout
+from experiments.box.links import LinkSettings, qdisc_commands
+
+__all__ = ["box_spec", "read_link_bytes"]
+
+
+def box_spec(
+    layout: BoxLayout,
+    links: LinkSettings,
+    folder: Path,
+    flux: str,
+    config: Path,
+    entrypoint: Path,
+    env: dict[str, str],
+) -> BoxSpec:
+    """init's instructions for one cell's box in `folder`."""
+    ranks = range(layout.nodes)
+    # The same settings on both sides of a link: what a node sends and receives.
+    qdiscs = [qdisc_commands("DEV", links.bandwidth_of(r), links.latency) for r in ranks]
+    return BoxSpec(
+        folder=str(folder),
+        flux=flux,
+        nodes=layout.nodes,
+        config=str(config),
+        hosts=[layout.host(r) for r in ranks],
+        addresses=[layout.address(r) for r in ranks],
+        prefix_length=BOX_PREFIX_LENGTH,
+        node_qdiscs=qdiscs,
+        switch_qdiscs=qdiscs,
+        initial_program=["bash", str(entrypoint)],
+        env=env,
+    )
+
+
+def read_link_bytes(folder: Path) -> dict[str, Any] | None:
+    """Bytes each rank sent and received over its link ({rank: {...}}); None if unknown."""
+    try:
+        links = json.loads((folder / "links.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return links if isinstance(links, dict) else None
