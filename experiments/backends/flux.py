@@ -43,6 +43,7 @@ from experiments.box.launch import box_spec, read_link_bytes
 from experiments.box.layout import BoxLayout, new_run_id
 from experiments.box.links import LinkSettings, link_settings
 from experiments.box.privileges import box_command_prefix
+from experiments.box.reap import reap_dead_boxes
 from experiments.errors import UserError
 from experiments.formats.run_record import ALLOCATION, BOX, PLACES, TEST_INSTANCE
 from experiments.model.plan import Cell
@@ -165,6 +166,9 @@ class FluxBackend(Backend):
                 bandwidth=bool(self.links.bandwidth or self.links.root_bandwidth),
                 latency=bool(self.links.latency),
             )
+            reaped = reap_dead_boxes(Path(self._scratch_base() or tempfile.gettempdir()))
+            if reaped:
+                print(f"kary: {reaped.text()}", file=sys.stderr)
             return
         if self.place == TEST_INSTANCE:
             return

@@ -48,6 +48,7 @@ COMMAND_MODULES = {
     "prices": "prices",
     "network": "network",
     "cluster": "cluster",
+    "box": "box",
     "model": "model",
     "render": "render",
     "plan": "run",

@@ -1,0 +1,91 @@
+"""Real Flux in a box: a cell end to end, and the physics of its shaped links.
+
+A flat tree's rank 0 sends one copy per child through its one link; a chain's
+rank 0 sends one copy in all.  The links' byte counters (run.json's
+`box.link_bytes`) must say so, and no distribution may beat its link's bound.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from experiments.cli import app
+
+MIB = 1024 * 1024
+runner = CliRunner()
+
+
+def _events(parsed: Path) -> list[dict[str, str]]:
+    import csv
+
+    with (parsed / "topologies-events.csv").open() as table:
+        return list(csv.DictReader(table))
+
+
+def test_a_box_cell_runs_and_parses_to_ok_rows(
+    box_flux: str, box_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMPDIR", box_env["TMPDIR"])
+    raw, parsed = tmp_path / "raw", tmp_path / "parsed"
+    args = ["--exact-nodes", "8", "--topo", "kary:2", "--sizes", "16M,64M", "--iters", "1"]
+    result = runner.invoke(
+        app, ["run", *args, "--link-bandwidth", "200Mbit", "--data-dir", str(raw)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "real Flux in a box" in result.stderr
+    record = json.loads((raw / "8" / "kary-2" / "0" / "run.json").read_text())
+    assert record["state"] == "succeeded" and record["place"] == "box"
+    assert record["box"]["links"]["bandwidth_bytes_per_s"] == 25e6
+    assert record["box"]["addresses"]["ranks"]["7"]["address"] == "198.18.0.8"
+    assert (
+        "0 flux-sample-0: full"
+        in (raw / "8" / "kary-2" / "0" / "topology-experiment.out").read_text()
+    )
+
+    result = runner.invoke(app, ["parse", "--data", str(raw), "--out", str(parsed), "--no-plots"])
+    assert result.exit_code == 0, result.output
+    rows = _events(parsed)
+    assert len(rows) == 12
+    assert {row["status"] for row in rows} == {"ok"}
+    distribute = [r for r in rows if r["event"] == "distribute-all-nodes"]
+    assert [r["size_bytes"] for r in distribute] == [str(16 * MIB), str(64 * MIB)]
+    # kary:2's rank 0 sends two copies through its 200 Mbit/s link.
+    assert float(distribute[1]["time_seconds"]) >= 2 * 64 * MIB / 25e6
+    # Nothing of the box is left: its scratch folder went with the cell.
+    assert not list(Path(box_env["TMPDIR"]).glob("kary-box-*"))
+
+
+@pytest.mark.parametrize(("topo", "copies"), [("kary:0", 3), ("kary:1", 1)])
+def test_rank_0_sends_one_copy_per_child_and_no_copy_beats_its_link(
+    box_flux: str,
+    box_env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    topo: str,
+    copies: int,
+) -> None:
+    monkeypatch.setenv("TMPDIR", box_env["TMPDIR"])
+    size, rate = 16 * MIB, 50e6 / 8  # 50 Mbit/s
+    args = ["--exact-nodes", "4", "--topo", topo, "--sizes", "16M", "--link-bandwidth", "50Mbit"]
+    result = runner.invoke(app, ["run", *args, "--data-dir", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    cell = tmp_path / "4" / topo.replace(":", "-") / "0"
+    record = json.loads((cell / "run.json").read_text())
+    sent = record["box"]["link_bytes"]["0"]["sent_bytes"]
+    # Every copy crossed rank 0's link once, plus TCP/ZeroMQ/CURVE framing (< 5%).
+    assert copies * size <= sent <= copies * size * 1.05
+    received = [record["box"]["link_bytes"][str(r)]["received_bytes"] for r in (1, 2, 3)]
+    assert all(size <= got <= size * 1.05 for got in received)
+    log = (cell / "topology-experiment.out").read_text()
+    seconds = next(
+        json.loads(line[5:])["seconds"]
+        for line in log.splitlines()
+        if line.startswith("KARY ") and '"distribute-all-nodes"' in line
+    )
+    bound = copies * size / rate
+    # Physics: never faster than the link; and with links this slow, within x1.6 of it.
+    assert bound <= seconds <= 1.6 * bound + 1.0, (seconds, bound)

@@ -1,0 +1,97 @@
+"""Nothing of a box outlives its cell: Ctrl-C, a killed kary, a dead run's leftovers.
+
+Checked where a person would look: the process table (no broker, no init),
+`ip link` and `ip netns` in the host's namespace (unchanged), the scratch folder.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from box_helpers import box_processes, host_links, start_kary, wait_until
+
+from experiments.box.reap import reap_dead_boxes
+
+# Slow links (a flat tree of 64M at 20 Mbit/s takes 80 s), so that the cell is
+# surely mid-distribution when it is stopped.
+_ARGS = ["run", "--exact-nodes", "4", "--topo", "kary:0", "--sizes", "64M"]
+_ARGS += ["--link-bandwidth", "20Mbit"]
+
+
+def _distributing() -> bool:
+    """Every broker is up and ranks 1-3 are extracting the archive."""
+    argvs = box_processes()
+    brokers = [argv for argv in argvs if "--config-path=" in argv and "-Shostname=" in argv]
+    extracts = [argv for argv in argvs if "flux archive extract" in argv]
+    return len(brokers) == 4 and len(extracts) == 3
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL])
+def test_a_stopped_kary_leaves_no_broker_link_or_namespace(
+    box_flux: str, box_env: dict[str, str], tmp_path: Path, signum: int
+) -> None:
+    before = host_links()
+    kary = start_kary([*_ARGS, "--data-dir", str(tmp_path)], box_env)
+    try:
+        up = wait_until(_distributing, 60)
+        # Ctrl-C reaches the terminal's foreground group: kary, not the guard's session.
+        os.killpg(kary.pid, signum)
+        _, err = kary.communicate(timeout=60)
+        assert up, err
+    finally:
+        if kary.poll() is None:
+            kary.kill()
+            kary.communicate()
+    assert wait_until(lambda: not box_processes(), 30), box_processes()
+    assert host_links() == before
+    scratch = Path(box_env["TMPDIR"])
+    if signum == signal.SIGINT:
+        assert kary.returncode == 130
+        assert not list(scratch.glob("kary-box-*"))
+        assert (
+            '"state": "interrupted"' in (tmp_path / "4" / "kary-0" / "0" / "run.json").read_text()
+        )
+    else:
+        # A killed kary could not delete its scratch folder; the next run (or reap) does.
+        left = list(scratch.glob("kary-box-*"))
+        assert len(left) == 1
+        reaped = reap_dead_boxes(scratch)
+        assert reaped.removed == left and not left[0].exists()
+
+
+def test_reap_removes_a_dead_runs_leftovers_and_nothing_else(tmp_path: Path) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = tmp_path / f"kary-box-{gone.pid}-abcdef"
+    live = tmp_path / f"kary-box-{os.getpid()}-abcdef"
+    other = tmp_path / f"kary-flux-{gone.pid}"
+    for folder in (dead, live, other):
+        (folder / "rank-0").mkdir(parents=True)
+    # A box init whose kary is gone: a stand-in that names the dead run's folder.
+    init = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time; time.sleep(60)",
+            "-m",
+            "experiments.box.init",
+            str(dead / "box.json"),
+        ]
+    )
+    cmdline = Path(f"/proc/{init.pid}/cmdline")
+    # Popen returns once exec began; the new command line shows a moment later.
+    assert wait_until(lambda: b"experiments.box.init" in cmdline.read_bytes(), 10)
+    try:
+        reaped = reap_dead_boxes(tmp_path)
+        assert init.pid in reaped.killed
+        assert init.wait(timeout=10) == -signal.SIGKILL
+        assert reaped.removed == [dead]
+        assert not dead.exists() and live.exists() and other.exists()
+    finally:
+        init.kill()
+        init.wait()

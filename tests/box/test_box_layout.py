@@ -1,0 +1,62 @@
+"""The box's pure parts: names, addresses, the broker config, the tc lines."""
+
+from __future__ import annotations
+
+import pytest
+import tomllib
+
+from experiments.box.layout import BoxLayout, new_run_id, owner_of
+from experiments.box.links import link_settings, qdisc_commands
+
+
+def test_the_broker_config_lists_every_rank_on_its_own_address() -> None:
+    layout = BoxLayout("4242-abcdef", 3, "kary:2", host_prefix="flux-sample")
+    config = tomllib.loads(layout.broker_config("/tmp/kary-box-4242-abcdef/curve.cert"))
+    assert config["tbon"] == {"topo": "kary:2"}
+    assert config["bootstrap"]["curve_cert"] == "/tmp/kary-box-4242-abcdef/curve.cert"
+    assert config["bootstrap"]["hosts"] == [
+        {
+            "host": f"flux-sample-{rank}",
+            "bind": f"tcp://198.18.0.{rank + 1}:8050",
+            "connect": f"tcp://198.18.0.{rank + 1}:8050",
+        }
+        for rank in range(3)
+    ]
+
+
+def test_addresses_stay_in_the_benchmarking_range_past_255_ranks() -> None:
+    layout = BoxLayout("1-000000", 600, "kary:16")
+    assert layout.address(0) == "198.18.0.1"
+    assert layout.address(254) == "198.18.0.255"
+    assert layout.address(255) == "198.18.1.0"
+    assert layout.address(599) == "198.18.2.88"
+    assert len({layout.address(r) for r in range(600)}) == 600
+
+
+def test_names_carry_the_owner_and_only_box_names_have_one() -> None:
+    run_id = new_run_id(pid=31337)
+    layout = BoxLayout(run_id, 2, "kary:1")
+    assert layout.name == f"kary-box-{run_id}"
+    assert owner_of(layout.name) == 31337
+    assert owner_of(layout.name + "/broker.toml") == 31337
+    for other in ("kary-flux-abc", "kary-box-12", "kary-box-12-zzzzzz", "box-1-abcdef", "tmp"):
+        assert owner_of(other) is None
+    with pytest.raises(ValueError, match="invalid box run id"):
+        BoxLayout("../../etc", 2, "kary:1")
+
+
+def test_links_are_shaped_with_tbf_and_netem_as_tc_takes_them() -> None:
+    links = link_settings("200Mbit", None, "1Gbit")
+    assert links.bandwidth_of(1) == 25e6
+    assert links.bandwidth_of(0) == 125e6
+    # 200 Mbit/s: a 4 ms bucket is 100 kB, above the 64 KiB floor.
+    assert qdisc_commands("eth0", links.bandwidth_of(1), None) == [
+        "qdisc add dev eth0 root tbf rate 200000000bit burst 100000 latency 50ms"
+    ]
+    assert qdisc_commands("h3", 1.25e6, 0.0005) == [
+        "qdisc add dev h3 root handle 1: netem delay 500us",
+        "qdisc add dev h3 parent 1:1 handle 10: tbf rate 10000000bit burst 65536 latency 50ms",
+    ]
+    assert qdisc_commands("eth0", None, None) == []
+    with pytest.raises(ValueError, match="invalid bandwidth"):
+        link_settings("fast", None)
