@@ -34,6 +34,7 @@ from experiments.execution.progress import Reporter
 from experiments.execution.summary import RunSummary
 from experiments.files import write_atomic
 from experiments.formats.cell_layout import sweep_copy_path
+from experiments.formats.run_record import BOX
 from experiments.model.axes import knob_flag
 from experiments.model.cell_filter import parse_only
 from experiments.model.cluster_spec import ClusterSpec, load_cluster_spec
@@ -81,9 +82,35 @@ class PlannedSweep:
     def billed(self) -> bool:
         return self.backend not in UNBILLED
 
+    def cpu_bound_line(self) -> str | None:
+        """A warning when box cells would measure this machine's cores, not its links."""
+        if self.place != BOX or not self.ledger.to_run:
+            return None
+        from experiments.backends.flux import box_bottlenecks
+        from experiments.box.links import link_settings
+
+        links = link_settings(
+            self.sweep.link_bandwidth, self.sweep.link_latency, self.sweep.root_link_bandwidth
+        )
+        bound = [
+            c for c in self.ledger.to_run if any(b["cpu_bound"] for b in box_bottlenecks(c, links))
+        ]
+        if not bound:
+            return None
+        return (
+            f"warning: {_cells(len(bound))} of {len(self.ledger.to_run)} would be CPU-bound in "
+            "the box (every broker shares this machine's cores: at 5 s/GB per rank, the CPU is "
+            "at least half the links' floor), so they measure the machine as much as the "
+            "network; slower --link-bandwidth or fewer nodes make the links the bottleneck"
+        )
+
     def text(self, max_cost: float | None = None, max_hours: float | None = None) -> str:
         """The plan as `kary plan` prints it (with what --up/--down will run)."""
-        lines = plan_text(self.plan, self.ledger, self.estimate, self._cluster_name).splitlines()
+        lines = plan_text(
+            self.plan, self.ledger, self.estimate, self._cluster_name, self.place
+        ).splitlines()
+        if warning := self.cpu_bound_line():
+            lines.append(warning)
         lines += self.guard(max_cost, max_hours).plan_lines()
         if self.sweep.emulator_faults:
             lines.append(faults_line(self.sweep.emulator_faults))
@@ -316,6 +343,8 @@ def run(
     )
     if planned.sweep.emulator_faults:
         echo(f"kary run: {faults_line(planned.sweep.emulator_faults)}")
+    if warning := planned.cpu_bound_line():
+        echo(f"kary run: {warning}")
     if planned.sweep.file is not None:
         _keep_sweep_file(planned.sweep.file, spec.data_dir)
     cluster = planned.cluster

@@ -45,7 +45,13 @@ def _what(spec: ExperimentSpec) -> str:
     return f"strategies {','.join(spec.strategies)}"
 
 
-def plan_text(plan: Plan, ledger: Ledger, estimate: Estimate, cluster_name: str | None) -> str:
+def plan_text(
+    plan: Plan,
+    ledger: Ledger,
+    estimate: Estimate,
+    cluster_name: str | None,
+    place: str | None = None,
+) -> str:
     spec, backend = plan.spec, plan.spec.backend
     lines = [
         f"kary plan: {_count(len(ledger.to_run), 'cell')} to run, "
@@ -89,7 +95,7 @@ def plan_text(plan: Plan, ledger: Ledger, estimate: Estimate, cluster_name: str 
     if estimate.cells:
         lines += _trust_lines(estimate)
     if estimate.instance_type is None:
-        lines.append(_unpriced_cost_line(backend))
+        lines.append(_unpriced_cost_line(backend, place))
     else:
         lines.append(
             f"cost: {estimate.nodes_billed} nodes ({estimate.instance_type} workers)"
@@ -167,12 +173,12 @@ def plan_json(
     }
 
 
-def _unpriced_cost_line(backend: str) -> str:
-    if backend == "flux" and current_place() == ALLOCATION:
+def _unpriced_cost_line(backend: str, place: str | None = None) -> str:
+    if backend == "flux" and (place or current_place()) == ALLOCATION:
         return (
             "cost: not billed by kary (runs in your Flux allocation; "
             "your site's accounting applies)"
         )
     if backend in UNBILLED:
-        return f"cost: $0.00 (nothing billed: {describe_backend(backend)})"
+        return f"cost: $0.00 (nothing billed: {describe_backend(backend, place)})"
     return "cost: unknown (no --cluster FILE to price; the cluster's own bill applies)"

@@ -45,6 +45,8 @@ from experiments.box.links import LinkSettings, link_settings
 from experiments.box.privileges import box_command_prefix
 from experiments.box.reap import reap_dead_boxes
 from experiments.errors import UserError
+from experiments.estimate.bottleneck import bottleneck
+from experiments.estimate.defaults import default_time_model
 from experiments.formats.run_record import ALLOCATION, BOX, PLACES, TEST_INSTANCE
 from experiments.model.plan import Cell
 from experiments.model.render import Rendered
@@ -285,9 +287,12 @@ class FluxBackend(Backend):
             "experiments.box.init",
             str(folder / "box.json"),
         ]
+        bottlenecks = box_bottlenecks(cell, self.links)
         result = self._run_guarded(cell, command, env, folder, timeout)
         result.provenance["box"] = {
             "run_id": layout.run_id,
+            "cpu_bound": any(b["cpu_bound"] for b in bottlenecks),
+            "bottleneck": bottlenecks,
             "links": self.links.record(),
             "addresses": layout.address_plan(),
             "link_bytes": read_link_bytes(folder),
@@ -405,6 +410,17 @@ class FluxBackend(Backend):
                     timeout=_CANCEL_WAIT_S + 5,
                     env=env,
                 )
+
+
+def box_bottlenecks(cell: Cell, links: LinkSettings) -> list[dict[str, Any]]:
+    """Per size: the links' floor against the CPU every rank shares (estimate.bottleneck)."""
+    model = default_time_model("flux", place=BOX)
+    return [
+        bottleneck(
+            cell.nodes, cell.topo, size, model, links.bandwidth, links.root_bandwidth
+        ).record(model.source)
+        for size in cell.sizes
+    ]
 
 
 def _flux_env(base: os._Environ[str] | dict[str, str], drop_uri: bool = False) -> dict[str, str]:

@@ -22,7 +22,7 @@ from experiments.errors import UserError
 from experiments.estimate.coverage import Environment
 from experiments.estimate.structure import Step, cell_steps
 from experiments.formats.events import GENERATE_BLOB, STRATEGIES, VERIFY_PREFIX
-from experiments.formats.run_record import ALLOCATION, TEST_INSTANCE
+from experiments.formats.run_record import ALLOCATION, BOX, TEST_INSTANCE
 from experiments.model.plan import Cell
 from experiments.model.topology import build_tree
 
@@ -207,7 +207,8 @@ def _environment(events: pd.DataFrame, runs: pd.DataFrame, name: str) -> Environ
         host = (_first(runs, "cluster") or _first(events, "cluster")).removeprefix("flux:")
         if not host:
             return Environment("flux", None, name)
-        return Environment("flux", f"{TEST_INSTANCE} on {host}")
+        # A box's timings follow its links: its history informs box plans only.
+        return Environment("flux", f"{BOX if place == BOX else TEST_INSTANCE} on {host}")
     if backend == "local":
         return Environment("local", "emulator")
     machine = _first(runs, "instance_type")

@@ -19,7 +19,7 @@ from experiments.estimate.coverage import Environment
 from experiments.estimate.defaults import default_coverage, default_time_model
 from experiments.estimate.prices import load_price_catalog
 from experiments.estimate.time_model import Estimate, TimeModel, estimate_plan
-from experiments.formats.run_record import ALLOCATION, TEST_INSTANCE
+from experiments.formats.run_record import ALLOCATION, BOX, TEST_INSTANCE
 from experiments.model.cluster_spec import ClusterSpec
 from experiments.model.plan import Cell
 
@@ -47,7 +47,9 @@ def plan_environment(
     if backend == "flux":
         if place == ALLOCATION:
             return Environment("flux", ALLOCATION)
-        return Environment("flux", f"{TEST_INSTANCE} on {socket.gethostname()}")
+        # A box's timings follow its links: its history informs box plans only.
+        where = BOX if place == BOX else TEST_INSTANCE
+        return Environment("flux", f"{where} on {socket.gethostname()}")
     if backend == "local":
         return Environment("local", "emulator")
     return Environment(backend, cluster.instance_type if cluster else None)

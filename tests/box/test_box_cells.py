@@ -41,6 +41,9 @@ def test_a_box_cell_runs_and_parses_to_ok_rows(
     assert record["state"] == "succeeded" and record["place"] == "box"
     assert record["box"]["links"]["bandwidth_bytes_per_s"] == 25e6
     assert record["box"]["addresses"]["ranks"]["7"]["address"] == "198.18.0.8"
+    # Two copies of 64 MiB at 200 Mbit/s (5.4 s) against 7 ranks' CPU (2.2 s): links bound.
+    assert [b["cpu_bound"] for b in record["box"]["bottleneck"]] == [False, False]
+    assert record["box"]["cpu_bound"] is False
     assert (
         "0 flux-sample-0: full"
         in (raw / "8" / "kary-2" / "0" / "topology-experiment.out").read_text()

@@ -1,0 +1,67 @@
+"""Does a box cell measure its links or this machine's cores?
+
+In a box every broker still shares this machine's cores.  Per GB and per
+receiving rank, flux-core spends `shared_cpu_s_per_gb` of CPU that no other
+rank can overlap (the test-instance default: 5 s/GB per rank, fitted on a
+2-core machine; see defaults._flux_time_model).  The links set a floor of
+their own: the busiest broker sends one copy per child through its one link.
+Where the CPU's share comes near the links' floor, a distribution's time says
+as much about the cores as about the network, and topologies that differ only
+in their links cannot be told apart.  Then kary says so, before the run and in
+each cell's run.json.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from experiments.estimate.parameters import GIB, TimeModel
+from experiments.model.topology import build_tree
+
+__all__ = ["CPU_BOUND_SHARE", "Bottleneck", "bottleneck"]
+
+# CPU at half the links' floor or more: the cores shape the result.
+CPU_BOUND_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class Bottleneck:
+    """One distribution of `size_bytes`: the links' floor and the cores' share, in seconds."""
+
+    size_bytes: int
+    link_s: float
+    cpu_s: float
+
+    @property
+    def cpu_bound(self) -> bool:
+        return self.link_s == 0 or self.cpu_s >= CPU_BOUND_SHARE * self.link_s
+
+    def record(self, basis: str) -> dict[str, object]:
+        """For run.json."""
+        return {
+            "size_bytes": self.size_bytes,
+            "link_floor_seconds": round(self.link_s, 3),
+            "cpu_seconds": round(self.cpu_s, 3),
+            "cpu_bound": self.cpu_bound,
+            "rule": f"cpu_bound when cpu >= {CPU_BOUND_SHARE:g} x link floor",
+            "basis": basis,
+        }
+
+
+def bottleneck(
+    nodes: int,
+    topo: str,
+    size_bytes: int,
+    model: TimeModel,
+    bandwidth: float | None,
+    root_bandwidth: float | None = None,
+) -> Bottleneck:
+    """The links' floor (busiest sender: one copy per child) against the cores' share."""
+    tree = build_tree(topo, nodes)
+    link_s = 0.0
+    for rank, children in enumerate(tree.children):
+        rate = root_bandwidth if rank == 0 and root_bandwidth else bandwidth
+        if children and rate:
+            link_s = max(link_s, len(children) * size_bytes / rate)
+    cpu_s = (nodes - 1) * model.shared_cpu_s_per_gb * size_bytes / GIB
+    return Bottleneck(size_bytes, link_s, cpu_s)
