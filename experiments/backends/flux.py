@@ -274,6 +274,8 @@ class FluxBackend(Backend):
     ) -> RunResult:
         env = _flux_env(os.environ, drop_uri=True)
         env["KARY_RANK_ROOT"] = str(folder / "ranks")
+        # The direct baseline's server listens on rank 0's address, which every rank reaches.
+        env["KARY_DIRECT_HOST"] = layout.address(0)
         cert = folder / "curve.cert"
         _run_flux([self.flux or "flux", "keygen", str(cert)], env, "flux keygen")
         config = folder / "broker.toml"
@@ -427,7 +429,12 @@ def _flux_env(base: os._Environ[str] | dict[str, str], drop_uri: bool = False) -
     env = dict(base)
     # A caller's rank settings would send every rank to one folder; a test instance
     # must not find the caller's instance.  ASCII job ids are easy to check.
-    for name in ("KARY_RANK_PREFIX", "KARY_RANK_ROOT", *(("FLUX_URI",) if drop_uri else ())):
+    for name in (
+        "KARY_RANK_PREFIX",
+        "KARY_RANK_ROOT",
+        "KARY_DIRECT_HOST",
+        *(("FLUX_URI",) if drop_uri else ()),
+    ):
         env.pop(name, None)
     env["FLUX_F58_FORCE_ASCII"] = "1"
     return env

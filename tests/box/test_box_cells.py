@@ -92,3 +92,27 @@ def test_rank_0_sends_one_copy_per_child_and_no_copy_beats_its_link(
     bound = copies * size / rate
     # Physics: never faster than the link; and with links this slow, within x1.6 of it.
     assert bound <= seconds <= 1.6 * bound + 1.0, (seconds, bound)
+
+
+def test_the_direct_baseline_downloads_from_rank_0s_address_over_its_link(
+    box_flux: str, box_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMPDIR", box_env["TMPDIR"])
+    args = ["--exact-nodes", "4", "--topo", "kary:1", "--sizes", "4M", "--strategy", "direct"]
+    args += ["--link-bandwidth", "100Mbit", "--data-dir", str(tmp_path)]
+    result = runner.invoke(app, ["run", *args])
+    assert result.exit_code == 0, result.output
+    cell = tmp_path / "4" / "kary-1" / "0"
+    lines = [
+        json.loads(line[5:])
+        for line in (cell / "topology-experiment.out").read_text().splitlines()
+        if line.startswith("KARY ")
+    ]
+    assert next(line for line in lines if line.get("meta") == "direct")["url"].startswith(
+        "http://198.18.0.1:"
+    )
+    seconds = next(line["seconds"] for line in lines if line.get("event") == "distribute-direct")
+    # No tree: rank 0's one link carries all three copies.
+    assert seconds >= 3 * 4 * MIB / 12.5e6
+    record = json.loads((cell / "run.json").read_text())
+    assert record["box"]["link_bytes"]["0"]["sent_bytes"] >= 3 * 4 * MIB
