@@ -291,6 +291,19 @@ def _provenance(parsed: Parsed, records: pd.DataFrame, facts: Facts) -> list[tup
     places = found("place", records)
     if places:  # real Flux: a local test instance, or nested in an allocation
         rows.insert(3, ("where Flux ran", ", ".join(places)))
+    links = found("links", records)
+    if links:  # shaped links: what each node's link carried, both ways
+        rows.insert(4 if places else 3, ("links", "; ".join(links)))
+    bound = int((records["cpu_bound"] == "yes").sum()) if "cpu_bound" in records.columns else 0
+    if bound:  # a box on too few cores: the cores, not the links, set the pace
+        rows.append(
+            (
+                "CPU-bound box cells",
+                f"{bound} of {len(records)}: every broker shared this machine's "
+                "cores and their CPU was at least half the links' floor, so these timings "
+                "measure the machine as much as the network",
+            )
+        )
     fidelity = found("emulator_fidelity", records)
     if fidelity:  # the emulator's timings are its own: say how close to flux-core they are
         rows.append(("emulator fidelity", "; ".join(fidelity)))

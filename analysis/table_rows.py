@@ -95,7 +95,8 @@ PING_COLUMNS = [
     "topo",
 ]
 # Facts of run.json that only the report reads: dates, the template, where Flux
-# ran, and the emulator's fidelity and injected faults.
+# ran, the emulator's fidelity and injected faults, the shaped links (a box's
+# or the emulator's) and whether a box cell was CPU-bound.
 RECORD_FACTS = (
     "started",
     "finished",
@@ -105,6 +106,8 @@ RECORD_FACTS = (
     "emulator_faults",
     "sweep_file",
     "sweep_sha256",
+    "links",
+    "cpu_bound",
 )
 RUN_COLUMNS = [
     "uid",
@@ -223,6 +226,11 @@ def _record_texts(record: RunRecord | None) -> dict[str, str]:
     emulator = extra.get("emulator")
     emulator = emulator if isinstance(emulator, dict) else {}
     faults = emulator.get("faults")
+    box = extra.get("box")
+    box = box if isinstance(box, dict) else {}
+    links = box.get("links")
+    links = links if isinstance(links, dict) else emulator
+    cpu_bound = box.get("cpu_bound")
     texts.update(
         started=_text(record.started),
         finished=_text(record.finished),
@@ -232,8 +240,21 @@ def _record_texts(record: RunRecord | None) -> dict[str, str]:
         emulator_faults=", ".join(map(str, faults)) if isinstance(faults, list) else "",
         sweep_file=_text(record.sweep_file),
         sweep_sha256=_text(record.sweep_sha256),
+        links=_links_text(links),
+        cpu_bound={True: "yes", False: "no"}.get(cpu_bound, "")
+        if isinstance(cpu_bound, bool)
+        else "",
     )
     return texts
+
+
+def _links_text(links: dict[str, object]) -> str:
+    """Shaped links as typed: `200Mbit`, `200Mbit, rank 0 1Gbit, 1ms`; "" when unshaped."""
+    parts = [_text(links.get("link_bandwidth"))]
+    if root := _text(links.get("root_link_bandwidth")):
+        parts.append(f"rank 0 {root}")
+    parts.append(_text(links.get("link_latency")))
+    return ", ".join(part for part in parts if part)
 
 
 def table_rows(results: Iterable[CellResult]) -> TableRows:

@@ -7,6 +7,7 @@ rank 0 sends one copy in all.  The links' byte counters (run.json's
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -19,10 +20,8 @@ MIB = 1024 * 1024
 runner = CliRunner()
 
 
-def _events(parsed: Path) -> list[dict[str, str]]:
-    import csv
-
-    with (parsed / "topologies-events.csv").open() as table:
+def _rows(parsed: Path, table_name: str) -> list[dict[str, str]]:
+    with (parsed / table_name).open() as table:
         return list(csv.DictReader(table))
 
 
@@ -51,13 +50,15 @@ def test_a_box_cell_runs_and_parses_to_ok_rows(
 
     result = runner.invoke(app, ["parse", "--data", str(raw), "--out", str(parsed), "--no-plots"])
     assert result.exit_code == 0, result.output
-    rows = _events(parsed)
+    rows = _rows(parsed, "topologies-events.csv")
     assert len(rows) == 12
     assert {row["status"] for row in rows} == {"ok"}
     distribute = [r for r in rows if r["event"] == "distribute-all-nodes"]
     assert [r["size_bytes"] for r in distribute] == [str(16 * MIB), str(64 * MIB)]
     # kary:2's rank 0 sends two copies through its 200 Mbit/s link.
     assert float(distribute[1]["time_seconds"]) >= 2 * 64 * MIB / 25e6
+    (run,) = _rows(parsed, "runs.csv")
+    assert (run["place"], run["links"], run["cpu_bound"]) == ("box", "200Mbit", "no")
     # Nothing of the box is left: its scratch folder went with the cell.
     assert not list(Path(box_env["TMPDIR"]).glob("kary-box-*"))
 
