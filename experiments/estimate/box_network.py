@@ -1,0 +1,140 @@
+"""The network terms of a distribution, fitted from box sweeps at several link speeds.
+
+A box cell's `distribute-all-nodes` time is modelled as
+
+    t = a * link_floor + b * fill + c * cpu + d
+
+- `link_floor`: seconds the busiest sender needs at the links' nominal rate
+  (one copy per child through its one link: children x size / rate); `a` near
+  1 means the links run at their rate, above 1 says what TCP, ZeroMQ, CURVE
+  and flux-core's one-blob-at-a-time requests cost on top.
+- `fill`: the pipeline's fill, one 1 MiB blob per level of depth, at the
+  links' rate (a chain's last rank waits for the first blob to cross every hop).
+- `cpu`: GB x receiving ranks, the work every rank does on cores they share
+  (`c` seconds per GB per rank: the test-instance default is 5).
+- `d`: a wave's fixed cost (its `flux exec`, the first requests).
+
+Each term is linear in its coefficient, so the fit is non-negative least
+squares on seconds (as fit.py's is).  Because the features carry the link
+speed, the busiest broker's children and the depth, one fit predicts other
+node counts, topologies and link speeds.  The 80% interval comes from the fit's
+own residuals (ratios actual / fitted: their 10th and 90th percentiles, with
+their n).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import lsq_linear
+
+from experiments.errors import UserError
+from experiments.estimate.parameters import GIB
+from experiments.model.topology import build_tree
+
+__all__ = ["BoxFit", "BoxObservation", "fit_box_network", "load_box_observations"]
+
+FEATURES = ("link_floor", "fill", "cpu", "wave")
+MIB = 2**20
+EVENT = "distribute-all-nodes"
+_LOW, _HIGH = 10.0, 90.0  # percentiles of the residual ratios: an 80% interval
+
+
+@dataclass(frozen=True)
+class BoxObservation:
+    """One distribution in a box: the cell, its links (bytes/s) and the seconds it took."""
+
+    nodes: int
+    topo: str
+    size_bytes: int
+    bandwidth: float
+    seconds: float
+    root_bandwidth: float | None = None
+    sweep: str = ""
+
+    def features(self) -> np.ndarray:
+        tree = build_tree(self.topo, self.nodes)
+        floor = 0.0
+        for rank, children in enumerate(tree.children):
+            rate = self.root_bandwidth if rank == 0 and self.root_bandwidth else self.bandwidth
+            if children:
+                floor = max(floor, len(children) * self.size_bytes / rate)
+        fill = tree.depth * MIB / self.bandwidth
+        cpu = (self.nodes - 1) * self.size_bytes / GIB
+        return np.array([floor, fill, cpu, 1.0])
+
+
+@dataclass(frozen=True)
+class BoxFit:
+    """Fitted coefficients (FEATURES order), the residual ratios' band and its n."""
+
+    coefficients: tuple[float, ...]
+    low_ratio: float
+    high_ratio: float
+    n: int
+
+    def predict(self, observation: BoxObservation) -> tuple[float, float, float]:
+        """(predicted, low, high) seconds for the cell `observation` describes."""
+        seconds = float(np.dot(self.coefficients, observation.features()))
+        return seconds, seconds * self.low_ratio, seconds * self.high_ratio
+
+    def text(self) -> str:
+        a, b, c, d = self.coefficients
+        return (
+            f"t = {a:.3f} x link floor + {b:.2f} x fill + {c:.2f} s/GB/rank x cpu + {d:.2f} s; "
+            f"80% band x{self.low_ratio:.2f}-x{self.high_ratio:.2f} (n={self.n})"
+        )
+
+
+def fit_box_network(observations: Sequence[BoxObservation]) -> BoxFit:
+    """Non-negative least squares over FEATURES; UserError when there is nothing to fit."""
+    if len(observations) < len(FEATURES):
+        raise UserError(
+            f"the box network fit needs at least {len(FEATURES)} distributions, "
+            f"got {len(observations)}"
+        )
+    matrix = np.array([o.features() for o in observations])
+    seconds = np.array([o.seconds for o in observations])
+    solution = lsq_linear(matrix, seconds, bounds=(0.0, np.inf)).x
+    fitted = matrix @ solution
+    ratios = seconds / np.where(fitted > 0, fitted, np.nan)
+    ratios = ratios[np.isfinite(ratios)]
+    low, high = np.percentile(ratios, [_LOW, _HIGH]) if len(ratios) else (math.nan, math.nan)
+    return BoxFit(tuple(float(x) for x in solution), float(low), float(high), len(observations))
+
+
+def load_box_observations(parsed_dir: Path) -> list[BoxObservation]:
+    """The ok `distribute-all-nodes` steps of the box cells in a parsed directory."""
+    from analysis import load_parsed
+    from experiments.emulator.units import parse_bandwidth
+
+    parsed = load_parsed(parsed_dir)
+    runs, events = parsed.runs, parsed.events
+    if "links" not in runs.columns:
+        raise UserError(f"{parsed_dir}: no `links` column in runs.csv: parse the raw tree again")
+    box = runs[(runs["place"] == "box") & (runs["links"].fillna("") != "")]
+    links = {(str(r.uid), int(r.iteration)): str(r.links) for r in box.itertuples()}
+    ok = events[(events["event"] == EVENT) & (events["status"] == "ok")]
+    found = []
+    for row in ok.itertuples():
+        text = links.get((str(row.uid), int(row.iteration)))
+        if text is None:
+            continue
+        parts = [part.strip() for part in text.split(",")]
+        root = next((p.removeprefix("rank 0 ") for p in parts if p.startswith("rank 0 ")), None)
+        found.append(
+            BoxObservation(
+                nodes=int(row.nodes),
+                topo=str(row.topo),
+                size_bytes=int(row.size_bytes),
+                bandwidth=parse_bandwidth(parts[0]),
+                seconds=float(row.time_seconds),
+                root_bandwidth=parse_bandwidth(root) if root else None,
+                sweep=str(parsed_dir),
+            )
+        )
+    return found
