@@ -1,0 +1,47 @@
+"""The box's network terms: fitted across link speeds, they predict speeds and sizes unseen."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments.errors import UserError
+from experiments.estimate.box_network import BoxObservation, fit_box_network
+
+MIB = 2**20
+
+
+def _synthetic(nodes: int, topo: str, mbit: float, truth: tuple[float, ...]) -> BoxObservation:
+    blank = BoxObservation(nodes, topo, 64 * MIB, mbit * 1e6 / 8, 0.0)
+    seconds = sum(c * f for c, f in zip(truth, blank.features(), strict=True))
+    return BoxObservation(nodes, topo, 64 * MIB, mbit * 1e6 / 8, seconds)
+
+
+def test_features_are_the_busiest_senders_copies_the_depth_and_the_ranks() -> None:
+    flat = BoxObservation(16, "kary:15", 64 * MIB, 12.5e6, 1.0).features()
+    assert flat[0] == pytest.approx(15 * 64 * MIB / 12.5e6)
+    assert flat[1] == pytest.approx(MIB / 12.5e6)  # depth 1
+    assert flat[2] == pytest.approx(15 / 16)  # 15 ranks x 1/16 GB
+    chain = BoxObservation(16, "kary:1", 64 * MIB, 12.5e6, 1.0, root_bandwidth=125e6).features()
+    assert chain[0] == pytest.approx(64 * MIB / 12.5e6)  # rank 1's link, not rank 0's fast one
+    assert chain[1] == pytest.approx(15 * MIB / 12.5e6)
+
+
+def test_a_fit_at_two_speeds_recovers_the_terms_and_predicts_a_third() -> None:
+    truth = (1.2, 1.0, 3.0, 0.4)
+    seen = [
+        _synthetic(n, t, mbit, truth)
+        for n, topos in ((8, ("kary:1", "kary:2", "kary:7")), (16, ("kary:1", "kary:4")))
+        for t in topos
+        for mbit in (50, 100)
+    ]
+    fit = fit_box_network(seen)
+    assert fit.coefficients == pytest.approx(truth, rel=1e-6)
+    unseen = _synthetic(16, "kary:15", 200, truth)
+    predicted, low, high = fit.predict(unseen)
+    assert predicted == pytest.approx(unseen.seconds, rel=1e-6)
+    assert low <= unseen.seconds <= high
+
+
+def test_too_few_distributions_cannot_be_fitted() -> None:
+    with pytest.raises(UserError, match="at least 4 distributions, got 1"):
+        fit_box_network([_synthetic(4, "kary:1", 50, (1, 1, 1, 1))])
