@@ -63,9 +63,8 @@ def main() -> int:
     failed = False
     for plan in protocol["protocols"]:
         fit = fit_box_network([o for name in plan["fit"] for o in sweeps[name]])
-        print(
-            f"\n{plan['name']}: fit on {', '.join(plan['fit'])}; predict {', '.join(plan['predict'])}"
-        )
+        fitted_on, predicted_sweeps = ", ".join(plan["fit"]), ", ".join(plan["predict"])
+        print(f"\n{plan['name']}: fit on {fitted_on}; predict {predicted_sweeps}")
         print(f"fit: {fit.text()}\n")
         print(
             "| sweep | topology | actual median (n) | predicted (80% interval) | runs inside | "
@@ -89,9 +88,8 @@ def main() -> int:
                 )
         share = inside / total if total else 0.0
         verdict = "pass" if share >= PASS_SHARE else "FAIL"
-        print(
-            f"\n{inside} of {total} predicted runs inside their 80% interval ({share:.0%}): {verdict}"
-        )
+        print(f"\n{inside} of {total} predicted runs inside their 80% interval ", end="")
+        print(f"({share:.0%}): {verdict}")
         failed = failed or share < PASS_SHARE
     return 1 if failed else 0
 
