@@ -13,8 +13,11 @@ machine's load hits both alike.  The cell is the rendered entrypoint, strategy
 whose copy failed verification is not a sample; the table says n.
 
 Printed: per cell the two medians, their ratio (emulator / real) and n; per
-(N, size) the fastest topology by median on each side and the Spearman rank
-correlation of the topologies' order.
+(N, size) real Flux's winner (the fastest by median, where Mann-Whitney gives
+p < 0.05 against every other topology; else "no winner to agree on"), the
+emulator's fastest, and the Spearman rank correlation of the topologies' order.
+Exit status 1 when a cell is outside x1.5 or the emulator names another winner
+than real Flux; 0 otherwise (also where real Flux has no winner: said, not counted).
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+import numpy as np  # noqa: E402
+
+from analysis.stats import rank_test  # noqa: E402
 from experiments.backends.base import Backend  # noqa: E402
 from experiments.backends.flux import FluxBackend, flux_on_path  # noqa: E402
 from experiments.backends.local import LocalBackend  # noqa: E402
@@ -46,6 +52,7 @@ from experiments.model.validate import parse_size  # noqa: E402
 STRATEGY = "all"
 EVENT = strategy_events(STRATEGY).distribute_event()
 TOLERANCE = 1.5
+ALPHA = 0.05
 
 
 def _topos(nodes: int, wanted: list[str]) -> list[str]:
@@ -148,44 +155,51 @@ def table(data: dict[str, Any]) -> str:
             )
     lines += ["", "| N | size | fastest, real | fastest, emulator | agree | Spearman rho |"]
     lines.append("|---|---|---|---|---|---|")
-    same_count = 0
+    agreed = disagreed = undecided = 0
     for (nodes, label), rows in groups.items():
         both = [(t, r, e) for t, r, e in rows if r is not None and e is not None]
         if not both:
             continue
         real_samples = {t: samples["flux"][f"{nodes}|{t}|{label}"] for t, _, _ in both}
         emu_samples = {t: samples["local"][f"{nodes}|{t}|{label}"] for t, _, _ in both}
-        real_best, emu_best = fastest(real_samples), fastest(emu_samples)
+        real_best = winner(real_samples)
+        emu_best = min(emu_samples, key=lambda t: statistics.median(emu_samples[t]))
         rho = spearman([r for _, r, _ in both], [e for _, _, e in both])  # type: ignore[misc]
-        agree = bool(set(real_best) & set(emu_best))
-        same_count += agree
+        if real_best is None:
+            # Real Flux cannot tell its topologies apart: there is nothing to agree on,
+            # and counting any answer as agreement would make the check unable to fail.
+            undecided += 1
+            verdict, real_text = "no winner to agree on", "none (no p < 0.05 against all)"
+        else:
+            agree = real_best == emu_best
+            agreed += agree
+            disagreed += not agree
+            verdict, real_text = ("yes" if agree else "NO"), real_best
         lines.append(
-            f"| {nodes} | {label} | {_best_text(real_best)} | {_best_text(emu_best)} | "
-            f"{'yes' if agree else 'NO'} | {'n/a' if rho is None else f'{rho:+.2f}'} |"
+            f"| {nodes} | {label} | {real_text} | {emu_best} | {verdict} | "
+            f"{'n/a' if rho is None else f'{rho:+.2f}'} |"
         )
     lines += [
         "",
-        f"cells within x{TOLERANCE:g}: {within}/{total}; same fastest topology: "
-        f"{same_count}/{len(groups)} (where real runs tie, naming one of the tied counts); "
+        f"cells within x{TOLERANCE:g}: {within}/{total}; same fastest topology: {agreed} of "
+        f"{agreed + disagreed} where real Flux has one ({undecided} without a winner); "
         f"wall time {data['seconds']:.0f} s",
     ]
+    data["failures"] = (total - within) + disagreed
     return "\n".join(lines) + "\n"
 
 
-def fastest(samples: dict[str, list[float]]) -> list[str]:
-    """The fastest topology by median, and every other one the data cannot tell from it.
-
-    Two topologies are told apart only where their [min, max] ranges do not
-    overlap; with one sample each, that says little, so ties are listed.
-    """
+def winner(samples: dict[str, list[float]]) -> str | None:
+    """The fastest topology by median if Mann-Whitney separates it from every other
+    (two-sided p < 0.05); None where the data cannot name one."""
     best = min(samples, key=lambda t: statistics.median(samples[t]))
-    top = max(samples[best])
-    tied = [t for t in samples if t != best and min(samples[t]) <= top]
-    return [best, *sorted(tied)]
-
-
-def _best_text(best: list[str]) -> str:
-    return best[0] if len(best) == 1 else f"{best[0]} (tie: {', '.join(best[1:])})"
+    for other, times in samples.items():
+        if other == best:
+            continue
+        test = rank_test(np.array(samples[best]), np.array(times))
+        if test is None or test.p >= ALPHA:
+            return None
+    return best
 
 
 def _num(value: float | None) -> str:
@@ -203,8 +217,9 @@ def main() -> int:
     parser.add_argument("--from-json", type=Path, help="print the table of saved samples")
     args = parser.parse_args()
     if args.from_json:
-        print(table(json.loads(args.from_json.read_text())), end="")
-        return 0
+        data = json.loads(args.from_json.read_text())
+        print(table(data), end="")
+        return 1 if data["failures"] else 0
     if flux_on_path() is None:
         print("fidelity: needs flux-core's `flux` on PATH (README, 'Real Flux')", file=sys.stderr)
         return 2
@@ -212,7 +227,9 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps(data, indent=1) + "\n")
     print(table(data), end="")
-    return 0
+    # A check that cannot fail checks nothing: a cell outside x1.5, or a winner
+    # real Flux names and the emulator does not, fails the run.
+    return 1 if data["failures"] else 0
 
 
 if __name__ == "__main__":

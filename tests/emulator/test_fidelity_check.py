@@ -1,0 +1,71 @@
+"""benchmarks/fidelity.py's verdicts can fail: a cell off by more than x1.5, or a
+winner real Flux names and the emulator does not; a tie names no winner at all."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _fidelity() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("fidelity", REPO / "benchmarks" / "fidelity.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _data(real: dict[str, list[float]], emulated: dict[str, list[float]]) -> dict[str, Any]:
+    return {
+        "flux_version": "0.88.0",
+        "sizes": ["64M"],
+        "nodes": [8],
+        "cells": [[8, topo] for topo in real],
+        "iters": len(next(iter(real.values()))),
+        "seconds": 1.0,
+        "samples": {
+            "flux": {f"8|{t}|64M": v for t, v in real.items()},
+            "local": {f"8|{t}|64M": v for t, v in emulated.items()},
+        },
+    }
+
+
+REAL = {"kary:1": [2.0, 2.1, 2.05, 2.02], "kary:7": [4.0, 4.2, 4.1, 4.05]}
+
+
+def test_a_calibrated_emulator_passes_and_a_miscalibrated_one_fails(tmp_path: Path) -> None:
+    fidelity = _fidelity()
+    calibrated = _data(REAL, {"kary:1": [2.2] * 4, "kary:7": [4.4] * 4})
+    text = fidelity.table(calibrated)
+    assert calibrated["failures"] == 0
+    assert "| 8 | 64M | kary:1 | kary:1 | yes |" in text
+    slow = _data(REAL, {"kary:1": [4.0] * 4, "kary:7": [8.5] * 4})
+    fidelity.table(slow)
+    assert slow["failures"] == 2  # both cells x2
+    wrong_winner = _data(REAL, {"kary:1": [2.9] * 4, "kary:7": [2.8] * 4})
+    assert "| 8 | 64M | kary:1 | kary:7 | NO |" in fidelity.table(wrong_winner)
+    assert wrong_winner["failures"] == 1  # kary:7 is x0.68, inside; the winner is wrong
+    # The command's exit status says so.
+    for data, status in ((calibrated, 0), (slow, 1)):
+        saved = tmp_path / "samples.json"
+        saved.write_text(json.dumps({k: v for k, v in data.items() if k != "failures"}))
+        script = [sys.executable, str(REPO / "benchmarks" / "fidelity.py")]
+        done = subprocess.run([*script, "--from-json", str(saved)], capture_output=True)
+        assert done.returncode == status, done.stdout
+
+
+def test_where_real_flux_ties_there_is_no_winner_to_agree_on() -> None:
+    fidelity = _fidelity()
+    tied = {"kary:1": [2.0, 2.3, 2.1, 2.2], "kary:7": [2.1, 2.05, 2.25, 2.15]}
+    data = _data(tied, {"kary:1": [2.5] * 4, "kary:7": [2.0] * 4})
+    text = fidelity.table(data)
+    assert "no winner to agree on" in text
+    assert "same fastest topology: 0 of 0 where real Flux has one (1 without a winner)" in text
+    assert data["failures"] == 0
