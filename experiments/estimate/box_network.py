@@ -114,25 +114,29 @@ def load_box_observations(parsed_dir: Path) -> list[BoxObservation]:
 
     parsed = load_parsed(parsed_dir)
     runs, events = parsed.runs, parsed.events
-    if "links" not in runs.columns:
-        raise UserError(f"{parsed_dir}: no `links` column in runs.csv: parse the raw tree again")
+    if not {"links", "place"} <= set(runs.columns):
+        return []  # parsed before runs.csv had links, or not kary's: no box cells
     box = runs[(runs["place"] == "box") & (runs["links"].fillna("") != "")]
-    links = {(str(r.uid), int(r.iteration)): str(r.links) for r in box.itertuples()}
+    links = {
+        (str(uid), str(it)): str(text)
+        for uid, it, text in zip(box["uid"], box["iteration"], box["links"], strict=True)
+    }
     ok = events[(events["event"] == EVENT) & (events["status"] == "ok")]
+    columns = ("uid", "iteration", "nodes", "topo", "size_bytes", "time_seconds")
     found = []
-    for row in ok.itertuples():
-        text = links.get((str(row.uid), int(row.iteration)))
+    for uid, iteration, nodes, topo, size, seconds in zip(*(ok[c] for c in columns), strict=True):
+        text = links.get((str(uid), str(iteration)))
         if text is None:
             continue
         parts = [part.strip() for part in text.split(",")]
         root = next((p.removeprefix("rank 0 ") for p in parts if p.startswith("rank 0 ")), None)
         found.append(
             BoxObservation(
-                nodes=int(row.nodes),
-                topo=str(row.topo),
-                size_bytes=int(row.size_bytes),
+                nodes=int(str(nodes)),
+                topo=str(topo),
+                size_bytes=int(str(size)),
                 bandwidth=parse_bandwidth(parts[0]),
-                seconds=float(row.time_seconds),
+                seconds=float(str(seconds)),
                 root_bandwidth=parse_bandwidth(root) if root else None,
                 sweep=str(parsed_dir),
             )

@@ -80,7 +80,22 @@ class TimeModel(BaseModel):
     # The emulator's shaped links (--link-bandwidth / --link-latency): store and
     # forward per 1 MiB blob, a broker's one link carrying a copy to each child.
     emulated_links: bool = False
+    # A box's distribution, fitted from box sweeps across link speeds
+    # (box_network.py): seconds = a x link floor + b x fill + c x GB per rank + d.
+    # None: the store-and-forward physics above, with the CPU defaults.
+    box_terms: tuple[float, float, float, float] | None = None
     calibrated_from: int = 0  # history rows used
+
+    def box_distribute_s(
+        self, size_bytes: int, fanout: int, depth: int, ranks: int
+    ) -> float | None:
+        """A box wave's seconds from the fitted network terms; None without them or links."""
+        if self.box_terms is None or not self.link_gbps:
+            return None
+        rate = self.link_gbps * 1e9 / 8
+        link_floor, fill = fanout * size_bytes / rate, depth * (GIB / BLOBS_PER_GB) / rate
+        a, b, c, d = self.box_terms
+        return a * link_floor + b * fill + c * ranks * size_bytes / GIB + d
 
     def distribute_s_per_gb(self, fanout: int, depth: int, ranks: int = 0) -> float:
         """Seconds per GB of one wave whose busiest broker has `fanout` children,

@@ -136,6 +136,8 @@ def estimate_for(
         backend, cluster, catalog_path, link_bandwidth, link_latency, image, flux_view, place
     )
     environment = plan_env or plan_environment(backend, cluster, place)
+    if place == BOX and isinstance(history, Path):
+        model = with_box_network(model, history)
     fits = fits_for(history, environment, model, totals) if history is not None else []
     candidates = choose_candidates(environment, model, default_coverage(backend, place), fits)
     catalog = load_price_catalog(catalog_path) if cluster is not None else None
@@ -150,6 +152,26 @@ def estimate_for(
         provision=up,
         teardown=down,
     )
+
+
+def with_box_network(model: TimeModel, history: Path) -> TimeModel:
+    """The model with a box's network terms fitted from the box sweeps under `history`
+    (box_network.py); unchanged where it holds too few box distributions to fit."""
+    from experiments.estimate.box_network import FEATURES, fit_box_network, load_box_observations
+    from experiments.estimate.history import find_parsed_dirs
+
+    observations = [
+        o for folder in find_parsed_dirs(history) for o in load_box_observations(folder)
+    ]
+    if len(observations) < len(FEATURES):
+        return model
+    fit = fit_box_network(observations)
+    speeds = sorted({o.bandwidth * 8 / 1e6 for o in observations})
+    source = (
+        f"{model.source}; box network terms fitted on {fit.n} box distributions at "
+        f"{', '.join(f'{s:g}' for s in speeds)} Mbit/s: {fit.text()}"
+    )
+    return model.model_copy(update={"box_terms": fit.coefficients, "source": source})
 
 
 def with_emulated_links(

@@ -155,6 +155,9 @@ def step_seconds(step: Step, model: TimeModel) -> float:
     """A step's predicted seconds: linear in the parameters, except distribution,
     which a link can floor and emulated links shape (TimeModel.distribute_s_per_gb)."""
     if step.part == "distribute":
+        fitted = model.box_distribute_s(step.size, step.fanout, step.depth, step.ranks)
+        if fitted is not None:
+            return fitted
         gb = step.size / GIB
         rate = model.distribute_s_per_gb(step.fanout, step.depth, step.ranks)
         return gb * rate + model.distribute_wave_s(step.fanout, step.depth)

@@ -45,3 +45,24 @@ def test_a_fit_at_two_speeds_recovers_the_terms_and_predicts_a_third() -> None:
 def test_too_few_distributions_cannot_be_fitted() -> None:
     with pytest.raises(UserError, match="at least 4 distributions, got 1"):
         fit_box_network([_synthetic(4, "kary:1", 50, (1, 1, 1, 1))])
+
+
+def test_a_model_with_box_terms_prices_a_distribution_from_them() -> None:
+    from experiments.estimate.defaults import default_time_model
+    from experiments.estimate.structure import cell_steps, step_seconds
+    from experiments.model.plan import Cell
+
+    from experiments.estimate.plan_estimate import with_emulated_links
+
+    model = with_emulated_links(default_time_model("flux", place="box"), "100Mbit", None)
+    fitted = model.model_copy(update={"box_terms": (1.5, 2.0, 3.0, 0.5)})
+    (step,) = [
+        s
+        for s in cell_steps(Cell(16, "kary:4", 0, (64 * MIB,), ("all",)), False)
+        if s.part == "distribute"
+    ]
+    rate = 0.1e9 / 8
+    # kary:4 on 16: rank 0 has 4 children, depth 2, 15 ranks reached.
+    expected = 1.5 * 4 * 64 * MIB / rate + 2.0 * 2 * MIB / rate + 3.0 * 15 / 16 + 0.5
+    assert step_seconds(step, fitted) == pytest.approx(expected)
+    assert step_seconds(step, model) != pytest.approx(expected)
