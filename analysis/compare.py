@@ -15,7 +15,10 @@ coverage (analysis.stats). Marks, as asv does:
        (blank) within the factor
 
 Regressions are the `+` and `!` rows. Groups found on one side only are
-counted, not compared. Failed steps never enter a median.
+counted, not compared. Failed steps never enter a median.  Void steps (a
+failed precondition: analysis.model.is_void) are neither timings nor
+failures of what is compared: they are counted apart (void_before/after)
+and never make a `!`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.model import is_void
 from analysis.output import Parsed
 from analysis.stats import ALPHA, MIN_RUNS, TEST_NAME, rank_test, ratio_of_medians
 from experiments.formats.events import event_sort_key, topology_order_key
@@ -57,6 +61,8 @@ COMPARE_COLUMNS = [
     "coverage",
     "p_value",
     "test",
+    "void_before",
+    "void_after",
 ]
 _MARK_ORDER = {"!": 0, "+": 1, "-": 2, "~": 3, "?": 4, "": 5}
 
@@ -112,17 +118,20 @@ def _order(key: tuple[object, ...]) -> tuple[object, ...]:
     return (event_sort_key(str(event)), topology_order_key(str(topo)), nodes, size)
 
 
-def _times(group: pd.DataFrame) -> tuple[np.ndarray, int]:
+def _times(group: pd.DataFrame) -> tuple[np.ndarray, int, int]:
+    """(ok timings, failed steps, void steps) of one group."""
     ok = (group["status"] == "ok") & group["time_seconds"].notna()
-    return group.loc[ok, "time_seconds"].to_numpy(dtype=float), int((~ok).sum())
+    void = group["status"].map(is_void).astype(bool)
+    times = group.loc[ok, "time_seconds"].to_numpy(dtype=float)
+    return times, int((~ok & ~void).sum()), int(void.sum())
 
 
 def _compare(
     key: tuple[object, ...], before: pd.DataFrame, after: pd.DataFrame, factor: float
 ) -> tuple[object, ...]:
     event, topo, nodes, size = key
-    a, failed_a = _times(before)
-    b, failed_b = _times(after)
+    a, failed_a, void_a = _times(before)
+    b, failed_b, void_b = _times(after)
     result = ratio_of_medians(a, b)
     test = rank_test(a, b)
     ratio = low = high = coverage = p_value = None
@@ -162,6 +171,8 @@ def _compare(
         coverage,
         p_value,
         test_text,
+        void_a,
+        void_b,
     )
 
 
@@ -178,8 +189,8 @@ def format_comparison(comparison: Comparison, only_changed: bool = False) -> str
         lines.append(
             (
                 str(row.mark),
-                _seconds(row.median_before, row.n_before, row.failed_before),
-                _seconds(row.median_after, row.n_after, row.failed_after),
+                _seconds(row.median_before, row.n_before, row.failed_before, row.void_before),
+                _seconds(row.median_after, row.n_after, row.failed_after, row.void_after),
                 "n/a" if _missing(row.ratio) else f"{row.ratio:.2f}",
                 _interval(row.ratio_low, row.ratio_high, row.coverage),
                 str(row.test),
@@ -225,9 +236,14 @@ def _missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and np.isnan(value))
 
 
-def _seconds(median: object, n: object, failed: object) -> str:
-    text = "failed" if _missing(median) else f"{float(median):.3f}s n={n}"  # type: ignore[arg-type]
-    return f"{text} ({failed} failed)" if failed else text
+def _seconds(median: object, n: object, failed: object, void: object = 0) -> str:
+    if not _missing(median):
+        text = f"{float(median):.3f}s n={n}"  # type: ignore[arg-type]
+    else:
+        text = "void" if void and not failed else "failed"
+    counts = [f"{failed} failed"] if failed else []
+    counts += [f"{void} void"] if void else []
+    return f"{text} ({', '.join(counts)})" if counts else text
 
 
 def _interval(low: object, high: object, coverage: object) -> str:

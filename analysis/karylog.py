@@ -3,7 +3,9 @@
 kary's template keeps the legacy `EVENT` lines too. A step announced by an
 EVENT line that never got its KARY line was cut short (timeout, a killed pod):
 it is a failed step, not a missing one. A distribution whose verify step
-failed is failed too (analysis.verify).
+failed is failed too (analysis.verify). A step whose KARY line says `void`
+(a precondition failed: experiments.formats.kary_line) has status
+`void: <reason>` and no time.
 
 The ping experiment's lines (`{"event": "flux-ping-broker", "rank": 3,
 "ms": 0.41, "hops": 6, ...}`) become pings, not steps: `ms` is the round trip
@@ -18,7 +20,7 @@ from typing import Any
 
 from analysis.legacy import first_error, ping_error
 from analysis.logtext import LogText
-from analysis.model import FAILED, OK, PingStep, ProblemKind, Step, few
+from analysis.model import FAILED, OK, PingStep, ProblemKind, Step, few, is_void, void_status
 from analysis.verify import fail_unverified, verify_detail
 from experiments.formats.cell_layout import format_size, size_from_label
 from experiments.formats.events import (
@@ -28,7 +30,7 @@ from experiments.formats.events import (
     split_event_label,
     strategy_of,
 )
-from experiments.formats.kary_line import KARY_JSON, load_record, step_problem
+from experiments.formats.kary_line import KARY_JSON, load_record, step_problem, step_void
 
 __all__ = ["KaryLog", "parse_kary"]
 
@@ -132,6 +134,15 @@ def parse_kary(log: LogText) -> KaryLog:
             out.notes.append(
                 ("warning", f"done line counts {claimed} failed step(s), the log shows {failed}")
             )
+        preconditions = out.done.get("failed_preconditions")
+        if isinstance(preconditions, int) and preconditions > 0:
+            void = sum(1 for s in out.steps if is_void(s.status))
+            out.notes.append(
+                (
+                    "warning",
+                    f"{preconditions} precondition(s) failed: {void} step(s) void, not timed",
+                )
+            )
     # After the count above: the template counts the failed verify, not the
     # distribution it condemns.
     out.steps = fail_unverified(out.steps, verify_details)
@@ -149,6 +160,9 @@ def _step(record: dict[str, Any]) -> Step | None:
         size = size_from_label(label)
         if size is None:
             return None
+    void = step_void(record)
+    if void is not None:  # the measured seconds stay in the raw log only
+        return Step(event, label, size, None, void_status(void), void)
     problem = step_problem(record)
     if problem is not None:
         return Step(event, label, size, None, FAILED, problem)

@@ -5,10 +5,37 @@ from __future__ import annotations
 from functools import partial
 from typing import Literal, NamedTuple
 
-__all__ = ["FAILED", "OK", "PingStep", "Problem", "ProblemKind", "Step", "few", "step_of"]
+__all__ = [
+    "FAILED",
+    "OK",
+    "VOID",
+    "PingStep",
+    "Problem",
+    "ProblemKind",
+    "Step",
+    "few",
+    "is_void",
+    "step_of",
+    "void_status",
+]
 
 OK = "ok"
 FAILED = "failed"
+# A step whose precondition failed (experiments.formats.kary_line.step_void):
+# status `void: <reason>`, no time.  Neither a timing nor a failure of the
+# step itself, so it is counted apart from both.
+VOID = "void"
+
+
+def void_status(reason: str) -> str:
+    """`void: cold cache not established`: the status says why, in the tables too."""
+    return f"{VOID}: {reason}"
+
+
+def is_void(status: object) -> bool:
+    """True for a void step's status."""
+    return isinstance(status, str) and status.startswith(f"{VOID}:")
+
 
 # skipped: the file gave no rows.  partial: it gave rows but something in it
 # was dropped or cut short.  warning: every row kept, but something looks off.
@@ -17,7 +44,7 @@ ProblemKind = Literal["skipped", "partial", "warning", "ignored"]
 
 
 class Step(NamedTuple):
-    """One timed benchmark step of one log; a failed step has seconds=None."""
+    """One timed benchmark step of one log; a failed or void step has seconds=None."""
 
     event: str
     size_label: str

@@ -151,6 +151,8 @@ def _read(data_dir: Path, jobs: int | None, only: CellFilter | None) -> _Tree:
         "ci_method": _CI_METHOD.format(level=CI_LEVEL),
         "problems": [p._asdict() for p in problems],
     }
+    if rows.steps_void:  # only then: a tree without void steps parses as it did
+        rows.meta["steps_void"] = rows.steps_void
     if only is not None:
         rows.meta["only"] = only.text  # these tables hold only the cells it selects
     return _Tree(rows, problems, len(results), logs)

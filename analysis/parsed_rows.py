@@ -16,6 +16,7 @@ from itertools import accumulate, chain
 from typing import Any, TypeVar
 
 from analysis.csv_cells import quoted
+from analysis.model import is_void
 from analysis.parsed_files import EVENTS_CSV, PING_CSV, RUNS_CSV, SUMMARY_CSV
 from analysis.summary_rows import Summary, summary_of_rows
 from analysis.table_rows import (
@@ -52,6 +53,10 @@ class ParsedRows:
     @property
     def steps_failed(self) -> int:
         return sum(part.events["status"].count("failed") for part in self.parts)
+
+    @property
+    def steps_void(self) -> int:
+        return sum(sum(1 for s in part.events["status"] if is_void(s)) for part in self.parts)
 
     @property
     def pings(self) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.model import is_void
 from analysis.output import Parsed
 from analysis.report_results import source_label
 from analysis.table_rows import RECORD_FACTS
@@ -37,7 +38,7 @@ _BAD_STATES = {"failed", "timeout", "interrupted"}
 
 @dataclass(frozen=True)
 class Failure:
-    """Failed steps sharing a design, event, size and reason."""
+    """Failed or void steps sharing a design, event, size and reason."""
 
     nodes: int
     topo: str
@@ -59,6 +60,7 @@ class Facts:
     strategies: list[str] = field(default_factory=list)
     steps: int = 0
     steps_failed: int = 0
+    steps_void: int = 0  # a precondition failed: no timing, and not a failure of the step
     sources: list[str] = field(default_factory=list)
     started: str | None = None
     finished: str | None = None
@@ -133,6 +135,7 @@ def collect_facts(parsed: Parsed) -> Facts:
         facts.strategies = [s for s in STRATEGIES if s in present]
     facts.steps = len(timed)
     facts.steps_failed = int((timed["status"] == "failed").sum()) if len(timed) else 0
+    facts.steps_void = int(timed["status"].map(is_void).sum()) if len(timed) else 0
     table = runs if not runs.empty else events
     facts.sources = sorted(
         {source_label(b, c) for b, c in zip(table["backend"], table["cluster"], strict=True)}
@@ -157,15 +160,20 @@ def collect_facts(parsed: Parsed) -> Facts:
 
 
 def _failures(timed: pd.DataFrame) -> list[Failure]:
-    failed = timed[timed["status"] == "failed"] if not timed.empty else timed
+    if timed.empty:
+        failed = timed
+    else:
+        failed = timed[(timed["status"] == "failed") | timed["status"].map(is_void)]
     groups: dict[tuple[int, str, str, str, str], list[str]] = {}
     for row in failed.itertuples(index=False):
+        # A void step's status says so and why: `void: cold cache not established`.
+        reason = str(row.status) if is_void(row.status) else str(row.reason or "")
         key = (
             int(row.nodes),  # type: ignore[arg-type]
             str(row.topo),
             str(row.event),
             size_text(row.size_label),
-            str(row.reason or "failed (no reason recorded)"),
+            reason or "failed (no reason recorded)",
         )
         groups.setdefault(key, []).append(str(row.iteration))
     ordered = sorted(

@@ -111,8 +111,9 @@ def _overview(facts: Facts) -> list[dict[str, str]]:
         _card(
             "failed steps",
             str(facts.steps_failed),
-            f"of {facts.steps:,} timed steps",
-            "bad" if facts.steps_failed else "good",
+            f"of {facts.steps:,} timed steps"
+            + (f"; {facts.steps_void:,} void (a precondition failed)" if facts.steps_void else ""),
+            "bad" if facts.steps_failed or facts.steps_void else "good",
         ),
         _card("iterations", str(low) if low == high else f"{low}–{high}", "per design"),
         _card(

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.knob_columns import setting_labels, setting_order_key, varying_knobs
+from analysis.model import is_void
 from analysis.stats import MIN_RUNS, RankTest, rank_test, summarize
 from experiments.formats.events import STRATEGY_EVENTS, StrategyEvents, topology_order_key
 
@@ -82,7 +83,13 @@ def source_label(backend: object, cluster: object) -> str:
 
 
 def strategy_samples(events: pd.DataFrame) -> pd.DataFrame:
-    """One row per (strategy, cell log, size): time_seconds (NaN when failed) and status."""
+    """One row per (strategy, cell log, size): time_seconds (NaN when failed) and status.
+
+    A void distribution (a failed precondition, analysis.model.is_void) is no
+    sample at all: it is neither a timing nor a failure of the design, and the
+    report's failures section lists it.  A waved strategy's sample is failed
+    when a wave failed, and void when a wave is void and none failed.
+    """
     columns = [*_KEYS, "iteration", "log", "time_seconds", "status"]
     if events.empty:
         return pd.DataFrame(columns=columns)
@@ -98,6 +105,7 @@ def strategy_samples(events: pd.DataFrame) -> pd.DataFrame:
     if "source" in events.columns:
         frame["log"] = events["source"].astype(str).where(events["source"] != "", frame["log"])
     frame["ok"] = (frame["status"] == "ok") & frame["time_seconds"].notna()
+    frame["failed"] = ~frame["ok"] & ~frame["status"].map(is_void)
     frame = _with_designs(frame)
     names = frame["event"].astype(str)
     parts: list[pd.DataFrame] = []
@@ -111,10 +119,14 @@ def strategy_samples(events: pd.DataFrame) -> pd.DataFrame:
         if not waves.empty:
             keys = [*_KEYS[1:], "log", "iteration"]
             total = waves.groupby(keys, sort=False, dropna=False).agg(
-                time_seconds=("time_seconds", "sum"), ok=("ok", "all")
+                time_seconds=("time_seconds", "sum"), ok=("ok", "all"), failed=("failed", "any")
             )
             parts.append(total.reset_index().assign(strategy=steps.strategy))
     samples = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
+    if not samples.empty:
+        kept = samples["ok"].astype(bool) | samples["failed"].astype(bool)
+        if not kept.all():
+            samples = samples[kept].reset_index(drop=True)
     samples["status"] = np.where(samples["ok"], "ok", "failed")
     samples["time_seconds"] = samples["time_seconds"].where(samples["ok"])
     samples["nodes"] = samples["nodes"].astype(int)

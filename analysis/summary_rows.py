@@ -16,6 +16,7 @@ import numpy as np
 
 from analysis.csv_cells import kind_cells, quoted, table_text
 from analysis.group_stats import SUMMARY_STATS, group_stats
+from analysis.model import is_void
 from analysis.table_rows import KNOB_COLUMNS, SUMMARY_KEYS, TableRows, size_gb_of
 from experiments.formats.cell_layout import knob_label_order
 from experiments.formats.events import event_sort_key, strategy_of, topology_order_key
@@ -72,11 +73,25 @@ def summary_of(
     ok: np.ndarray,
     gid: np.ndarray,
     whole_gb: bool,
+    void: np.ndarray | None = None,
 ) -> Summary:
     """The summary of rows whose group (an index into `keys`) is `gid`; groups keep the
-    order of `keys` where the sort order ties."""
+    order of `keys` where the sort order ties.
+
+    Rows marked in `void` (a failed precondition: analysis.model.is_void) are
+    left out altogether, neither a timing nor a failure, and a group of void
+    rows only is no group of the summary.
+    """
     count = len(keys)
+    if void is not None and void.any():
+        kept = ~void
+        values, ok, gid = values[kept], ok[kept], gid[kept]
     stats = group_stats(values, ok, gid, count)
+    if void is not None and void.any():
+        present = np.flatnonzero(stats["n"] + stats["failed"] > 0)
+        keys = [keys[int(group)] for group in present]
+        stats = {name: column[present] for name, column in stats.items()}
+        count = len(keys)
     size_gb = np.array([key[_SIZE_GB] for key in keys], dtype=float)
     stats["seconds_per_gb"] = stats["median"] / size_gb
     for name in _ROUNDED:
@@ -108,8 +123,14 @@ def summary_of_rows(parts: Sequence[TableRows]) -> Summary:
     if not parts:
         return summary_of([], np.array([]), np.array([]), np.array([]), True)
     values = np.concatenate([_floats(part.events["time_seconds"]) for part in parts])
-    ok = np.concatenate([np.array(part.events["status"], dtype=object) == "ok" for part in parts])
-    return summary_of(keys, values, ok.astype(bool), gid, all(p.whole_gb for p in parts))
+    status = np.concatenate([np.array(part.events["status"], dtype=object) for part in parts])
+    ok = status == "ok"
+    # Only the rows that are not ok can be void: a Python call per row would
+    # cost at a few hundred thousand steps.
+    void = np.zeros(len(status), dtype=bool)
+    not_ok = np.flatnonzero(~ok)
+    void[not_ok] = [is_void(s) for s in status[not_ok]]
+    return summary_of(keys, values, ok.astype(bool), gid, all(p.whole_gb for p in parts), void)
 
 
 def _ids(part: TableRows) -> np.ndarray:

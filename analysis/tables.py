@@ -16,6 +16,7 @@ from itertools import chain
 import numpy as np
 import pandas as pd
 
+from analysis.model import is_void
 from analysis.summary_rows import SUMMARY_COLUMNS, Summary, summary_of
 from analysis.table_rows import (
     EVENT_COLUMNS,
@@ -112,6 +113,7 @@ def summary_table(events: pd.DataFrame) -> pd.DataFrame:
         (frame["status"] == "ok").to_numpy(),
         gid,
         frame["size_gb"].dtype.kind in "iu",
+        frame["status"].map(is_void).to_numpy(dtype=bool),
     )
     return summary_frame(summary)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from analysis.model import FAILED, OK, Step
+from analysis.model import FAILED, OK, Step, is_void
 from experiments.formats.events import VERIFY_PREFIX
 
 __all__ = ["fail_unverified", "verify_detail"]
@@ -55,8 +55,9 @@ def fail_unverified(steps: list[Step], details: dict[tuple[str, str], str]) -> l
     out = []
     for step in steps:
         verify = failed_verify.get((step.event, step.size_label))
-        # A distribution that failed on its own keeps its own, more basic reason.
-        if verify is not None and step.status == OK:
+        # A distribution that failed on its own keeps its own, more basic reason;
+        # a void one whose copy is also wrong is failed: a bad copy outranks a void.
+        if verify is not None and (step.status == OK or is_void(step.status)):
             detail = details.get((verify.event, verify.size_label))
             if detail is None:
                 detail = f"(ranks unknown): {verify.reason}"

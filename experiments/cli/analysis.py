@@ -25,7 +25,9 @@ def _parse_line(result: ParseResult, out: Path) -> str:
     meta = result.meta
     line = (
         f"parsed {result.logs} logs in {result.cells} cells: {meta['steps']} steps "
-        f"({meta['steps_failed']} failed)"
+        f"({meta['steps_failed']} failed"
+        + (f", {meta['steps_void']} void" if meta.get("steps_void") else "")
+        + ")"
     )
     if meta["pings"]:
         line += f", {meta['pings']} pings ({meta['pings_failed']} failed)"

@@ -4,7 +4,9 @@ A cell succeeded only when the entrypoint exited 0, the log holds at least
 one timed step, every `KARY {"event": ...}` step is a timing (rc 0 and a valid
 time, as experiments.formats.kary_line reads it for `kary parse` too), and the log ends
 with `KARY {"meta": "done", "failed_steps": 0}`.  Anything else is a failure
-with a one-line reason: a failure is never recorded as a timing.
+with a one-line reason: a failure is never recorded as a timing.  A void step
+(a failed precondition: the template also exits non-zero) is named in the
+reason apart from the failed ones.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from experiments.backends.base import RunResult
-from experiments.formats.kary_line import kary_records, step_problem
+from experiments.formats.kary_line import kary_records, step_problem, step_void
 
 __all__ = ["LogSummary", "Verdict", "judge", "summarize_log"]
 
@@ -30,7 +32,11 @@ class LogSummary:
 
     @property
     def failed(self) -> list[dict[str, Any]]:
-        return [s for s in self.steps if step_problem(s) is not None]
+        return [s for s in self.steps if step_void(s) is None and step_problem(s) is not None]
+
+    @property
+    def void(self) -> list[dict[str, Any]]:
+        return [s for s in self.steps if step_void(s) is not None]
 
     @property
     def step_seconds(self) -> float:
@@ -77,6 +83,11 @@ def judge(result: RunResult) -> Verdict:
         shown = ", ".join(f"{_step_name(s)} ({_why(s)})" for s in failed[:_SHOWN_STEPS])
         more = f" and {len(failed) - _SHOWN_STEPS} more" if len(failed) > _SHOWN_STEPS else ""
         reasons.append(f"{len(failed)} of {len(summary.steps)} steps failed: {shown}{more}")
+    void = summary.void
+    if void:
+        shown = ", ".join(f"{_step_name(s)} ({step_void(s)})" for s in void[:_SHOWN_STEPS])
+        more = f" and {len(void) - _SHOWN_STEPS} more" if len(void) > _SHOWN_STEPS else ""
+        reasons.append(f"{len(void)} of {len(summary.steps)} steps void: {shown}{more}")
     if result.timed_out:
         reasons.insert(0, result.error or "timed out")
         return Verdict("timeout", "; ".join(reasons), summary)
@@ -88,6 +99,9 @@ def judge(result: RunResult) -> Verdict:
         reasons.append("the benchmark did not finish (no KARY done line)")
     elif summary.done.get("failed_steps") not in (0, None) and not failed:
         reasons.append(f"the benchmark counted {summary.done.get('failed_steps')} failed steps")
+    if summary.done is not None and summary.done.get("failed_preconditions") not in (0, None):
+        count = summary.done.get("failed_preconditions")
+        reasons.append(f"the benchmark counted {count} failed precondition(s)")
     if result.rc is None:
         if not result.error:
             reasons.append("the entrypoint's exit status is unknown")

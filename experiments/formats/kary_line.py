@@ -6,7 +6,13 @@ templates/entrypoint.sh.j2 writes one line per timed step,
           "seconds": 1.23, "rc": 0}
 
 and meta lines (`{"meta": "cell", ...}`, `{"meta": "cold-cache", ...}`,
-`{"meta": "done", "failed_steps": 0}`).  The runner's verdict, the Kubernetes
+`{"meta": "done", "failed_steps": 0}`).
+
+A step whose precondition failed carries a `void` field with the reason
+(one of VOID_REASONS): the step ran, or was skipped, but what it measured is
+not what its labels say (a warm cache timed as a cold one, a cache size the
+cell did not have, a blob of the wrong size), so it is no timing even with
+rc 0.  Logs written before the field parse as they always did.  The runner's verdict, the Kubernetes
 backend's report and `kary parse` all read them here, so they cannot disagree
 on what a line says: `KARY` then spaces or tabs, then a JSON object; a step is
 a timing only when its rc is 0 and its seconds a finite number >= 0.
@@ -25,12 +31,34 @@ from typing import Any
 
 __all__ = [
     "KARY_JSON",
+    "VOID_BACKING_STORE",
+    "VOID_BLOB",
+    "VOID_CACHE_SIZE",
+    "VOID_COLD_CACHE",
+    "VOID_NO_ARCHIVE",
+    "VOID_REASONS",
     "format_kary_line",
     "has_kary_lines",
     "kary_records",
     "load_record",
     "step_problem",
+    "step_void",
 ]
+
+# Why a step is void: the precondition that failed.  The template prints these
+# words (experiments/model/render.py passes them in) and the tables show them.
+VOID_COLD_CACHE = "cold cache not established"  # `flux content dropcache` failed
+VOID_CACHE_SIZE = "cache size not set"  # `flux module reload content purge-target-size=` failed
+VOID_BACKING_STORE = "content backing store not reloaded"  # rank 0 ran without one
+VOID_BLOB = "blob not made"  # generation failed, or the blob is short
+VOID_NO_ARCHIVE = "archive not created"  # not run: an extract would wait for it forever
+VOID_REASONS: tuple[str, ...] = (
+    VOID_COLD_CACHE,
+    VOID_CACHE_SIZE,
+    VOID_BACKING_STORE,
+    VOID_BLOB,
+    VOID_NO_ARCHIVE,
+)
 
 # `KARY`, blanks, then the JSON text (group "json") up to trailing blanks.
 KARY_JSON = r"KARY[ \t]+(?P<json>\S.*?)"
@@ -73,6 +101,23 @@ def step_problem(record: dict[str, Any]) -> str | None:
     if not math.isfinite(seconds) or seconds < 0:
         return f"impossible time {seconds!r}"
     return None
+
+
+def step_void(record: dict[str, Any]) -> str | None:
+    """Why a step record is void (None when it is not).
+
+    A step that ran and failed (a non-zero exit status) is failed, not void:
+    its own failure is the more basic fact.  Any other step with a non-empty
+    `void` field is void, whatever its time; a step the template skipped has
+    neither a time nor an exit status.
+    """
+    void = record.get("void")
+    if not isinstance(void, str) or not void:
+        return None
+    rc = record.get("rc")
+    if isinstance(rc, int) and not isinstance(rc, bool) and rc != 0:
+        return None
+    return void
 
 
 def format_kary_line(record: Mapping[str, Any]) -> str:

@@ -25,6 +25,13 @@ from experiments.formats.events import (
     strategy_events,
     verify_event,
 )
+from experiments.formats.kary_line import (
+    VOID_BACKING_STORE,
+    VOID_BLOB,
+    VOID_CACHE_SIZE,
+    VOID_COLD_CACHE,
+    VOID_NO_ARCHIVE,
+)
 from experiments.model.topology import Tree, build_tree, compress_idset
 from experiments.model.validate import (
     dns1123_name,
@@ -300,6 +307,14 @@ def render_cell(
         "topo": str(tree.topology),
         "sizes": [{"label": format_size(s), "bytes": s} for s in sizes],
         "generate_event": GENERATE_BLOB,
+        # Why a step is void, in the words `kary parse` shows.
+        "void": {
+            "cold_cache": VOID_COLD_CACHE,
+            "cache_size": VOID_CACHE_SIZE,
+            "backing_store": VOID_BACKING_STORE,
+            "blob": VOID_BLOB,
+            "no_archive": VOID_NO_ARCHIVE,
+        },
         "strategies": [_strategy_context(tree, s) for s in strategies],
         "verify": options.verify,
         "chunksize": knobs.chunksize,
