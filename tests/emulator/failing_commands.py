@@ -27,6 +27,7 @@ import pandas as pd
 
 from analysis.output import Parsed, load_parsed
 from analysis.parse_raw import parse_tree
+from experiments.formats.kary_line import format_kary_line, kary_records
 
 __all__ = ["fail_once", "fired", "rows", "run_and_parse", "short_blob_once"]
 
@@ -105,5 +106,11 @@ def run_and_parse(
     )
     (record_path,) = raw.glob("**/run.json")
     record = json.loads(record_path.read_text())
+    # The template writes its void lines as experiments.formats.kary_line does.
+    log = (record_path.parent / "topology-experiment.out").read_text()
+    for line in log.splitlines():
+        (parsed_line,) = list(kary_records(line)) or [{}]
+        if parsed_line and "event" in parsed_line:
+            assert line == format_kary_line(parsed_line), line
     parse_tree(raw, parsed_dir, plots=False)
     return done, record, load_parsed(parsed_dir), parsed_dir

@@ -1,0 +1,98 @@
+"""Void steps in hand-made logs: how `kary parse` and the runner's verdict read them.
+
+A step whose KARY line says `void` (a failed precondition) is neither a
+timing nor a failure: status `void: <reason>`, no time, left out of
+summary.csv, counted apart in runs.csv and the parse's meta.  A void step
+that also failed on its own is failed.  tests/emulator and tests/flux inject
+the real failures (void_checks.py).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from analysis_samples import run_record, write_cell
+
+from analysis import load_parsed, parse_tree
+from experiments.backends.base import RunResult
+from experiments.execution.outcome import judge
+from experiments.formats.kary_line import VOID_COLD_CACHE, format_kary_line, step_void
+
+SIZE = {"size": "16M", "size_bytes": 16777216}
+COLD = VOID_COLD_CACHE
+
+
+def _line(record: dict[str, object]) -> str:
+    return format_kary_line(record) + "\n"
+
+
+def _step(event: str, rc: int | None = 0, seconds: float | None = 0.5, **extra: object) -> str:
+    return _line({"event": event, **SIZE, "seconds": seconds, "rc": rc, **extra})
+
+
+HEAD = _line({"meta": "cell", "cell": "4/kary-2/0", "nodes": 4, "topo": "kary:2"})
+
+
+def _parse(tmp_path: Path, log: str, iteration: int = 0) -> Path:
+    raw = tmp_path / "raw"
+    write_cell(raw, f"4/kary-2/{iteration}", log, run_record(4, "kary:2", iteration))
+    parse_tree(raw, tmp_path / "parsed", plots=False)
+    return tmp_path / "parsed"
+
+
+def test_step_void_reads_the_field_unless_the_step_failed_on_its_own() -> None:
+    step = {"event": "distribute-all-nodes", **SIZE}
+    assert step_void({**step, "seconds": 1.0, "rc": 0, "void": COLD}) == COLD
+    assert step_void({**step, "seconds": None, "rc": None, "void": COLD}) == COLD
+    assert step_void({**step, "seconds": 1.0, "rc": 2, "void": COLD}) is None
+    assert step_void({**step, "seconds": 1.0, "rc": 0}) is None
+    assert step_void({**step, "seconds": 1.0, "rc": 0, "void": ""}) is None
+
+
+def test_a_void_step_has_no_time_and_no_summary_row(tmp_path: Path) -> None:
+    log = HEAD + _step("create-archive") + _step("distribute-all-nodes", void=COLD)
+    log += _step("delete-archive-all-nodes")
+    log += _line({"meta": "done", "failed_steps": 0, "failed_preconditions": 1})
+    parsed = load_parsed(_parse(tmp_path, log))
+    events = parsed.events.set_index("event")
+    assert events.loc["distribute-all-nodes", "status"] == f"void: {COLD}"
+    assert events.loc["distribute-all-nodes", "reason"] == COLD
+    assert math.isnan(events.loc["distribute-all-nodes", "time_seconds"])
+    assert list(parsed.summary["event"]) == ["create-archive", "delete-archive-all-nodes"]
+    assert set(parsed.summary["failed"]) == {0}
+    run = parsed.runs.iloc[0]
+    assert (run["steps_ok"], run["steps_failed"]) == (2, 0)
+    assert parsed.meta["steps_void"] == 1 and parsed.meta["steps_failed"] == 0
+    problems = [p["reason"] for p in parsed.meta["problems"]]
+    assert "1 precondition(s) failed: 1 step(s) void, not timed" in problems
+
+
+def test_a_void_group_beside_timed_ones_leaves_their_statistics_alone(tmp_path: Path) -> None:
+    done = _line({"meta": "done", "failed_steps": 0})
+    raw = tmp_path / "raw"
+    for iteration, extra in enumerate([{}, {}, {"void": COLD}]):
+        log = HEAD + _step("distribute-all-nodes", seconds=1.0 + iteration, **extra) + done
+        write_cell(raw, f"4/kary-2/{iteration}", log, run_record(4, "kary:2", iteration))
+    parse_tree(raw, tmp_path / "parsed", plots=False)
+    (row,) = load_parsed(tmp_path / "parsed").summary.itertuples()
+    assert (row.n, row.failed, row.median, row.max) == (2, 0, 1.5, 2.0)
+
+
+def test_a_void_distribution_whose_copy_is_wrong_is_failed(tmp_path: Path) -> None:
+    log = HEAD + _step("distribute-all-nodes", void=COLD)
+    log += _step("verify-distribute-all-nodes", rc=1) + _line({"meta": "done", "failed_steps": 1})
+    events = load_parsed(_parse(tmp_path, log)).events.set_index("event")
+    assert events.loc["distribute-all-nodes", "status"] == "failed"
+    assert events.loc["verify-distribute-all-nodes", "status"] == "failed"
+
+
+def test_a_skipped_step_is_void_in_the_verdict_too() -> None:
+    log = HEAD + _step("create-archive", rc=1)
+    log += _step("distribute-all-nodes", rc=None, seconds=None, void="archive not created")
+    log += _line({"meta": "done", "failed_steps": 1})
+    verdict = judge(RunResult(log, rc=1))
+    assert verdict.state == "failed"
+    assert verdict.error is not None
+    assert "1 of 2 steps failed: create-archive 16M (rc 1)" in verdict.error
+    assert "1 of 2 steps void: distribute-all-nodes 16M (archive not created)" in verdict.error
