@@ -9,7 +9,6 @@ the real failures (void_checks.py).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from analysis_samples import run_record, write_cell
@@ -27,8 +26,11 @@ def _line(record: dict[str, object]) -> str:
     return format_kary_line(record) + "\n"
 
 
-def _step(event: str, rc: int | None = 0, seconds: float | None = 0.5, **extra: object) -> str:
-    return _line({"event": event, **SIZE, "seconds": seconds, "rc": rc, **extra})
+def _step(
+    event: str, rc: int | None = 0, seconds: float | None = 0.5, void: str | None = None
+) -> str:
+    record = {"event": event, **SIZE, "seconds": seconds, "rc": rc}
+    return _line(record if void is None else {**record, "void": void})
 
 
 HEAD = _line({"meta": "cell", "cell": "4/kary-2/0", "nodes": 4, "topo": "kary:2"})
@@ -58,7 +60,7 @@ def test_a_void_step_has_no_time_and_no_summary_row(tmp_path: Path) -> None:
     events = parsed.events.set_index("event")
     assert events.loc["distribute-all-nodes", "status"] == f"void: {COLD}"
     assert events.loc["distribute-all-nodes", "reason"] == COLD
-    assert math.isnan(events.loc["distribute-all-nodes", "time_seconds"])
+    assert events["time_seconds"].isna().to_dict()["distribute-all-nodes"]
     assert list(parsed.summary["event"]) == ["create-archive", "delete-archive-all-nodes"]
     assert set(parsed.summary["failed"]) == {0}
     run = parsed.runs.iloc[0]
@@ -71,8 +73,8 @@ def test_a_void_step_has_no_time_and_no_summary_row(tmp_path: Path) -> None:
 def test_a_void_group_beside_timed_ones_leaves_their_statistics_alone(tmp_path: Path) -> None:
     done = _line({"meta": "done", "failed_steps": 0})
     raw = tmp_path / "raw"
-    for iteration, extra in enumerate([{}, {}, {"void": COLD}]):
-        log = HEAD + _step("distribute-all-nodes", seconds=1.0 + iteration, **extra) + done
+    for iteration, void in enumerate([None, None, COLD]):
+        log = HEAD + _step("distribute-all-nodes", seconds=1.0 + iteration, void=void) + done
         write_cell(raw, f"4/kary-2/{iteration}", log, run_record(4, "kary:2", iteration))
     parse_tree(raw, tmp_path / "parsed", plots=False)
     (row,) = load_parsed(tmp_path / "parsed").summary.itertuples()
