@@ -53,6 +53,23 @@ def test_a_local_run_records_the_cell_then_has_nothing_left(tmp_path: Path) -> N
         (["--link-latency", "soon"], "invalid latency 'soon': expected e.g. 200us, 1ms or 0.5s"),
         (["--timeout", "0"], "invalid --timeout 0: must be > 0 seconds"),
         (
+            ["--backend", "flux", "--place", "moon"],
+            "unknown place 'moon': choose from box, test-instance, allocation",
+        ),
+        (
+            ["--backend", "local", "--place", "box"],
+            "--place says where real Flux runs: flux backend only, not local",
+        ),
+        (
+            ["--backend", "flux", "--place", "test-instance", "--link-bandwidth", "1Gbit"],
+            "--link-bandwidth / --link-latency shape the box's links: "
+            "use --place box, not test-instance",
+        ),
+        (
+            ["--backend", "local", "--root-link-bandwidth", "1Gbit"],
+            "--root-link-bandwidth shapes a box's rank 0 link: flux backend only",
+        ),
+        (
             ["--backend", "kubernetes", "--link-latency", "1ms"],
             "--link-bandwidth and --link-latency shape links on this machine: the flux backend "
             "(a box) or the emulator (local), not kubernetes",
