@@ -32,6 +32,7 @@ from experiments.clusters.deadman import (
     eks_switch_status,
 )
 from experiments.clusters.lease import Lease
+from experiments.clusters.placement import PlacementGroups, placement_group_names
 from experiments.clusters.shell import Command, Shell
 from experiments.errors import UserError
 from experiments.files import write_atomic
@@ -62,6 +63,7 @@ class EksProvider(Provider):
     ) -> None:
         super().__init__(spec, shell, state_dir)
         self.aws = AwsApi(spec.region, session_factory)
+        self.placement = PlacementGroups(self.aws, spec.name, placement_group_names(spec.raw or {}))
 
     @property
     def config_path(self) -> Path:
@@ -93,8 +95,16 @@ class EksProvider(Provider):
             Step(
                 f"# write {self.config_path}: {self.spec.path} + tags {_tags(lease)}", write_config
             ),
-            command_step(self.shell, create, creates=True),
         ]
+        if self.placement.names:
+            # eksctl only names the group in the launch template: it must exist first.
+            # creates=True: from here on a failure runs the delete, which removes the group.
+            def make_groups() -> None:
+                for line in self.placement.ensure(lease.labels()):
+                    self.shell.echo(line)
+
+            steps.append(Step(self.placement.shown(), make_groups, creates=True))
+        steps.append(command_step(self.shell, create, creates=True))
         if dead_man:
             steps.append(Step(self.dead_man_shown(lease), lambda: self._arm(lease)))
         kubeconfig = Command(
@@ -143,6 +153,11 @@ class EksProvider(Provider):
             DELETE_TIMEOUT_S,
             "delete the cluster",
         )
+
+    def after_delete(self, name: str | None = None) -> None:
+        problems = self.placement.delete_ours(name or self.spec.name)
+        if problems:
+            raise UserError("; ".join(problems))
 
     def _describe(self, name: str) -> ClusterState | None:
         found = self.aws.call("eks", "describe_cluster", _CLUSTER, missing=_NOT_FOUND, name=name)

@@ -239,9 +239,10 @@ def delete_cluster(provider: Provider, echo: Echo, name: str | None = None) -> N
                 f"run it again or delete them in the console"
             )
         break
+    # What outlives the cluster (scheduler job, placement groups) does not bill: warn, go on.
     try:
         provider.after_delete(name)
-    except CommandFailed as err:
+    except (CommandFailed, UserError) as err:
         echo(f"kary: warning: {err}")
 
 
@@ -251,7 +252,7 @@ def cluster_down(provider: Provider, echo: Echo) -> bool:
         echo(f"kary: no cluster {provider.spec.name} in {provider.location}: nothing to delete")
         try:
             provider.after_delete()
-        except CommandFailed as err:
+        except (CommandFailed, UserError) as err:
             echo(f"kary: warning: {err}")
         return False
     with shielded(echo):

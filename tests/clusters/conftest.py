@@ -27,6 +27,7 @@ PROGRAMS = ("eksctl", "aws", "gcloud", "kubectl")
 
 sys.path.insert(0, str(FAKES))
 from fake_aws_api import FakeAwsApi  # noqa: E402
+from fake_placement_groups import FakePlacementGroups  # noqa: E402
 
 
 @dataclass
@@ -38,6 +39,7 @@ class FakeCloud:
     log_path: Path
     monkeypatch: pytest.MonkeyPatch
     api: FakeAwsApi
+    placement: FakePlacementGroups
 
     def state(self) -> dict[str, Any]:
         text = self.state_path.read_text() if self.state_path.exists() else ""
@@ -68,13 +70,14 @@ class FakeCloud:
         (self.bin_dir / program).unlink()
 
     def running(self) -> list[str]:
-        """Everything that would still bill: clusters, stacks, scheduler jobs."""
+        """Everything kary would leave: clusters, stacks, scheduler jobs, placement groups."""
         state = self.state()
         return (
             [f"eks:{n}" for n in state["eks"]]
             + [f"stack:{n}" for n in state["stacks"]]
             + [f"gke:{n}" for n in state["gke"]]
             + [f"job:{n}" for n in state["jobs"]]
+            + [f"placement:{n}" for n in self.placement.groups]
         )
 
 
@@ -124,9 +127,10 @@ def fake_cloud(
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     api = FakeAwsApi(tmp_path / "cloud.json", tmp_path / "calls.jsonl")
+    placement = FakePlacementGroups()
     monkeypatch.setattr(
         "experiments.clusters.aws_api.default_session",
-        lambda region: api.attach(boto3.session.Session(region_name=region)),
+        lambda region: placement.attach(api.attach(boto3.session.Session(region_name=region))),
     )
     for name in list(os.environ):
         if name.startswith("KARY_FAKE_") and name not in (
@@ -137,7 +141,9 @@ def fake_cloud(
             "KARY_FAKE_NOW",
         ):
             monkeypatch.delenv(name)
-    cloud = FakeCloud(bin_dir, tmp_path / "cloud.json", tmp_path / "calls.jsonl", monkeypatch, api)
+    cloud = FakeCloud(
+        bin_dir, tmp_path / "cloud.json", tmp_path / "calls.jsonl", monkeypatch, api, placement
+    )
     # What the fake API does not answer, moto does: no boto3 call ever leaves the machine.
     with mock_aws():
         yield cloud

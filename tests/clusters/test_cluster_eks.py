@@ -27,6 +27,9 @@ MANIFEST = (
     "https://raw.githubusercontent.com/flux-framework/flux-operator/main/"
     "examples/dist/flux-operator.yaml"
 )
+# eks-30.yaml's node group names this placement group; kary makes it.
+PLACEMENT = "kary-topology-study"
+PLACEMENT_FILTER = f"Filters=[{{'Name': 'group-name', 'Values': ['{PLACEMENT}']}}]"
 DELETE = ["eksctl", "delete", "cluster", "--name", NAME, "--region", "us-east-2", "--wait"]
 
 
@@ -47,6 +50,8 @@ def test_up_creates_a_labelled_cluster_with_the_operator_and_a_dead_man_switch(
     config = Path(os.environ["XDG_STATE_HOME"]) / "kary" / "eksctl" / f"{NAME}.yaml"
     assert [c[:4] for c in fake_cloud.calls()] == [
         ["boto3", "eks", "DescribeCluster", f"name={NAME}"],
+        ["boto3", "ec2", "DescribePlacementGroups", PLACEMENT_FILTER],
+        ["boto3", "ec2", "CreatePlacementGroup", f"GroupName={PLACEMENT}"],
         ["eksctl", "create", "cluster", "-f"],
         ["boto3", "eks", "DescribeNodegroup", f"clusterName={NAME}"],
         [
@@ -74,6 +79,10 @@ def test_up_creates_a_labelled_cluster_with_the_operator_and_a_dead_man_switch(
     assert rendered["managedNodeGroups"][0]["tags"] == tags
     assert rendered["managedNodeGroups"][0]["instanceType"] == "c5a.4xlarge"
     assert fake_cloud.state()["eks"][NAME]["tags"] == tags
+    # The placement group eksctl only names: made first, strategy cluster, tagged as kary's.
+    group = fake_cloud.placement.groups[PLACEMENT]
+    assert group["Strategy"] == "cluster"
+    assert fake_cloud.placement.tags(PLACEMENT) == {**tags, "kary/placement-for": NAME}
     # The dead-man switch: scale to zero at expiry, held by AWS.
     actions = boto3.client("autoscaling", region_name="us-east-2").describe_scheduled_actions(
         AutoScalingGroupName=asgs[0]
@@ -100,10 +109,18 @@ def test_up_creates_a_labelled_cluster_with_the_operator_and_a_dead_man_switch(
     assert down.exit_code == 0, down.output
     assert fake_cloud.calls("eksctl")[-1] == DELETE
     # Gone is checked with EKS and CloudFormation.
-    assert fake_cloud.calls()[-2:] == [
+    assert fake_cloud.calls()[-4:-2] == [
         ["boto3", "eks", "DescribeCluster", f"name={NAME}"],
         ["boto3", "cloudformation", "ListStacks"],
     ]
+    # Only then the placement group kary made for it goes.
+    assert fake_cloud.calls()[-1] == [
+        "boto3",
+        "ec2",
+        "DeletePlacementGroup",
+        f"GroupName={PLACEMENT}",
+    ]
+    assert fake_cloud.placement.groups == {}
     assert fake_cloud.running() == []
     assert runner.invoke(app, ["cluster", "status", str(EKS_30)]).stdout == (
         f"cluster {NAME} (eks, us-east-2): not found\n"
@@ -224,11 +241,14 @@ def test_without_the_switch_and_operator_only_the_cluster_is_made(fake_cloud: An
     assert result.exit_code == 0, result.output
     assert [c[:3] for c in fake_cloud.calls()] == [
         ["boto3", "eks", "DescribeCluster"],
+        ["boto3", "ec2", "DescribePlacementGroups"],
+        ["boto3", "ec2", "CreatePlacementGroup"],
         ["eksctl", "create", "cluster"],
         ["eksctl", "utils", "write-kubeconfig"],
     ]
     assert fake_cloud.running() == [f"eks:{NAME}", f"stack:eksctl-{NAME}-cluster",
-                                    f"stack:eksctl-{NAME}-nodegroup-workers"]  # fmt: skip
+                                    f"stack:eksctl-{NAME}-nodegroup-workers",
+                                    f"placement:{PLACEMENT}"]  # fmt: skip
 
 
 def test_an_operator_install_failure_deletes_the_cluster(fake_cloud: Any, aws: Any) -> None:
