@@ -4,6 +4,8 @@
                                                                    # 50 and 100 Mbit, 4 runs
     .venv/bin/python benchmarks/box_topologies.py --emulator 100Mbit   # and the emulator there
     .venv/bin/python benchmarks/box_topologies.py --nodes 8 --topos kary:1,kary:7 --runs 2
+    .venv/bin/python benchmarks/box_topologies.py \
+        --from-json benchmarks/results/box-topologies-n16.json     # the tables of kept samples
 
 Needs flux-core's `flux` on PATH and the right to build a box (root, or
 unprivileged user namespaces).  Every cell is a real `kary run` (strategy
@@ -177,7 +179,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / "data" / "box-topologies")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", type=Path, help="Write the samples here.")
+    parser.add_argument("--from-json", type=Path, help="Print the tables of saved samples.")
     args = parser.parse_args()
+    if args.from_json:
+        data = json.loads(args.from_json.read_text())
+        print(table(data))
+        return _missing(data)
     topos = args.topos.split(",")
     speeds = args.speeds.split(",")
     emulated = [s for s in args.emulator.split(",") if s]
@@ -212,8 +219,13 @@ def main() -> int:
     print(table(data))
     if args.json:
         args.json.write_text(json.dumps(data, indent=1))
-    missing = [(s, t) for s in speeds for t in topos if not data["box"][s].get(t)]
-    return 1 if missing else 0
+    return _missing(data)
+
+
+def _missing(data: dict[str, Any]) -> int:
+    """1 when a (speed, topology) cell has no sample."""
+    speeds, topos = data["speeds"], data["topos"]
+    return 1 if any(not data["box"][s].get(t) for s in speeds for t in topos) else 0
 
 
 if __name__ == "__main__":

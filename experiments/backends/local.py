@@ -29,7 +29,7 @@ from typing import Any
 
 from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
 from experiments.backends.waiting import communicate_or_stop
-from experiments.emulator import FIDELITY
+from experiments.emulator import FIDELITY, LINKS_FIDELITY
 from experiments.emulator.content import DEFAULT_PURGE_TARGET_SIZE
 from experiments.emulator.cpu import DEFAULT_COSTS
 from experiments.emulator.instance import STARTUP_FAILED, group_members
@@ -251,7 +251,9 @@ class LocalBackend(Backend):
                 "link_latency": self.link_latency,
                 "purge_target_size": self.purge_target_size,
                 "cpu_costs_ms_per_mib": DEFAULT_COSTS.text(),
-                "fidelity": FIDELITY,
+                "fidelity": LINKS_FIDELITY
+                if self.link_bandwidth or self.link_latency
+                else FIDELITY,
                 # Injected on purpose (--emulator-fault): the cell tests a template, it
                 # measures nothing.
                 "faults": list(self.faults),

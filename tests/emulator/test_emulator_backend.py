@@ -189,3 +189,15 @@ def test_every_distribution_starts_cold_and_none_beats_the_link(short_tmp: Path)
     distributes = [r for r in records if str(r.get("event", "")).startswith("distribute-")]
     assert len(distributes) == 4
     assert all(r["seconds"] >= 0.95 * one_hop for r in distributes), distributes
+
+
+def test_an_emulated_cell_on_shaped_links_states_its_gap_to_the_box(short_tmp: Path) -> None:
+    cell = Cell(3, "kary:1", 0, (MIB,), ("all",))
+    backend = LocalBackend(workdir=short_tmp, link_bandwidth="1Gbit")
+    with backend:
+        result = backend.run(cell, _rendered(cell), timeout=120)
+    assert judge(result).state == "succeeded"
+    # The reference on shaped links is real Flux in a box, not a test instance.
+    fidelity = result.provenance["emulator"]["fidelity"]
+    assert fidelity.startswith("on shaped links, against real flux-core 0.88 in a box")
+    assert "box-topologies-n16.json" in fidelity
