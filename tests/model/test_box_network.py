@@ -66,3 +66,24 @@ def test_a_model_with_box_terms_prices_a_distribution_from_them() -> None:
     expected = 1.5 * 4 * 64 * MIB / rate + 2.0 * 2 * MIB / rate + 3.0 * 15 / 16 + 0.5
     assert step_seconds(step, fitted) == pytest.approx(expected)
     assert step_seconds(step, model) != pytest.approx(expected)
+
+
+def test_a_box_plan_fits_its_network_terms_from_box_history() -> None:
+    import re
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from experiments.cli import app
+
+    history = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "box-sweeps"
+    args = ["plan", "--place", "box", "--exact-nodes", "16", "--topo", "kary:2"]
+    args += ["--sizes", "64M", "--link-bandwidth", "100Mbit", "--history", str(history)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert re.search(
+        r"box network terms fitted on \d+ box distributions at 50, 100 Mbit/s", result.stdout
+    )
+    # Without box history the same plan keeps the store-and-forward defaults.
+    plain = CliRunner().invoke(app, args[:-2])
+    assert "box network terms" not in plain.stdout
