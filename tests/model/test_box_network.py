@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-import pytest
+import re
+from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
+from experiments.cli import app
 from experiments.errors import UserError
 from experiments.estimate.box_network import BoxObservation, fit_box_network
+from experiments.estimate.defaults import default_time_model
+from experiments.estimate.plan_estimate import with_emulated_links
+from experiments.estimate.structure import cell_steps, step_seconds
+from experiments.model.plan import Cell
 
 MIB = 2**20
 
@@ -48,11 +57,6 @@ def test_too_few_distributions_cannot_be_fitted() -> None:
 
 
 def test_a_model_with_box_terms_prices_a_distribution_from_them() -> None:
-    from experiments.estimate.defaults import default_time_model
-    from experiments.estimate.structure import cell_steps, step_seconds
-    from experiments.model.plan import Cell
-
-    from experiments.estimate.plan_estimate import with_emulated_links
 
     model = with_emulated_links(default_time_model("flux", place="box"), "100Mbit", None)
     fitted = model.model_copy(update={"box_terms": (1.5, 2.0, 3.0, 0.5)})
@@ -69,12 +73,6 @@ def test_a_model_with_box_terms_prices_a_distribution_from_them() -> None:
 
 
 def test_a_box_plan_fits_its_network_terms_from_box_history() -> None:
-    import re
-    from pathlib import Path
-
-    from typer.testing import CliRunner
-
-    from experiments.cli import app
 
     history = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "box-sweeps"
     args = ["plan", "--place", "box", "--exact-nodes", "16", "--topo", "kary:2"]
