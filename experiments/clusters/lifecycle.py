@@ -68,8 +68,9 @@ def provider_for(
 
 
 def hourly_cost(spec: ClusterSpec, catalog_path: Path | None = None) -> HourlyPrice:
-    """What the cluster bills per hour while it exists, from the price catalog."""
-    return cluster_hourly_price(spec, load_price_catalog(catalog_path))
+    """What the cluster bills per hour today, from the price catalog."""
+    # kary's clock: the control plane's rate depends on the day (Kubernetes support calendar).
+    return cluster_hourly_price(spec, load_price_catalog(catalog_path), clock.utc_now().date())
 
 
 def _money(usd: float) -> str:
@@ -94,7 +95,10 @@ def cost_lines(spec: ClusterSpec, lease: Lease | None, up: bool, down: bool) -> 
         PROVISION_SECONDS,  # pulls in pandas: only when asked
     )
 
-    cost = hourly_cost(spec)
+    # A lease prices the day it starts (the control plane's rate follows the support calendar).
+    cost = cluster_hourly_price(
+        spec, load_price_catalog(), (lease.created if lease else clock.utc_now()).date()
+    )
     create_s, delete_s = PROVISION_SECONDS[spec.provider]
     per_s = cost.usd_per_hour / 3600.0
     lines = [f"cost: {_money(cost.usd_per_hour)}/h ({cost.detail}; prices as of {cost.as_of})"]

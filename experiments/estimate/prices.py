@@ -1,7 +1,9 @@
 """The price catalog (clusters/prices.yaml) and what nodes bill per hour.
 
 `hourly_price` is the one sum of instance prices x counts (+ the provider's
-control plane): the plan's estimate, `kary cluster` (up's confirmation, status,
+control plane, at the extended-support rate once the cluster's Kubernetes
+version is past its end of standard support in the catalog's calendar): the
+plan's estimate, `kary cluster` (up's confirmation, status,
 the cost lines of a plan) and the report's cost of a finished sweep all use it,
 so they cannot disagree about what the same nodes cost.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,33 @@ class PriceCatalog(BaseModel):
     control_plane_usd_per_hour: dict[str, float]
     network_gbps: dict[str, float]
     regions: dict[str, dict[str, Any]]
+    # provider -> {as_of, source, extended_usd_per_hour, standard_support_ends: {ver: date}}
+    kubernetes_support: dict[str, dict[str, Any]] = {}
+
+    def control_plane_price(
+        self, provider: str, version: str | None, on: date
+    ) -> tuple[float, str]:
+        """($/h, why) for `provider`'s control plane running Kubernetes `version` on day `on`."""
+        standard = float(
+            self.control_plane_usd_per_hour.get(provider, DEFAULT_CONTROL_PLANE_USD_PER_HOUR)
+        )
+        calendar = self.kubernetes_support.get(provider)
+        if version is None or not calendar:
+            return standard, ""
+        extended = float(calendar["extended_usd_per_hour"])
+        ends = {str(v): _day(d) for v, d in (calendar.get("standard_support_ends") or {}).items()}
+        if version in ends:
+            if on <= ends[version]:
+                return standard, ""
+            return extended, f"Kubernetes {version} in extended support since {ends[version]}"
+        # Not in the calendar: newer than every listed version is still in standard support.
+        newest = max((_version_key(v) for v in ends), default=None)
+        if newest is None or _version_key(version) > newest:
+            return standard, ""
+        return extended, (
+            f"Kubernetes {version} is older than {self.path}'s support calendar "
+            f"({calendar.get('as_of', 'undated')}): extended support assumed"
+        )
 
     def instance_price(self, region: str, instance_type: str) -> tuple[float, str]:
         """($/h, as-of date) or a UserError naming how to add the price."""
@@ -76,7 +106,34 @@ def load_price_catalog(path: Path | None = None) -> PriceCatalog:
         control_plane_usd_per_hour=raw.get("control_plane_usd_per_hour", {}),
         network_gbps=raw.get("network_gbps", {}),
         regions=raw["regions"],
+        kubernetes_support=_support_calendar(raw.get("kubernetes_support"), Path(path)),
     )
+
+
+def _day(value: Any) -> date:
+    return value if isinstance(value, date) else date.fromisoformat(str(value))
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def _support_calendar(raw: Any, path: Path) -> dict[str, dict[str, Any]]:
+    """The catalog's kubernetes_support, checked here so a bad date is one line, not later."""
+    if raw is None:
+        return {}
+    try:
+        for entry in raw.values():
+            float(entry["extended_usd_per_hour"])
+            for version, day in (entry.get("standard_support_ends") or {}).items():
+                _day(day)
+                _version_key(str(version))
+    except (AttributeError, KeyError, TypeError, ValueError) as err:
+        raise UserError(
+            f"price catalog {path}: kubernetes_support needs, per provider, "
+            f"extended_usd_per_hour and standard_support_ends {{version: YYYY-MM-DD}} ({err})"
+        ) from None
+    return dict(raw)
 
 
 @dataclass(frozen=True)
@@ -94,9 +151,12 @@ def hourly_price(
     nodes: Sequence[tuple[str, int]],
     region: str | None,
     provider: str | None = None,
+    kubernetes_version: str | None = None,
+    on: date | None = None,
 ) -> HourlyPrice:
     """$/h of `nodes`, (instance type, count) pairs, in `region`, plus the
-    `provider`'s control plane when one is named.
+    `provider`'s control plane when one is named: for Kubernetes
+    `kubernetes_version` on day `on` (default today, UTC).
 
     region None prices each type where the region is unknown (see
     PriceCatalog.price_anywhere).  An unknown price is a UserError.
@@ -111,15 +171,18 @@ def hourly_price(
         billed += count
         parts.append(f"{count} x {instance_type} at ${price:.4f}/h")
     if provider is not None:
-        control = catalog.control_plane_usd_per_hour.get(
-            provider, DEFAULT_CONTROL_PLANE_USD_PER_HOUR
-        )
+        day = on or datetime.now(timezone.utc).date()
+        control, why = catalog.control_plane_price(provider, kubernetes_version, day)
         total += control
-        parts.append(f"control plane ${control:.2f}/h")
+        parts.append(f"control plane ${control:.2f}/h" + (f" ({why})" if why else ""))
     return HourlyPrice(total, billed, as_of, " + ".join(parts))
 
 
-def cluster_hourly_price(cluster: ClusterSpec, catalog: PriceCatalog) -> HourlyPrice:
-    """What the cluster bills per hour while it exists: its node groups and control plane."""
+def cluster_hourly_price(
+    cluster: ClusterSpec, catalog: PriceCatalog, on: date | None = None
+) -> HourlyPrice:
+    """What the cluster bills per hour on day `on` (default today): node groups, control plane."""
     groups = [(group.instance_type, group.count) for group in cluster.node_groups]
-    return hourly_price(catalog, groups, cluster.region, cluster.provider)
+    return hourly_price(
+        catalog, groups, cluster.region, cluster.provider, cluster.kubernetes_version, on
+    )

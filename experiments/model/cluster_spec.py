@@ -6,6 +6,7 @@ The lifecycle (create, delete, reap) lives in experiments/clusters/.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,6 +36,9 @@ class ClusterSpec(BaseModel):
     node_groups: list[NodeGroup]
     path: Path
     raw: dict[str, Any] = Field(default_factory=dict, repr=False)
+    # major.minor as the cluster file asks for it (None: the provider's default), for the
+    # control plane's price: versions past standard support bill more (clusters/prices.yaml).
+    kubernetes_version: str | None = None
 
 
 class GkeSpec(BaseModel):
@@ -96,7 +100,18 @@ def _eks_spec(raw: dict[str, Any], path: Path) -> ClusterSpec:
         ],
         path=path,
         raw=raw,
+        kubernetes_version=_minor(meta.get("version")),
     )
+
+
+def _minor(version: Any) -> str | None:
+    """`1.33`, `"1.33"` or GKE's `1.33.1-gke.1` -> `1.33`; None when there is none."""
+    if version is None or version == "":
+        return None
+    if isinstance(version, float):  # unquoted YAML: 1.30 arrives as 1.3
+        version = f"{version:.2f}"
+    match = re.match(r"^\s*(\d+)\.(\d+)", str(version))
+    return f"{match.group(1)}.{match.group(2)}" if match else str(version)
 
 
 def load_cluster_spec(path: Path) -> ClusterSpec:
@@ -124,6 +139,7 @@ def load_cluster_spec(path: Path) -> ClusterSpec:
             ],
             path=path,
             raw=raw,
+            kubernetes_version=_minor(gke.cluster_version),
         )
     raise UserError(
         f"cluster file {path}: kind must be ClusterConfig (eksctl) or GKECluster, "

@@ -376,3 +376,14 @@ def test_status_of_a_cluster_kary_did_not_make(fake_cloud: Any, aws: Any) -> Non
         "lease: none (not created by kary; reap leaves it alone)",
         "dead-man switch: none",
     ]
+
+
+def test_the_dry_run_prices_the_control_plane_for_the_day(fake_cloud: Any, clock: Any) -> None:
+    clock.set(datetime(2026, 11, 25, 12, 0, tzinfo=clock.now.tzinfo))
+    result = runner.invoke(app, ["cluster", "up", str(EKS_30), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    cost = [line for line in result.stdout.splitlines() if line.startswith("cost: ")]
+    assert cost == [
+        "cost: $19.08/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.60/h "
+        "(Kubernetes 1.33 in extended support since 2026-07-29); prices as of 2025-07-01)"
+    ]

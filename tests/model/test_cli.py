@@ -147,7 +147,9 @@ def test_plan_json_on_a_cluster_prices_the_sweep(tmp_path: Path, flux_distribute
     plan = json.loads(result.stdout)
     assert len(plan["cells"]) == 12
     assert plan["backend"] == "kubernetes" and plan["instance_type"] == "c5a.4xlarge"
-    assert plan["hourly_usd"] == pytest.approx(3.796)
+    # 6 x $0.616 + the control plane at the extended rate: EKS 1.33 left standard
+    # support on 2026-07-29 (clusters/prices.yaml), for good.
+    assert plan["hourly_usd"] == pytest.approx(6 * 0.616 + 0.60)
     assert plan["breakdown_seconds"]["provision"] == 1200
     assert plan["estimated_cost_usd"] == pytest.approx(
         plan["hourly_usd"] * plan["estimated_seconds"] / 3600, abs=0.01

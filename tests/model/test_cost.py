@@ -54,7 +54,8 @@ def test_eks6_sweep_calibrated_on_its_own_history_lands_near_its_wall_time(
     comparable = estimate.seconds - estimate.parts["generate"]
     assert abs(comparable - SEED_EKS_WALL_SECONDS) / SEED_EKS_WALL_SECONDS < 0.05
     assert estimate.parts["generate"] == pytest.approx(55 * 12 * 1.0, rel=1e-3)
-    assert estimate.hourly_usd == pytest.approx(6 * 0.616 + 0.10)
+    # EKS 1.33 has been in extended support since 2026-07-29: $0.60/h for the control plane.
+    assert estimate.hourly_usd == pytest.approx(6 * 0.616 + 0.60)
     assert estimate.cost_usd == pytest.approx(estimate.hourly_usd * estimate.seconds / 3600)
 
 
@@ -121,7 +122,7 @@ def test_plan_prices_every_node_group(tmp_path: Path) -> None:
     catalog = load_price_catalog()
     p5, _ = catalog.instance_price("us-east-2", "p5.48xlarge")
     m5, _ = catalog.instance_price("us-east-2", "m5.xlarge")
-    assert estimate.hourly_usd == pytest.approx(4 * p5 + m5 + 0.10)
+    assert estimate.hourly_usd == pytest.approx(4 * p5 + m5 + 0.60)  # EKS 1.33: extended
     assert estimate.parts["provision"] == 1200 and estimate.parts["teardown"] == 600
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -15,7 +16,12 @@ from analysis.table_rows import EVENT_COLUMNS, RUN_COLUMNS
 from experiments.cli import app
 from experiments.clusters import hourly_cost
 from experiments.errors import UserError
-from experiments.estimate.prices import PriceCatalog, hourly_price, load_price_catalog
+from experiments.estimate.prices import (
+    PriceCatalog,
+    cluster_hourly_price,
+    hourly_price,
+    load_price_catalog,
+)
 from experiments.model.cluster_spec import ClusterSpec, load_cluster_spec
 from experiments.resources import resource_path
 
@@ -24,6 +30,14 @@ CLUSTERS = ["eks-6.yaml", "eks-30.yaml", "eks-256.yaml", "eks-p5-efa.yaml", "gke
 
 def _cluster(name: str) -> ClusterSpec:
     return load_cluster_spec(resource_path("clusters", name))
+
+
+def _control_plane(cluster: ClusterSpec) -> float:
+    """The control plane's $/h today, for the cluster file's Kubernetes version."""
+    today = datetime.now(timezone.utc).date()
+    return load_price_catalog().control_plane_price(
+        cluster.provider, cluster.kubernetes_version, today
+    )[0]
 
 
 def _plan_hourly(cluster: ClusterSpec) -> float:
@@ -54,13 +68,10 @@ def _report_cost(cluster: ClusterSpec, hours: int) -> str | None:
 def test_the_plan_and_the_cluster_commands_bill_a_cluster_alike(name: str) -> None:
     cluster = _cluster(name)
     catalog = load_price_catalog()
-    by_hand = (
-        sum(
-            catalog.instance_price(cluster.region, g.instance_type)[0] * g.count
-            for g in cluster.node_groups
-        )
-        + catalog.control_plane_usd_per_hour[cluster.provider]
-    )
+    by_hand = sum(
+        catalog.instance_price(cluster.region, g.instance_type)[0] * g.count
+        for g in cluster.node_groups
+    ) + _control_plane(cluster)
     assert _plan_hourly(cluster) == pytest.approx(by_hand, abs=1e-4)  # the JSON rounds
     assert hourly_cost(cluster).usd_per_hour == pytest.approx(by_hand)
 
@@ -68,7 +79,7 @@ def test_the_plan_and_the_cluster_commands_bill_a_cluster_alike(name: str) -> No
 @pytest.mark.parametrize("name", ["eks-6.yaml", "eks-30.yaml", "gke-30.yaml"])
 def test_the_report_prices_node_hours_as_the_plan_does(name: str) -> None:
     cluster = _cluster(name)
-    control = load_price_catalog().control_plane_usd_per_hour[cluster.provider]
+    control = _control_plane(cluster)
     nodes_per_hour = _plan_hourly(cluster) - control  # the report leaves the control plane out
     cost = _report_cost(cluster, hours=100)
     assert cost is not None
@@ -102,3 +113,44 @@ def test_without_a_region_only_a_price_every_region_agrees_on_is_used(tmp_path: 
         hourly_price(catalog, [("b", 1)], None)
     with pytest.raises(UserError, match="c .*no region lists it"):
         hourly_price(catalog, [("c", 1)], None)
+
+
+def test_the_control_plane_bills_the_extended_rate_past_standard_support(
+    tmp_path: Path,
+) -> None:
+    eks_30 = _cluster("eks-30.yaml")
+    assert eks_30.kubernetes_version == "1.33"
+    catalog = load_price_catalog()
+    # clusters/prices.yaml: EKS 1.33's standard support ended 2026-07-29.
+    before = hourly_price(catalog, [], "us-east-2", "eks", "1.33", date(2026, 7, 29))
+    after = hourly_price(catalog, [], "us-east-2", "eks", "1.33", date(2026, 7, 30))
+    assert (before.usd_per_hour, before.detail) == (0.10, "control plane $0.10/h")
+    assert after.usd_per_hour == 0.60
+    assert after.detail == (
+        "control plane $0.60/h (Kubernetes 1.33 in extended support since 2026-07-29)"
+    )
+    on_day = load_price_catalog().control_plane_price
+    # A version newer than the calendar is standard; one older than it, extended.
+    assert on_day("eks", "1.99", date(2026, 11, 25))[0] == 0.10
+    assert on_day("eks", "1.20", date(2026, 11, 25))[0] == 0.60
+    # No version (the provider's default) or no calendar for the provider: standard.
+    assert on_day("eks", None, date(2026, 11, 25))[0] == 0.10
+    assert on_day("gke", "1.20", date(2026, 11, 25))[0] == 0.10
+    # The whole cluster, through the one sum the plan and `kary cluster` use.
+    nodes = 30 * catalog.instance_price("us-east-2", "c5a.4xlarge")[0]
+    assert cluster_hourly_price(eks_30, catalog, date(2026, 11, 25)).usd_per_hour == (
+        pytest.approx(nodes + 0.60)
+    )
+
+
+def test_an_unquoted_yaml_version_is_read_as_written(tmp_path: Path) -> None:
+    raw = resource_path("clusters", "eks-6.yaml").read_text().replace('"1.33"', "1.30")
+    (tmp_path / "eks.yaml").write_text(raw)
+    assert load_cluster_spec(tmp_path / "eks.yaml").kubernetes_version == "1.30"
+
+
+def test_a_bad_support_calendar_is_one_line(tmp_path: Path) -> None:
+    text = resource_path("clusters", "prices.yaml").read_text()
+    (tmp_path / "prices.yaml").write_text(text.replace('"2026-07-29"', '"July 29"'))
+    with pytest.raises(UserError, match="kubernetes_support needs, per provider"):
+        load_price_catalog(tmp_path / "prices.yaml")
