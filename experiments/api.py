@@ -34,12 +34,13 @@ from experiments.execution.progress import Reporter
 from experiments.execution.summary import RunSummary
 from experiments.files import write_atomic
 from experiments.formats.cell_layout import sweep_copy_path
+from experiments.formats.labels import new_sweep_id
 from experiments.formats.run_record import BOX
 from experiments.model.axes import knob_flag
 from experiments.model.cell_filter import parse_only
 from experiments.model.cluster_spec import ClusterSpec, load_cluster_spec
 from experiments.model.plan import ExperimentSpec, Plan, plan_experiment
-from experiments.model.render import RenderOptions
+from experiments.model.render import RenderOptions, check_image_runs
 from experiments.model.sweep_file import SweepFile
 from experiments.model.validate import image_ref
 from experiments.plan_view import format_duration, plan_json, plan_text
@@ -258,6 +259,8 @@ def plan(sweep: Sweep) -> PlannedSweep:
     # Verifying every rank's copy is cheap where kary runs, and on by default there.
     verify = (backend in UNBILLED) if sweep.verify is None else sweep.verify
     render = RenderOptions(name=sweep.name, image=image_ref(sweep.image), verify=verify)
+    if backend not in UNBILLED:  # a cluster's backend runs the image's own Flux (or a view's)
+        check_image_runs(render.image, sorted({cell.topo for cell in cells.cells}))
     estimate = estimate_for(
         ledger.to_run,
         backend,
@@ -329,9 +332,15 @@ def run(
         link_latency=planned.sweep.link_latency,
         root_link_bandwidth=planned.sweep.root_link_bandwidth,
         place=planned.sweep.place,
-        options={"faults": tuple(planned.sweep.emulator_faults)}
-        if planned.sweep.emulator_faults
-        else {},
+        options={
+            # Labels what this run creates (kary/sweep), so one sweep's leftovers can be found.
+            "sweep_id": new_sweep_id(),
+            **(
+                {"faults": tuple(planned.sweep.emulator_faults)}
+                if planned.sweep.emulator_faults
+                else {}
+            ),
+        },
     )
     backend = make_backend(planned.backend, settings)
     spec = planned.plan.spec

@@ -202,6 +202,7 @@ class KubernetesBackend(Backend):
             "cluster": self.cluster,
             "namespace": ns,
             "minicluster": name,
+            "sweep": self.labels.get("kary/sweep"),
             **self._facts,
         }
         ours = True  # from the create request on, a MiniCluster of ours may exist

@@ -1,10 +1,12 @@
 """The labels kary puts on what it creates (clusters, MiniClusters): who and when.
 
 `managed-by=kary`, `owner=<user>`, and for clusters `created=<stamp>`,
-`expires=<stamp>`.  Stamps are UTC, `20260627t153000z`: valid as a GKE label
-value (lower-case letters, digits, `_` and `-` only) and as an AWS tag, so one
-format serves both.  Cluster leases (clusters/lease.py) and the Kubernetes
-backend's MiniCluster labels both use it.
+`expires=<stamp>`; what one `kary run` creates also carries its sweep id
+(`new_sweep_id`: the start stamp and 4 random hex digits).  Stamps are UTC,
+`20260627t153000z`: valid as a GKE label value (lower-case letters, digits,
+`_` and `-` only) and as an AWS tag, so one format serves both.  Cluster
+leases (clusters/lease.py) and the Kubernetes backend's MiniCluster labels
+both use it.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ from __future__ import annotations
 import getpass
 import os
 import re
+import secrets
 from datetime import datetime, timezone
 
 from experiments.errors import UserError
 
-__all__ = ["MANAGED_BY", "current_owner", "format_stamp", "parse_stamp"]
+__all__ = ["MANAGED_BY", "current_owner", "format_stamp", "new_sweep_id", "parse_stamp"]
 
 MANAGED_BY = ("managed-by", "kary")
 _STAMP = "%Y%m%dt%H%M%Sz"
@@ -35,6 +38,11 @@ def parse_stamp(text: str | None) -> datetime | None:
         return datetime.strptime(text, _STAMP).replace(tzinfo=timezone.utc)
     except ValueError:
         return None
+
+
+def new_sweep_id(now: datetime | None = None) -> str:
+    """One `kary run`'s id, `20260627t153000z-3f9a`: a label value; two runs in a second differ."""
+    return f"{format_stamp(now or datetime.now(timezone.utc))}-{secrets.token_hex(2)}"
 
 
 def current_owner() -> str:

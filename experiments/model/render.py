@@ -8,6 +8,7 @@ been validated first (topology grammar, names, sizes, paths).
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,13 +50,16 @@ __all__ = [
     "FLUX_VIEW_NOBLE",
     "IMAGES",
     "MAX_PING_PAD",
+    "MINCRIT_MIN_FLUX",
     "SEED_IMAGE",
     "STRATEGIES",
     "ImageInfo",
     "RenderOptions",
     "Rendered",
+    "check_image_runs",
     "check_ping_pads",
     "flux_view_for",
+    "image_flux_version",
     "image_info",
     "image_provenance",
     "images_pulled",
@@ -94,6 +98,7 @@ class ImageInfo:
     source: str
     flux_view: str | None = None  # the operator's view this image needs; None: it has Flux
     measured: bool = True  # False: pull_bytes is an estimate
+    flux_core: tuple[int, int, int] | None = None  # the image's own flux-core, when known
 
 
 # Images kary knows, keyed by reference without digest.  cost.py prices the
@@ -116,8 +121,47 @@ IMAGES: dict[str, ImageInfo] = {
         55_000_000_000,
         "issue 15: Flux 0.66.0 plus ten zero-filled files of 1-10 GB (55 GB); "
         "flux-distribute's README measured a 20-minute first pull",
+        flux_core=(0, 66, 0),
     ),
 }
+
+# flux-core before this has no `mincrit` tbon.topo: brokers given it fail to start.
+MINCRIT_MIN_FLUX = (0, 75, 0)
+# A Flux version in an image's tag: `...:topology-flux-0.66.0`, `fluxrm/flux-core:noble-v0.66.0`.
+_FLUX_TAG = re.compile(r"(?:flux[-_]?|-v|^v?)(?P<v>[0-9]+\.[0-9]+(?:\.[0-9]+)?)(?![0-9.])")
+
+
+def image_flux_version(image: str) -> tuple[int, int, int] | None:
+    """The flux-core an image carries, when kary can tell (its catalog, else its tag)."""
+    info = image_info(image)
+    if info is not None and info.flux_core is not None:
+        return info.flux_core
+    if info is not None and info.flux_view is not None:
+        return None  # Flux comes from the operator's view, not from the image
+    name, _, tag = image.split("@", 1)[0].rpartition(":")
+    repository = name.rsplit("/", 1)[-1].lower()
+    # flux-sched's tags carry flux-sched's version, not flux-core's.
+    if not name or "/" in tag or "flux" not in name.lower() + tag or "sched" in repository:
+        return None
+    match = _FLUX_TAG.search(tag)
+    if match is None:
+        return None
+    parts = [int(p) for p in match.group("v").split(".")] + [0]
+    return (parts[0], parts[1], parts[2])
+
+
+def check_image_runs(image: str, topos: list[str]) -> None:
+    """A UserError when the image's Flux is known to be too old for a topology in `topos`."""
+    if not any(topo.split(":", 1)[0] == "mincrit" for topo in topos):
+        return
+    found = image_flux_version(image)
+    if found is not None and found < MINCRIT_MIN_FLUX:
+        have = ".".join(map(str, found))
+        need = ".".join(map(str, MINCRIT_MIN_FLUX[:2]))
+        raise UserError(
+            f"--topo mincrit needs flux-core {need} or later, but --image {image} has Flux "
+            f"{have}: choose an image with newer Flux or drop mincrit"
+        )
 
 
 def image_info(image: str) -> ImageInfo | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,6 +78,22 @@ def test_the_dry_run_shows_the_exact_create_and_delete_commands_time_and_cost(
     assert fake_cloud.calls() == []  # a dry run touches nothing
 
 
+def test_mincrit_with_an_image_whose_flux_is_too_old_is_refused_before_anything(
+    tmp_path: Path, fake_cloud: Any
+) -> None:
+    seed = "ghcr.io/converged-computing/container-chonks:topology-flux-0.66.0"
+    args = ["run", "--cluster", str(EKS_30), "--exact-nodes", "4", "--topo", "mincrit"]
+    result = runner.invoke(
+        app, [*args, "--sizes", "1M", "--image", seed, "--up", "--down", "--yes"]
+    )
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"kary: error: --topo mincrit needs flux-core 0.75 or later, but --image {seed} has "
+        "Flux 0.66.0: choose an image with newer Flux or drop mincrit\n"
+    )
+    assert fake_cloud.calls() == []
+
+
 def test_plan_json_carries_the_lifecycle(tmp_path: Path, fake_cloud: Any) -> None:
     result = runner.invoke(
         app, ["plan", "--json", "--cluster", str(EKS_30), *SWEEP, "--up", "--down"]
@@ -115,6 +132,10 @@ def test_up_run_down_end_to_end_leaves_a_result_and_no_cluster(
     assert [c[1] for c in fake_cloud.calls("eksctl")] == ["create", "utils", "delete"]
     assert fake_cloud.running() == []
     assert apiserver.cluster.miniclusters == {}
+    # The MiniCluster carries the run's sweep id, as run.json records it.
+    sweep = record["sweep"]
+    assert re.fullmatch(r"[0-9]{8}t[0-9]{6}z-[0-9a-f]{4}", sweep), sweep
+    assert [m["metadata"]["labels"]["kary/sweep"] for m in apiserver.cluster.created] == [sweep]
 
 
 def test_a_failed_up_runs_no_cell_and_leaves_nothing(

@@ -18,6 +18,8 @@ from experiments.model.render import (
     IMAGES,
     SEED_IMAGE,
     RenderOptions,
+    check_image_runs,
+    image_flux_version,
     image_info,
     image_provenance,
     images_pulled,
@@ -113,3 +115,23 @@ def test_a_bad_flux_view_is_refused_before_rendering() -> None:
     assert yaml.safe_load(rendered.minicluster_yaml)["spec"]["containers"][0]["image"] == (
         DEFAULT_IMAGE
     )
+
+
+def test_the_flux_in_an_image_is_known_from_the_catalog_or_the_tag() -> None:
+    assert image_flux_version(SEED_IMAGE) == (0, 66, 0)
+    assert image_flux_version("fluxrm/flux-core:noble-v0.75.0") == (0, 75, 0)
+    assert image_flux_version("ghcr.io/me/flux-bench:flux-0.74@sha256:" + "0" * 64) == (0, 74, 0)
+    # Flux from the operator's view, a tag without a version, flux-sched's own version,
+    # or an image that is not Flux's: kary cannot tell, so it does not refuse.
+    for image in (
+        DEFAULT_IMAGE,
+        "fluxrm/flux-core:noble",
+        "fluxrm/flux-sched:v0.40.0",
+        "ubuntu:24.04",
+    ):
+        assert image_flux_version(image) is None, image
+        check_image_runs(image, ["mincrit"])
+    check_image_runs(SEED_IMAGE, ["kary:2", "binomial"])  # no mincrit: any Flux will do
+    check_image_runs("fluxrm/flux-core:noble-v0.75.0", ["mincrit:4"])
+    with pytest.raises(UserError, match=r"^--topo mincrit needs flux-core 0.75 or later, but"):
+        check_image_runs(SEED_IMAGE, ["kary:2", "mincrit:4"])
