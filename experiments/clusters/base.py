@@ -38,6 +38,7 @@ OPERATOR_MANIFEST = (
 )
 OPERATOR_NAMESPACE = "operator-system"
 OPERATOR_DEPLOYMENT = "operator-controller-manager"
+KUBECTL_WHY = "it installs the Flux Operator"
 DEAD_MAN_NAME = "kary-expire"
 
 
@@ -130,6 +131,10 @@ class Provider(abc.ABC):
     @abc.abstractmethod
     def create_steps(self, lease: Lease, dead_man: bool, operator: bool) -> list[Step]:
         """Everything `up` runs, in order; nothing runs until the caller calls each step."""
+
+    @abc.abstractmethod
+    def tools(self, operator: bool) -> list[tuple[str, str]]:
+        """(program, why) for every CLI the cluster's whole life needs, from create to delete."""
 
     @abc.abstractmethod
     def delete_command(self, name: str | None = None) -> Command:

@@ -12,12 +12,14 @@ aws_api.py) and `eksctl utils write-kubeconfig` points kubectl at the cluster.
 from __future__ import annotations
 
 import copy
+import shutil
 from pathlib import Path
 
 import yaml
 
 from experiments.clusters.aws_api import AwsApi, SessionFactory
 from experiments.clusters.base import (
+    KUBECTL_WHY,
     ClusterState,
     DeadManStatus,
     Provider,
@@ -124,6 +126,19 @@ class EksProvider(Provider):
         if operator:
             steps += operator_steps(self.shell)
         return steps
+
+    def tools(self, operator: bool) -> list[tuple[str, str]]:
+        # Every API call kary and kubectl make runs the kubeconfig's exec authenticator:
+        # eksctl writes the first of aws, aws-iam-authenticator on PATH (its kubeconfig
+        # package, LookupAuthenticator), so with neither the cluster would be unusable.
+        signer = "aws"
+        if shutil.which("aws") is None and shutil.which("aws-iam-authenticator") is not None:
+            signer = "aws-iam-authenticator"
+        tools = [
+            ("eksctl", "it creates and deletes the cluster"),
+            (signer, "the kubeconfig eksctl writes signs in with `aws eks get-token`"),
+        ]
+        return tools + ([("kubectl", KUBECTL_WHY)] if operator else [])
 
     def dead_man_shown(self, lease: Lease) -> str:
         groups = ", ".join(name for name, _ in eks_node_groups(self.spec.raw))

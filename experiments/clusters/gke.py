@@ -22,6 +22,7 @@ from typing import Any
 
 from experiments.clusters.base import (
     DEAD_MAN_NAME,
+    KUBECTL_WHY,
     ClusterState,
     DeadManStatus,
     Provider,
@@ -195,6 +196,14 @@ class GkeProvider(Provider):
         if operator:
             steps += operator_steps(self.shell)
         return steps
+
+    def tools(self, operator: bool) -> list[tuple[str, str]]:
+        # Since GKE 1.26 kubeconfig entries authenticate through this plugin, not gcloud.
+        tools = [
+            ("gcloud", "it creates and deletes the cluster"),
+            ("gke-gcloud-auth-plugin", "the kubeconfig gcloud writes signs in with it"),
+        ]
+        return tools + ([("kubectl", KUBECTL_WHY)] if operator else [])
 
     def dead_man_shown(self, lease: Lease) -> str:
         return str(self.switch_command(lease, resolve=False))

@@ -165,8 +165,10 @@ def cluster_up(
 ) -> None:
     """Create the cluster and everything kary needs on it; on any failure delete what was made."""
     spec = provider.spec
-    # Never make what cannot be deleted: the delete tool must be there before the create runs.
-    provider.shell.require(provider.delete_command().argv[0])
+    # Every tool of the cluster's life (the delete's included) before anything bills: a
+    # missing one found after create leaves a billing cluster kary cannot use or remove.
+    for program, why in provider.tools(operator):
+        provider.shell.require(program, why)
     existing = provider.describe()
     if existing is not None:
         raise UserError(

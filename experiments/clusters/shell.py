@@ -24,7 +24,9 @@ __all__ = ["Command", "CommandFailed", "CommandTimedOut", "Shell"]
 # Where to get each tool when it is missing.
 INSTALL_HINTS = {
     "eksctl": "https://eksctl.io/installation/",
+    "aws": "https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html",
     "gcloud": "https://cloud.google.com/sdk/docs/install",
+    "gke-gcloud-auth-plugin": "`gcloud components install gke-gcloud-auth-plugin`",
     "kubectl": "https://kubernetes.io/docs/tasks/tools/",
 }
 _TAIL_LINES = 20
@@ -68,13 +70,15 @@ class Shell:
     def __init__(self, echo: Callable[[str], None] | None = None) -> None:
         self.echo = echo or (lambda line: None)
 
-    def require(self, program: str) -> str:
-        """The program's path, or a UserError saying where to get it."""
+    def require(self, program: str, why: str = "") -> str:
+        """The program's path, or a UserError saying where to get it (and `why` it is needed)."""
         path = shutil.which(program)
         if path is None:
             hint = INSTALL_HINTS.get(program)
             raise UserError(
-                f"{program} is not on PATH" + (f": install it ({hint})" if hint else "")
+                f"{program} is not on PATH"
+                + (f" ({why})" if why else "")
+                + (f": install it ({hint})" if hint else "")
             )
         return path
 

@@ -115,6 +115,10 @@ def fake_cloud(
     bin_dir.mkdir()
     for program in PROGRAMS:
         shutil.copy(FAKES / program, bin_dir / program)
+    # kary only checks that GKE's kubeconfig signer is there; the fake API server needs none.
+    plugin = bin_dir / "gke-gcloud-auth-plugin"
+    plugin.write_text("#!/bin/sh\nexit 0\n")
+    plugin.chmod(0o755)
     # Only the fakes: a real eksctl/gcloud/aws/kubectl on this machine is never reachable.
     monkeypatch.setenv("PATH", str(bin_dir))
     monkeypatch.setenv("KARY_FAKE_PYTHON", sys.executable)

@@ -284,9 +284,37 @@ def test_missing_eksctl_is_one_line_before_anything_is_asked(fake_cloud: Any) ->
     result = _up("--no-dead-man-switch")
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1] == (
-        "kary: error: eksctl is not on PATH: install it (https://eksctl.io/installation/)"
+        "kary: error: eksctl is not on PATH (it creates and deletes the cluster): install it "
+        "(https://eksctl.io/installation/)"
     )
     assert fake_cloud.calls() == []
+
+
+@pytest.mark.parametrize(
+    ("missing", "why"),
+    [
+        ("aws", "the kubeconfig eksctl writes signs in with `aws eks get-token`"),
+        ("kubectl", "it installs the Flux Operator"),
+    ],
+)
+def test_every_tool_of_the_clusters_life_is_checked_before_create(
+    fake_cloud: Any, missing: str, why: str
+) -> None:
+    fake_cloud.remove(missing)
+    result = _up("--no-dead-man-switch")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1].startswith(
+        f"kary: error: {missing} is not on PATH ({why}): install it ("
+    )
+    assert fake_cloud.calls() == []  # nothing was asked, let alone created
+
+
+def test_aws_iam_authenticator_stands_in_for_aws(fake_cloud: Any) -> None:
+    # eksctl's kubeconfig takes whichever of the two is on PATH.
+    fake_cloud.remove("aws")
+    (fake_cloud.bin_dir / "aws-iam-authenticator").write_text("#!/bin/sh\nexit 0\n")
+    (fake_cloud.bin_dir / "aws-iam-authenticator").chmod(0o755)
+    assert _up("--no-dead-man-switch", "--no-operator").exit_code == 0
 
 
 def test_no_aws_credentials_is_one_line_before_anything_is_made(

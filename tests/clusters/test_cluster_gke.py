@@ -222,3 +222,16 @@ def test_cluster_down_dry_run_and_bad_files_are_one_line(fake_cloud: Any, tmp_pa
     result = _up("--max-hours", "0")
     assert result.stderr == "kary: error: invalid --max-hours 0: must be above 0 and at most 168\n"
     assert fake_cloud.calls() == []
+
+
+def test_a_missing_auth_plugin_is_found_before_create(fake_cloud: Any) -> None:
+    fake_cloud.remove("gke-gcloud-auth-plugin")
+    result = _up()
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        "kary: error: gke-gcloud-auth-plugin is not on PATH (the kubeconfig gcloud writes signs "
+        "in with it): install it (`gcloud components install gke-gcloud-auth-plugin`)"
+    )
+    # The fake gcloud records every call: none, so no create (and no dead-man switch) ran.
+    assert fake_cloud.calls("gcloud") == []
+    assert fake_cloud.running() == []
