@@ -96,7 +96,8 @@ PING_COLUMNS = [
 ]
 # Facts of run.json that only the report reads: dates, the template, where Flux
 # ran, the emulator's fidelity and injected faults, the shaped links (a box's
-# or the emulator's) and whether a box cell was CPU-bound.
+# or the emulator's), whether a box cell was CPU-bound, and its layout
+# (per-cell or nested, and the outer instance or MiniCluster it ran in).
 RECORD_FACTS = (
     "started",
     "finished",
@@ -108,6 +109,8 @@ RECORD_FACTS = (
     "sweep_sha256",
     "links",
     "cpu_bound",
+    "layout",
+    "outer",
 )
 RUN_COLUMNS = [
     "uid",
@@ -231,6 +234,9 @@ def _record_texts(record: RunRecord | None) -> dict[str, str]:
     links = box.get("links")
     links = links if isinstance(links, dict) else emulator
     cpu_bound = box.get("cpu_bound")
+    # The nested layout's outer instance (or MiniCluster) the cell ran in.
+    nested = extra.get("nested_in")
+    nested = nested if isinstance(nested, dict) else {}
     texts.update(
         started=_text(record.started),
         finished=_text(record.finished),
@@ -244,6 +250,8 @@ def _record_texts(record: RunRecord | None) -> dict[str, str]:
         cpu_bound={True: "yes", False: "no"}.get(cpu_bound, "")
         if isinstance(cpu_bound, bool)
         else "",
+        layout=_text(extra.get("layout")),
+        outer=_text(nested.get("name")),
     )
     return texts
 

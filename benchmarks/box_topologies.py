@@ -42,6 +42,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
+from machine_load import CpuMeter  # noqa: E402
 
 from analysis import parse  # noqa: E402
 from analysis.stats import rank_test, smallest_p  # noqa: E402
@@ -52,13 +53,6 @@ from experiments.model.validate import parse_size  # noqa: E402
 
 EVENT = "distribute-all-nodes"
 ALPHA = 0.05
-
-
-def _cpu_busy() -> tuple[float, float]:
-    """(busy, total) jiffies of the whole machine, from /proc/stat."""
-    fields = [float(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-    idle = fields[3] + fields[4]
-    return sum(fields) - idle, sum(fields)
 
 
 def run_one(
@@ -189,7 +183,7 @@ def main() -> int:
     speeds = args.speeds.split(",")
     emulated = [s for s in args.emulator.split(",") if s]
     rng = random.Random(args.seed)
-    started, busy0 = time.monotonic(), _cpu_busy()
+    started, meter = time.monotonic(), CpuMeter()
     for iteration in range(args.runs):
         visits = [("box", s, t) for s in speeds for t in topos]
         visits += [("emulator", s, t) for s in emulated for t in topos]
@@ -204,7 +198,6 @@ def main() -> int:
                 flush=True,
             )
     wall = time.monotonic() - started
-    busy1 = _cpu_busy()
     data: dict[str, Any] = {
         "nodes": args.nodes,
         "size": args.size,
@@ -214,7 +207,7 @@ def main() -> int:
         "box": {s: samples(args.out, "box", s) for s in speeds},
         "emulator": {s: samples(args.out, "emulator", s) for s in emulated},
         "wall_seconds": wall,
-        "busy_share": (busy1[0] - busy0[0]) / max(busy1[1] - busy0[1], 1.0),
+        "busy_share": meter.busy(),
     }
     print(table(data))
     if args.json:

@@ -27,6 +27,7 @@ from typing import Any
 
 from experiments.backends import UNBILLED, check_backend_name, default_backend, describe_backend
 from experiments.errors import UserError
+from experiments.estimate.layouts import LayoutEstimate, layout_estimates
 from experiments.estimate.plan_estimate import estimate_for
 from experiments.estimate.time_model import Estimate
 from experiments.execution.ledger import Ledger, read_ledger
@@ -35,15 +36,16 @@ from experiments.execution.summary import RunSummary
 from experiments.files import write_atomic
 from experiments.formats.cell_layout import sweep_copy_path
 from experiments.formats.labels import new_sweep_id
-from experiments.formats.run_record import BOX
+from experiments.formats.run_record import BOX, NESTED
 from experiments.model.axes import knob_flag
 from experiments.model.cell_filter import parse_only
 from experiments.model.cluster_spec import ClusterSpec, load_cluster_spec
+from experiments.model.layout import check_layout, effective_layout
 from experiments.model.plan import ExperimentSpec, Plan, plan_experiment
 from experiments.model.render import RenderOptions, check_image_runs
 from experiments.model.sweep_file import SweepFile
 from experiments.model.validate import image_ref
-from experiments.plan_view import format_duration, plan_json, plan_text
+from experiments.plan_view import format_duration, layout_lines, plan_json, plan_text
 from experiments.sweep import (
     Sweep,
     check_sweep,
@@ -83,6 +85,12 @@ class PlannedSweep:
     def billed(self) -> bool:
         return self.backend not in UNBILLED
 
+    def layouts(self) -> list[LayoutEstimate]:
+        """The cells priced per layout: on a cluster, or where --layout nested is asked."""
+        if self.backend != "kubernetes" and self.sweep.layout != NESTED:
+            return []
+        return layout_estimates(self.estimate)
+
     def cpu_bound_line(self) -> str | None:
         """A warning when box cells would measure this machine's cores, not its links."""
         if self.place != BOX or not self.ledger.to_run:
@@ -112,6 +120,7 @@ class PlannedSweep:
         ).splitlines()
         if warning := self.cpu_bound_line():
             lines.append(warning)
+        lines += layout_lines(self.layouts(), effective_layout(self.sweep.layout, self.backend))
         lines += self.guard(max_cost, max_hours).plan_lines()
         if self.sweep.emulator_faults:
             lines.append(faults_line(self.sweep.emulator_faults))
@@ -133,6 +142,8 @@ class PlannedSweep:
     def to_json(self, max_cost: float | None = None, max_hours: float | None = None) -> Any:
         """The plan as `kary plan --json` prints it."""
         data = plan_json(self.plan, self.ledger, self.estimate, self._cluster_name)
+        if layouts := self.layouts():
+            data["layouts"] = [layout.record() for layout in layouts]
         cluster_lines = self.guard(max_cost, max_hours).plan_lines()
         if cluster_lines:
             data["cluster_lifecycle"] = cluster_lines
@@ -208,6 +219,9 @@ def _choose_backend(sweep: Sweep, cluster: ClusterSpec | None) -> str:
         raise UserError(f"--place says where real Flux runs: flux backend only, not {backend}")
     if sweep.emulator_faults and backend != "local":
         raise UserError("--emulator-fault injects faults into the emulator: local backend only")
+    check_layout(
+        sweep.layout, backend, _flux_place(sweep) if backend == "flux" and sweep.layout else None
+    )
     return backend
 
 
@@ -332,6 +346,7 @@ def run(
         link_latency=planned.sweep.link_latency,
         root_link_bandwidth=planned.sweep.root_link_bandwidth,
         place=planned.sweep.place,
+        layout=effective_layout(planned.sweep.layout, planned.backend),
         options={
             # Labels what this run creates (kary/sweep), so one sweep's leftovers can be found.
             "sweep_id": new_sweep_id(),

@@ -6,13 +6,14 @@ from typing import Any
 
 from experiments.backends import UNBILLED, describe_backend
 from experiments.backends.flux import current_place
+from experiments.estimate.layouts import LayoutEstimate
 from experiments.estimate.time_model import Estimate
 from experiments.execution.ledger import Ledger
 from experiments.formats.cell_layout import format_size
 from experiments.formats.run_record import ALLOCATION
 from experiments.model.plan import ExperimentSpec, Plan
 
-__all__ = ["format_duration", "plan_json", "plan_text"]
+__all__ = ["format_duration", "layout_lines", "plan_json", "plan_text"]
 
 _SHOWN_CELLS = 20
 # Assumptions smaller than this share of the estimate are counted, not listed.
@@ -182,3 +183,29 @@ def _unpriced_cost_line(backend: str, place: str | None = None) -> str:
     if backend in UNBILLED:
         return f"cost: $0.00 (nothing billed: {describe_backend(backend, place)})"
     return "cost: unknown (no --cluster FILE to price; the cluster's own bill applies)"
+
+
+def layout_lines(layouts: list[LayoutEstimate], chosen: str) -> list[str]:
+    """The plan's cells in each layout, side by side, and what each takes on trust."""
+    if not layouts:
+        return []
+    width = max(len(layout.name) for layout in layouts)
+    lines = ["layouts (the same cells; --layout chooses; the 80% interval in brackets):"]
+    for layout in layouts:
+        mark = "*" if layout.name == chosen else " "
+        cost = (
+            f"  ${layout.cost_usd:.2f} (${layout.cost_usd_low:.2f} - ${layout.cost_usd_high:.2f})"
+            if layout.hourly_usd
+            else ""
+        )
+        lines.append(
+            f" {mark}{layout.name:<{width}}  {format_duration(layout.seconds)}"
+            f" ({format_duration(layout.seconds_low)} - {format_duration(layout.seconds_high)})"
+            + cost
+        )
+    shown: set[str] = set()
+    for layout in layouts[1:]:
+        notes = [note for note in layout.assumptions if note not in shown]
+        lines += [f"  {layout.name}: {note}" for note in notes]
+        shown.update(notes)
+    return lines

@@ -37,6 +37,11 @@ class Sweep:
     cell instead.  `only` keeps the cells a filter selects
     (experiments/model/cell_filter.py).  `file` is the sweep file this came
     from (`Sweep.from_file`), recorded with every cell.
+
+    `layout` (flux and kubernetes backends): `nested` runs every cell of a node
+    count as a nested Flux instance inside one outer instance (a MiniCluster on
+    a cluster, a test instance here); `per-cell` starts one per cell (the
+    default, None).
     """
 
     exact_nodes: int | None = None
@@ -74,6 +79,7 @@ class Sweep:
     link_latency: str | None = None
     root_link_bandwidth: str | None = None
     place: str | None = None
+    layout: str | None = None
     emulator_faults: Sequence[str] = ()
 
     @classmethod

@@ -71,6 +71,8 @@ class BackendSettings:
     `link_latency` / `root_link_bandwidth` are text as given on the command
     line ("1Gbit", "200us"): the emulator's links, or a box's (flux backend).
     `place` is where the flux backend runs a cell (None: it chooses).
+    `layout` is `nested` (one outer instance or MiniCluster per node count, each
+    cell a nested instance in it) or `per-cell` (None: the backend's default).
     `workdir` is where a backend may keep scratch files (None: a fresh temporary folder).
     """
 
@@ -80,6 +82,7 @@ class BackendSettings:
     link_latency: str | None = None
     root_link_bandwidth: str | None = None
     place: str | None = None
+    layout: str | None = None
     workdir: Path | None = None
     options: dict[str, Any] = field(default_factory=dict)
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
+from experiments.backends.flux_outer import OuterInstance
 from experiments.backends.session_guard import kill_session, session_members
 from experiments.backends.waiting import communicate_or_stop
 from experiments.box.launch import box_spec, read_link_bytes
@@ -47,7 +48,14 @@ from experiments.box.reap import reap_dead_boxes
 from experiments.errors import UserError
 from experiments.estimate.bottleneck import bottleneck
 from experiments.estimate.defaults import default_time_model
-from experiments.formats.run_record import ALLOCATION, BOX, PLACES, TEST_INSTANCE
+from experiments.formats.run_record import (
+    ALLOCATION,
+    BOX,
+    NESTED,
+    PER_CELL,
+    PLACES,
+    TEST_INSTANCE,
+)
 from experiments.model.plan import Cell
 from experiments.model.render import Rendered
 
@@ -121,9 +129,12 @@ class FluxBackend(Backend):
         place: str | None = None,
         links: LinkSettings | None = None,
         host_prefix: str = "flux-sample",
+        layout: str | None = None,
     ) -> None:
         self.workdir = workdir
         self.requested_place = place
+        self.layout = layout or PER_CELL
+        self.outer: OuterInstance | None = None
         self.links = links or LinkSettings()
         self.host_prefix = host_prefix
         self.box_prefix: list[str] = []
@@ -146,6 +157,7 @@ class FluxBackend(Backend):
             place=settings.place,
             links=links,
             host_prefix=settings.render.name if settings.render else "flux-sample",
+            layout=settings.layout,
         )
 
     # ---- up: which flux, where ------------------------------------------
@@ -223,11 +235,62 @@ class FluxBackend(Backend):
             entrypoint.write_text(rendered.entrypoint_sh)
             if layout is not None:
                 return self._run_box(cell, layout, folder, entrypoint, timeout)
+            if self.place == TEST_INSTANCE and self.layout == NESTED:
+                return self._run_nested(cell, folder, entrypoint, timeout)
             if self.place == TEST_INSTANCE:
                 return self._run_test_instance(cell, folder, entrypoint, timeout)
             return self._run_in_allocation(cell, folder, entrypoint, timeout)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+
+    def down(self) -> None:
+        self._stop_outer()
+
+    # ---- the nested layout: one outer instance per node count ------------------
+
+    def _run_nested(
+        self, cell: Cell, folder: Path, entrypoint: Path, timeout: float | None
+    ) -> RunResult:
+        """Run the cell as a nested instance in the outer instance of its node count."""
+        try:
+            outer = self._outer_for(cell.nodes)
+            env = _flux_env(os.environ)
+            env["FLUX_URI"] = outer.uri
+            # Rank 0's disk keeps each size's blob for the node count's later cells.
+            env["KARY_BLOB_CACHE"] = str(outer.folder / "blobs")
+            result = self._run_in_allocation(cell, folder, entrypoint, timeout, env, cell.nodes)
+        except BaseException:
+            # Ctrl-C (or a broken outer): nothing of the sweep outlives the cell.
+            self._stop_outer()
+            raise
+        result.provenance["nested_in"] = outer.record()
+        outer.cells += 1
+        return result
+
+    def _outer_for(self, nodes: int) -> OuterInstance:
+        """The running outer instance of `nodes` brokers, started (and the last one
+        stopped) when the node count changes or it died."""
+        if self.outer is not None and (self.outer.nodes != nodes or not self.outer.running):
+            self._stop_outer()
+        if self.outer is None:
+            folder = Path(tempfile.mkdtemp(prefix="kary-outer-", dir=self._scratch_base()))
+            outer = OuterInstance(self.flux or "flux", nodes, folder, _flux_env(os.environ))
+            try:
+                outer.start()
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            self.outer = outer
+        return self.outer
+
+    def _stop_outer(self) -> None:
+        outer, self.outer = self.outer, None
+        if outer is None:
+            return
+        left = outer.stop()
+        shutil.rmtree(outer.folder, ignore_errors=True)
+        if left:
+            raise BackendError(f"flux processes of the outer instance survived: {left}")
 
     def _scratch_base(self) -> str | None:
         # flux start's rundir (and its socket paths) go under TMPDIR=folder, and
@@ -243,6 +306,10 @@ class FluxBackend(Backend):
             "cluster": f"flux:{socket.gethostname()}",
             "flux_version": self.flux_version,
             "place": self.place,
+            # Inside a user's allocation every cell is nested in it already.
+            "layout": {ALLOCATION: NESTED, TEST_INSTANCE: self.layout}.get(
+                self.place or "", PER_CELL
+            ),
             "image": None,  # no container: the flux on PATH ran it
             "instance_type": None,
             "flux": {"brokers": cell.nodes, "wall_seconds": round(wall, 3), **extra},
@@ -346,9 +413,17 @@ class FluxBackend(Backend):
         return RunResult(out.decode("utf-8", "replace"), rc, timed_out, error, provenance)
 
     def _run_in_allocation(
-        self, cell: Cell, folder: Path, entrypoint: Path, timeout: float | None
+        self,
+        cell: Cell,
+        folder: Path,
+        entrypoint: Path,
+        timeout: float | None,
+        env: dict[str, str] | None = None,
+        instance_nodes: int | None = None,
     ) -> RunResult:
-        env = _flux_env(os.environ)
+        """The cell as a nested instance (`flux batch`) in the instance `env`'s FLUX_URI
+        names: the user's allocation, or the nested layout's outer instance."""
+        env = env if env is not None else _flux_env(os.environ)
         if self.shared_filesystem:
             env["KARY_RANK_ROOT"] = str(folder / "ranks")
         command = [
@@ -392,7 +467,10 @@ class FluxBackend(Backend):
         ).strip()
         error = f"timed out after {timeout:g} s (job {jobid} cancelled)" if timed_out else None
         provenance = self._provenance(
-            cell, wall, messages=_messages(err)[-20:], instance_nodes=self.instance_nodes
+            cell,
+            wall,
+            messages=_messages(err)[-20:],
+            instance_nodes=instance_nodes or self.instance_nodes,
         )
         provenance.update({"jobid": jobid, "hosts": hosts or None})
         return RunResult(out.decode("utf-8", "replace"), rc, timed_out, error, provenance)

@@ -171,6 +171,16 @@ Place = Annotated[
         "shaped, else allocation inside Flux, else test-instance.",
     ),
 ]
+Layout = Annotated[
+    str | None,
+    typer.Option(
+        "--layout",
+        metavar="<layout>",
+        help="nested: one MiniCluster (here: one test instance) per node count, each cell a "
+        "nested Flux instance in it; per-cell: one per cell, as the seed's sweeps ran.  "
+        "Default: per-cell.",
+    ),
+]
 MaxCost = Annotated[
     float | None,
     typer.Option(

@@ -44,6 +44,11 @@ TEST_INSTANCE = "test-instance"
 ALLOCATION = "allocation"
 BOX = "box"
 PLACES = (BOX, TEST_INSTANCE, ALLOCATION)
+# run.json "layout": a cluster (a MiniCluster, or a test instance here) per cell,
+# or one per node count with each cell a nested Flux instance inside it.
+PER_CELL = "per-cell"
+NESTED = "nested"
+LAYOUTS = (NESTED, PER_CELL)
 
 CellState = Literal["pending", "running", "succeeded", "failed", "timeout", "interrupted"]
 

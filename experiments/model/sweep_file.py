@@ -61,6 +61,7 @@ FILE_KEYS = (
     "link_latency",
     "root_link_bandwidth",
     "place",
+    "layout",
     *_PATH_KEYS,
 )
 
