@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 import yaml
+from strict_schema import crd_schema, validate_strictly
 
 from experiments.backends.k8s_report import (
     container_state,
@@ -30,19 +30,12 @@ from experiments.model.render import (
 )
 
 
-def _schema(crd: Path) -> dict[str, Any]:
-    document = yaml.safe_load(crd.read_text())
-    version = next(v for v in document["spec"]["versions"] if v["name"] == "v1alpha2")
-    schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
-    return schema
-
-
 def test_the_labelled_minicluster_validates_against_the_crd(
     minicluster_crd: Path, cell: Any, rendered: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KARY_OWNER", "Jane.Doe")
     body = KubernetesBackend(labels={"kary/sweep": "s1"})._manifest(cell, rendered)
-    jsonschema.validate(body, _schema(minicluster_crd))
+    validate_strictly(body, crd_schema(minicluster_crd))
     assert body["metadata"]["namespace"] == "default"
     # The render's own labels win; the backend adds what is missing.
     assert body["metadata"]["labels"]["kary/owner"] == "tester"
@@ -67,7 +60,7 @@ def _render(cell: Cell, options: RenderOptions) -> dict[str, Any]:
 
 
 def _flux_container_schema(crd: Path) -> dict[str, Any]:
-    spec = _schema(crd)["properties"]["spec"]["properties"]
+    spec = crd_schema(crd)["properties"]["spec"]["properties"]
     schema: dict[str, Any] = spec["flux"]["properties"]["container"]
     return schema
 
@@ -76,7 +69,7 @@ def test_the_default_image_takes_flux_from_the_operators_view(
     minicluster_crd: Path, cell: Cell
 ) -> None:
     body = _render(cell, RenderOptions())
-    jsonschema.validate(body, _schema(minicluster_crd))
+    validate_strictly(body, crd_schema(minicluster_crd))
     # A plain Ubuntu pinned by digest; Flux comes from the view the CRD documents
     # (its default for spec.flux.container.image, one of the images it lists).
     assert body["spec"]["containers"][0]["image"] == DEFAULT_IMAGE
@@ -92,7 +85,7 @@ def test_an_image_with_flux_runs_the_init_container_from_itself(
     minicluster_crd: Path, cell: Cell
 ) -> None:
     body = _render(cell, RenderOptions(image=SEED_IMAGE, pull_always=True))
-    jsonschema.validate(body, _schema(minicluster_crd))
+    validate_strictly(body, crd_schema(minicluster_crd))
     # The view is disabled and the init container, which only writes the broker
     # config, runs the same image: one pull per node, not two.
     assert body["spec"]["flux"]["container"] == {
@@ -111,7 +104,7 @@ def test_an_unknown_image_is_taken_to_have_flux_and_a_named_view_overrides(
     assert unknown["spec"]["flux"]["container"]["disable"] is True
     jammy = "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy"
     viewed = _render(cell, RenderOptions(image="ubuntu:jammy", flux_view=jammy))
-    jsonschema.validate(viewed, _schema(minicluster_crd))
+    validate_strictly(viewed, crd_schema(minicluster_crd))
     assert viewed["spec"]["flux"]["container"] == {"image": jammy, "pullAlways": False}
     assert jammy in _flux_container_schema(minicluster_crd)["description"].split()
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from strict_schema import crd_schema, validate_strictly
 
 from experiments.errors import UserError
 from experiments.formats.cell_layout import NO_KNOBS, Knobs
@@ -44,12 +45,6 @@ def test_every_rendered_entrypoint_passes_bash_n(
     assert ("kary_verify" in rendered.entrypoint_sh.split('echo "MODULE STATS')[1]) is verify
 
 
-def _crd_schema(crd: Path) -> dict:
-    document = yaml.safe_load(crd.read_text())
-    version = next(v for v in document["spec"]["versions"] if v["name"] == "v1alpha2")
-    return version["schema"]["openAPIV3Schema"]
-
-
 @pytest.mark.parametrize(("nodes", "topo", "strategies"), CASES)
 def test_rendered_minicluster_validates_against_the_operator_crd(
     minicluster_crd: Path, nodes: int, topo: str, strategies: list[str]
@@ -57,7 +52,7 @@ def test_rendered_minicluster_validates_against_the_operator_crd(
     options = RenderOptions(labels={"kary/sweep": "s1", "kary/cell": "6.kary-2.0"})
     rendered = render_cell(nodes, topo, [MIB], strategies, "c", options)
     document = yaml.safe_load(rendered.minicluster_yaml)
-    jsonschema.validate(document, _crd_schema(minicluster_crd))
+    validate_strictly(document, crd_schema(minicluster_crd))
     assert document["apiVersion"] == "flux-framework.org/v1alpha2"
     assert document["spec"]["size"] == nodes
     assert document["spec"]["flux"]["topology"] == topo
@@ -69,7 +64,31 @@ def test_a_typo_in_a_field_fails_the_crd_check(minicluster_crd: Path) -> None:
     document = yaml.safe_load(render_cell(4, "kary:2", [MIB], ["all"], "c").minicluster_yaml)
     document["spec"]["size"] = "four"
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(document, _crd_schema(minicluster_crd))
+        validate_strictly(document, crd_schema(minicluster_crd))
+
+
+@pytest.mark.parametrize(
+    ("where", "field"),
+    [
+        (("spec", "containers", 0), "comand"),  # a misspelt field
+        (("spec",), "topology"),  # a real field, one level too high (it is spec.flux's)
+        (("spec", "flux"), "sizes"),  # spec.size's name, in the wrong place
+    ],
+)
+def test_an_unknown_or_misplaced_field_fails_as_strict_validation_would(
+    minicluster_crd: Path, where: tuple[str | int, ...], field: str
+) -> None:
+    document = yaml.safe_load(render_cell(4, "kary:2", [MIB], ["all"], "c").minicluster_yaml)
+    schema = crd_schema(minicluster_crd)
+    jsonschema.validate(document, schema)
+    node = document
+    for key in where:
+        node = node[key]
+    node[field] = "x"
+    jsonschema.validate(document, schema)  # the CRD's schema as it is lets it through
+    path = ".".join(str(k) for k in where).replace(".0", "[0]") + f".{field}"
+    with pytest.raises(jsonschema.ValidationError, match=re.escape(path)):
+        validate_strictly(document, schema)
 
 
 def test_the_minicluster_carries_the_exact_entrypoint() -> None:

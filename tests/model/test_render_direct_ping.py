@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-import jsonschema
 import pytest
 import yaml
+from strict_schema import crd_schema, validate_strictly
 
 from experiments.errors import UserError
 from experiments.formats.kary_line import kary_records
@@ -26,13 +26,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "emulator"))
 from emulator_helpers import wait_for_no_processes
 
 MIB = 2**20
-
-
-def _crd_schema(crd: Path) -> dict[str, object]:
-    document = yaml.safe_load(crd.read_text())
-    version = next(v for v in document["spec"]["versions"] if v["name"] == "v1alpha2")
-    schema: dict[str, object] = version["schema"]["openAPIV3Schema"]
-    return schema
 
 
 def _body(entrypoint: str) -> str:
@@ -66,7 +59,7 @@ def test_a_minicluster_with_direct_declares_the_port_and_stays_valid(
 ) -> None:
     rendered = render_cell(4, "kary:1", [MIB], ["direct"], "c")
     document = yaml.safe_load(rendered.minicluster_yaml)
-    jsonschema.validate(document, _crd_schema(minicluster_crd))
+    validate_strictly(document, crd_schema(minicluster_crd))
     assert document["spec"]["containers"][0]["ports"] == [DIRECT_PORT]
     # On separate hosts the ranks ask for rank 0 by its name, on that port.
     assert f"DIRECT_BIND=0.0.0.0 DIRECT_PORT={DIRECT_PORT}" in rendered.entrypoint_sh
