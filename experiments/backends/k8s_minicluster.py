@@ -103,7 +103,17 @@ def create_minicluster(
     create = api.custom.create_namespaced_custom_object
     for attempt in (1, 2):
         try:
-            api.call("create a MiniCluster", create, CRD_GROUP, CRD_VERSION, ns, CRD_PLURAL, body)
+            # Strict: a field the CRD does not know is an error, not silently pruned.
+            api.call(
+                "create a MiniCluster",
+                create,
+                CRD_GROUP,
+                CRD_VERSION,
+                ns,
+                CRD_PLURAL,
+                body,
+                field_validation="Strict",
+            )
             return
         except ApiException as err:
             if err.status == 404:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from experiments.backends.k8s_api import OPERATOR_MANIFEST
 from experiments.clusters.lease import Lease
 from experiments.clusters.shell import Command, Shell
 from experiments.model.cluster_spec import ClusterSpec
@@ -32,10 +33,6 @@ __all__ = [
     "operator_steps",
 ]
 
-OPERATOR_MANIFEST = (
-    "https://raw.githubusercontent.com/flux-framework/flux-operator/main/"
-    "examples/dist/flux-operator.yaml"
-)
 OPERATOR_NAMESPACE = "operator-system"
 OPERATOR_DEPLOYMENT = "operator-controller-manager"
 KUBECTL_WHY = "it installs the Flux Operator"

@@ -24,7 +24,7 @@ runner = CliRunner()
 EKS_30 = Path(__file__).resolve().parents[2] / "clusters" / "eks-30.yaml"
 NAME = "kary-topology-30"
 MANIFEST = (
-    "https://raw.githubusercontent.com/flux-framework/flux-operator/main/"
+    "https://raw.githubusercontent.com/flux-framework/flux-operator/0d75cef855dee5351d68e32ec139a70e892b5268/"
     "examples/dist/flux-operator.yaml"
 )
 # eks-30.yaml's node group names this placement group; kary makes it.

@@ -45,7 +45,7 @@ def test_the_plan_is_the_exact_gcloud_commands() -> None:
         "--enable-gvnic --labels managed-by=kary,owner=tester,created=20260627t153000z,"
         "expires=20260627t193000z --quiet",
         f"  gcloud container clusters get-credentials {NAME} --zone us-central1-a",
-        "  kubectl apply -f https://raw.githubusercontent.com/flux-framework/flux-operator/main/"
+        "  kubectl apply -f https://raw.githubusercontent.com/flux-framework/flux-operator/0d75cef855dee5351d68e32ec139a70e892b5268/"
         "examples/dist/flux-operator.yaml",
         "  kubectl -n operator-system rollout status deployment/operator-controller-manager "
         "--timeout=300s",

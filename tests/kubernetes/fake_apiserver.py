@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from strict_schema import unknown_fields
+
 GROUP_PATH = "/apis/flux-framework.org/v1alpha2"
 OPERATOR_IMAGE = "ghcr.io/flux-framework/flux-operator:latest"
 OPERATOR_DIGEST = "sha256:" + "ab" * 32
@@ -77,6 +79,9 @@ class FakeCluster:
     # name -> {"born": t, "scenario": Scenario, "deleted": t | None}
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)
     resource_version: int = 100
+    # The CRD's openAPIV3Schema: with it, fieldValidation=Strict rejects unknown
+    # fields as a real API server does (422), and without Strict they are pruned.
+    schema: dict[str, Any] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def fault(self, prefix: str, *actions: Any) -> None:
@@ -334,6 +339,8 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         if path.startswith(GROUP_PATH + "/namespaces/") and parts[5] == "miniclusters":
+            if method == "POST" and self._unknown_fields(body, query):
+                return
             self._miniclusters(method, parts[4], parts[6] if len(parts) > 6 else None, body)
             return
         if path == "/api/v1/nodes":
@@ -440,6 +447,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._jobs(parts[4], query)
             return
         self._status(404, "NotFound", f"fake apiserver: no route for {method} {path}")
+
+    def _unknown_fields(self, body: Any, query: dict[str, str]) -> bool:
+        """Answer 422 for unknown fields under Strict (True); prune them otherwise."""
+        schema = self.cluster.schema
+        unknown = unknown_fields(schema, body) if schema and isinstance(body, dict) else []
+        if unknown and query.get("fieldValidation") == "Strict":
+            fields = ", ".join(f'unknown field "{path}"' for path in unknown)
+            self._status(422, "Invalid", f"strict decoding error: {fields}")
+            return True
+        for path in unknown:  # what the server does without Strict: drop them
+            _prune(body, path)
+        return False
 
     def _miniclusters(self, method: str, ns: str, name: str | None, body: Any) -> None:
         cluster = self.cluster
@@ -559,3 +578,16 @@ def write_kubeconfig(
     }
     path.write_text(json.dumps(config))
     return path
+
+
+def _prune(body: dict[str, Any], path: str) -> None:
+    """Delete the field at a dotted path with [i] list indexes, as strict_schema writes them."""
+    keys: list[str | int] = []
+    for part in path.split("."):
+        name, _, rest = part.partition("[")
+        keys.append(name)
+        keys += [int(index) for index in rest.rstrip("]").split("][") if index] if rest else []
+    node: Any = body
+    for key in keys[:-1]:
+        node = node[key]
+    del node[keys[-1]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import socket
@@ -11,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from fake_apiserver import IMAGE_DIGEST, OPERATOR_DIGEST, OPERATOR_IMAGE, Scenario, write_kubeconfig
+from strict_schema import crd_schema
 
 from experiments.backends import BackendError, make_backend
 from experiments.backends.base import BackendSettings
@@ -22,7 +25,7 @@ from experiments.model.render import DEFAULT_IMAGE, RenderOptions
 MC_PATH = "/apis/flux-framework.org/v1alpha2/namespaces/default/miniclusters"
 JOBS_PATH = "/apis/batch/v1/namespaces/default/jobs"
 INSTALL = (
-    "kubectl apply -f https://raw.githubusercontent.com/flux-framework/flux-operator/main/"
+    "kubectl apply -f https://raw.githubusercontent.com/flux-framework/flux-operator/0d75cef855dee5351d68e32ec139a70e892b5268/"
     "examples/dist/flux-operator.yaml"
 )
 
@@ -277,3 +280,26 @@ def test_ctrl_c_while_waiting_deletes_the_minicluster(
             timer.cancel()
     assert apiserver.cluster.count("DELETE", f"{MC_PATH}/flux-sample") == 1
     assert _nothing_left(apiserver)
+
+
+def test_a_field_the_crd_does_not_know_is_refused_not_pruned(
+    apiserver: Any, make_backend: Any, cell: Any, rendered: Any, minicluster_crd: Path
+) -> None:
+    # The fake now answers as a real API server does under strict field validation.
+    apiserver.cluster.schema = crd_schema(minicluster_crd)
+    document = yaml.safe_load(rendered.minicluster_yaml)
+    document["spec"]["containers"][0]["comand"] = "hostname"
+    misspelt = dataclasses.replace(rendered, minicluster_yaml=yaml.safe_dump(document))
+    with make_backend() as backend:
+        with pytest.raises(BackendError) as caught:
+            backend.run(cell, misspelt, 10)
+        assert str(caught.value) == (
+            "the API refused MiniCluster flux-sample: strict decoding error: "
+            'unknown field "spec.containers[0].comand"'
+        )
+        # The request asked for Strict, and nothing was created.
+        posts = [q for m, p, q in apiserver.cluster.requests if m == "POST" and p == MC_PATH]
+        assert posts == [{"fieldValidation": "Strict"}]
+        assert apiserver.cluster.created == []
+        # The same MiniCluster spelt right is created.
+        assert backend.run(cell, rendered, 10).error is None
