@@ -74,7 +74,12 @@ def wait_for_job(
                 f"{start_timeout_s:g} s: is it running? "
                 f"(kubectl -n {OPERATOR_NAMESPACE} get pods)"
             )
-        window = max(1, int(min(window_s, deadline - now, start_deadline - now + 1)))
+        # Until the Job is seen, the start deadline bounds a window too; after it,
+        # only the cell's own deadline does (else every watch would be 1 s long).
+        limit = min(window_s, deadline - now)
+        if not seen:
+            limit = min(limit, start_deadline - now + 1)
+        window = max(1, int(limit))
         try:
             if resource_version is None:
                 jobs = api.call(

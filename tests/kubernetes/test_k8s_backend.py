@@ -303,3 +303,20 @@ def test_a_field_the_crd_does_not_know_is_refused_not_pruned(
         assert apiserver.cluster.created == []
         # The same MiniCluster spelt right is created.
         assert backend.run(cell, rendered, 10).error is None
+
+
+def test_past_the_start_timeout_the_watch_keeps_its_window_instead_of_polling(
+    apiserver: Any, make_backend: Any, cell: Any, rendered: Any
+) -> None:
+    # The Job shows at once and finishes after 3.5 s; the start timeout (0.3 s) is long
+    # past by then.  Watches of up to 10 s: one or two, not one per second.
+    apiserver.cluster.scenario = Scenario(run_s=3.5)
+    with make_backend(job_start_timeout_s=0.3, watch_window_s=10.0) as backend:
+        result = backend.run(cell, rendered, 30)
+    assert result.error is None
+    watches = [
+        q for m, p, q in apiserver.cluster.requests if p == JOBS_PATH and q.get("watch") == "true"
+    ]
+    assert 1 <= len(watches) <= 2, watches
+    # The first window is set before the Job is seen (bounded by the start timeout).
+    assert all(int(q["timeoutSeconds"]) == 10 for q in watches[1:]), watches
