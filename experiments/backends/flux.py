@@ -26,7 +26,6 @@ import contextlib
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -38,7 +37,7 @@ from typing import Any
 
 from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
 from experiments.backends.flux_outer import OuterInstance
-from experiments.backends.session_guard import kill_session, session_members
+from experiments.backends.session_guard import stop_guard
 from experiments.backends.waiting import communicate_or_stop
 from experiments.box.launch import box_spec, read_link_bytes
 from experiments.box.layout import BoxLayout, new_run_id
@@ -539,18 +538,7 @@ def _run_flux(command: list[str], env: dict[str, str], shown: str) -> str:
 
 
 def _stop_guard(guard: subprocess.Popen[bytes]) -> list[int]:
-    """Stop the guard (it tears the instance down); the pids of its session still alive."""
-    if guard.poll() is None:
-        try:
-            guard.send_signal(signal.SIGTERM)
-            guard.wait(timeout=_GUARD_GRACE_S)
-        except subprocess.TimeoutExpired:
-            guard.kill()
-            guard.wait()
-    # The guard is the session leader: whatever is left in its session is ours.
-    if session_members(guard.pid):
-        return kill_session(guard.pid)
-    return []
+    return stop_guard(guard, _GUARD_GRACE_S)
 
 
 def _messages(err: bytes) -> list[str]:

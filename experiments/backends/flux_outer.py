@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from experiments.backends.base import BackendError
-from experiments.backends.session_guard import kill_session, session_members
+from experiments.backends.session_guard import stop_guard
 
 __all__ = ["OuterInstance"]
 
@@ -128,18 +128,10 @@ class OuterInstance:
         if guard.stdin is not None:
             with contextlib.suppress(OSError):
                 guard.stdin.close()
-        try:
+        # Closing stdin ends the instance gracefully; a guard that does not follow is stopped.
+        with contextlib.suppress(subprocess.TimeoutExpired):
             guard.wait(timeout=_CLOSE_WAIT_S)
-        except subprocess.TimeoutExpired:
-            guard.terminate()
-            try:
-                guard.wait(timeout=_CLOSE_WAIT_S)
-            except subprocess.TimeoutExpired:
-                guard.kill()
-                guard.wait()
-        if session_members(guard.pid):
-            return kill_session(guard.pid)
-        return []
+        return stop_guard(guard, _CLOSE_WAIT_S)
 
 
 def _last_line(err: bytes) -> str:

@@ -25,12 +25,13 @@ import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 import time
 
 from experiments.proctable import live_members
 
-__all__ = ["kill_session", "session_members"]
+__all__ = ["kill_session", "session_members", "stop_guard"]
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -80,6 +81,22 @@ def kill_session(sid: int, *, grace: float = _GRACE_S, exclude: int | None = Non
         _signal_all(left, signal.SIGKILL)
         time.sleep(0.05)
     return others()
+
+
+def stop_guard(guard: subprocess.Popen[bytes], grace: float) -> list[int]:
+    """Stop a guard kary started (it tears its command down): SIGTERM, `grace`
+    seconds, SIGKILL; then the pids of its session still alive, after a last sweep."""
+    if guard.poll() is None:
+        try:
+            guard.send_signal(signal.SIGTERM)
+            guard.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            guard.kill()
+            guard.wait()
+    # The guard is the session leader: whatever is left in its session is ours.
+    if session_members(guard.pid):
+        return kill_session(guard.pid)
+    return []
 
 
 def _prctl(option: int, value: int) -> None:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.estimate.parameters import GIB
+from experiments.estimate.prices import PricedInterval
 from experiments.estimate.time_model import Estimate
 from experiments.formats.run_record import NESTED, PER_CELL
 
@@ -115,7 +116,7 @@ def load_levers(path: Path = LEVERS_FILE) -> Levers:
 
 
 @dataclass(frozen=True)
-class LayoutEstimate:
+class LayoutEstimate(PricedInterval):
     """One layout's time and dollars for the plan's cells, with an 80% interval."""
 
     name: str
@@ -129,14 +130,6 @@ class LayoutEstimate:
     @property
     def cost_usd(self) -> float:
         return self.hourly_usd * self.seconds / 3600.0
-
-    @property
-    def cost_usd_low(self) -> float:
-        return self.hourly_usd * self.seconds_low / 3600.0
-
-    @property
-    def cost_usd_high(self) -> float:
-        return self.hourly_usd * self.seconds_high / 3600.0
 
     def record(self) -> dict[str, Any]:
         return {

@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_CONTROL_PLANE_USD_PER_HOUR",
     "HourlyPrice",
     "PriceCatalog",
+    "PricedInterval",
     "cluster_hourly_price",
     "hourly_price",
     "load_price_catalog",
@@ -186,3 +187,21 @@ def cluster_hourly_price(
     return hourly_price(
         catalog, groups, cluster.region, cluster.provider, cluster.kubernetes_version, on
     )
+
+
+class PricedInterval:
+    """Dollars for a span priced by the hour: the low and high ends of its interval.
+
+    Mixed into dataclasses that have `hourly_usd`, `seconds_low` and `seconds_high`."""
+
+    hourly_usd: float
+    seconds_low: float
+    seconds_high: float
+
+    @property
+    def cost_usd_low(self) -> float:
+        return self.hourly_usd * self.seconds_low / 3600.0
+
+    @property
+    def cost_usd_high(self) -> float:
+        return self.hourly_usd * self.seconds_high / 3600.0

@@ -34,7 +34,12 @@ from experiments.estimate.interval import (
     plan_steps,
 )
 from experiments.estimate.parameters import TimeModel
-from experiments.estimate.prices import PriceCatalog, cluster_hourly_price, load_price_catalog
+from experiments.estimate.prices import (
+    PriceCatalog,
+    PricedInterval,
+    cluster_hourly_price,
+    load_price_catalog,
+)
 from experiments.estimate.structure import CellTime, predict_cell
 from experiments.model.cluster_spec import ClusterSpec
 from experiments.model.plan import Cell
@@ -62,7 +67,7 @@ _FIXED_PARTS = {
 
 
 @dataclass(frozen=True)
-class Estimate:
+class Estimate(PricedInterval):
     cells: list[CellTime]
     seconds: float
     parts: dict[str, float]
@@ -80,14 +85,6 @@ class Estimate:
     extrapolated: list[str] = field(default_factory=list)
     level: float = LEVEL
     sources: list[str] = field(default_factory=list)  # every model the cells are predicted with
-
-    @property
-    def cost_usd_low(self) -> float:
-        return self.hourly_usd * self.seconds_low / 3600.0
-
-    @property
-    def cost_usd_high(self) -> float:
-        return self.hourly_usd * self.seconds_high / 3600.0
 
 
 def estimate_plan(

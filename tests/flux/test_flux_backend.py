@@ -127,15 +127,23 @@ def test_a_failing_extract_fails_the_cell_and_no_time_is_kept(flux: str, scratch
     assert row["status"] == "failed" and row["time_seconds"] != row["time_seconds"]  # NaN
 
 
-def _start_long_cell(scratch: Path, data: Path, *extra: str) -> subprocess.Popen[str]:
+def _start_kary(scratch: Path, args: list[str]) -> subprocess.Popen[str]:
+    """`kary ARGS` started in the background, as a user's terminal would."""
     return subprocess.Popen(
-        [*KARY, "run", "--exact-nodes", "8", "--topo", "kary:2", "--sizes", "256M", *extra,
-         "--data-dir", str(data)],
+        [*KARY, *args],
         env=_env(scratch),
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+    )
+
+
+def _start_long_cell(scratch: Path, data: Path, *extra: str) -> subprocess.Popen[str]:
+    return _start_kary(
+        scratch,
+        ["run", "--exact-nodes", "8", "--topo", "kary:2", "--sizes", "256M", *extra,
+         "--data-dir", str(data)],
     )  # fmt: skip
 
 

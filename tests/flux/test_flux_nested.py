@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "emulator"))
 from emulator_helpers import processes_mentioning, wait_for_no_processes  # noqa: E402
-from test_flux_backend import KARY, _env, _kary  # noqa: E402
+from test_flux_backend import _kary, _start_kary  # noqa: E402
 
 from analysis.output import load_parsed  # noqa: E402
 from analysis.parse_raw import parse_tree  # noqa: E402
@@ -115,15 +114,8 @@ def test_ctrl_c_cancels_the_nested_job_and_ends_the_outer_instance(
 ) -> None:
     data = scratch / "raw"
     template = _stalling_template(scratch, "kary:1")
-    proc = subprocess.Popen(
-        [*KARY, "run", *NESTED, "--sizes", "2M", "--template", str(template),
-         "--data-dir", str(data)],
-        env=_env(scratch),
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
+    args = ["run", *NESTED, "--sizes", "2M", "--template", str(template), "--data-dir", str(data)]
+    proc = _start_kary(scratch, args)
     try:
         # The stalled entrypoint runs on rank 0 of the nested instance, inside the outer one.
         deadline = time.monotonic() + 90
