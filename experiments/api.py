@@ -272,7 +272,13 @@ def plan(sweep: Sweep) -> PlannedSweep:
     ledger = read_ledger(cells.cells, spec.data_dir, sweep.rerun_failed, sweep.force)
     # Verifying every rank's copy is cheap where kary runs, and on by default there.
     verify = (backend in UNBILLED) if sweep.verify is None else sweep.verify
-    render = RenderOptions(name=sweep.name, image=image_ref(sweep.image), verify=verify)
+    render = RenderOptions(
+        name=sweep.name,
+        image=image_ref(sweep.image),
+        verify=verify,
+        node_selector=dict(cluster.node_selector) if cluster else {},
+        tolerations=tuple(cluster.tolerations) if cluster else (),
+    )
     if backend not in UNBILLED:  # a cluster's backend runs the image's own Flux (or a view's)
         check_image_runs(render.image, sorted({cell.topo for cell in cells.cells}))
     estimate = estimate_for(
@@ -350,6 +356,7 @@ def run(
         options={
             # Labels what this run creates (kary/sweep), so one sweep's leftovers can be found.
             "sweep_id": new_sweep_id(),
+            "allow_shared_nodes": planned.sweep.allow_shared_nodes,
             **(
                 {"faults": tuple(planned.sweep.emulator_faults)}
                 if planned.sweep.emulator_faults

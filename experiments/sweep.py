@@ -80,6 +80,8 @@ class Sweep:
     root_link_bandwidth: str | None = None
     place: str | None = None
     layout: str | None = None
+    # Kubernetes: time a cell whose ranks share a node (else it fails, untimed).
+    allow_shared_nodes: bool = False
     emulator_faults: Sequence[str] = ()
 
     @classmethod

@@ -53,6 +53,9 @@ class RunResult:
     - `provenance`: facts for run.json, keyed like RunRecord fields where one
       fits (`cluster`, `instance_type`, `image`, `flux_version`), free-form
       otherwise (e.g. `link_bandwidth`).
+    - `start_failure`: one word for why the benchmark never started (an image
+      that will not pull, pods that cannot be scheduled), None when it started.
+      The runner stops a sweep after two cells in a row fail to start alike.
     """
 
     log: str
@@ -60,6 +63,7 @@ class RunResult:
     timed_out: bool = False
     error: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
+    start_failure: str | None = None
 
 
 @dataclass(frozen=True)

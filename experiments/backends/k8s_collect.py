@@ -1,16 +1,19 @@
 """What kary reads back from the cluster: its facts, and per cell the result run.json keeps.
 
 At up(): the Flux Operator's image and digest (`operator_facts`) and each
-node's instance type and zone (`NodeCatalog`).  Per finished (or timed-out)
-cell: rank 0's log, redacted; its exit status; the pods' nodes, image and
-Flux version; and, when the cell did not succeed, every pod's phase and
-container states and the recent events about it, so a failure explains itself.
+node's instance type and zone (`NodeCatalog`).  Per finished (or timed-out, or
+unstartable) cell: rank 0's log, redacted; the entrypoint's exit status, read
+from the log (the operator's launcher container always exits 0); the pods'
+nodes, image and Flux version; checks that the log is this cell's and that no
+two ranks shared a node; and, when the cell did not succeed, every pod's phase
+and container states and the recent events about it, so a failure explains itself.
 Facts that only fill a provenance field are read with `call_or_none`: a
 cluster that will not tell (no RBAC to list nodes) still runs cells.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -24,6 +27,7 @@ from experiments.backends.k8s_api import (
     api_message,
 )
 from experiments.backends.k8s_minicluster import job_pods
+from experiments.backends.k8s_pod_watch import StartFailure, shared_nodes
 from experiments.backends.k8s_report import (
     DEPLOYMENT,
     EVENT_LIST,
@@ -34,11 +38,13 @@ from experiments.backends.k8s_report import (
     event_lines,
     flux_version_from_log,
     image_digest,
+    log_container,
     rank_zero,
 )
+from experiments.formats.kary_line import kary_records
 from experiments.redact import redact
 
-__all__ = ["NodeCatalog", "collect_result", "operator_facts"]
+__all__ = ["CellCheck", "NodeCatalog", "collect_result", "operator_facts", "rc_from_log"]
 
 Obj = dict[str, Any]
 
@@ -103,39 +109,100 @@ class NodeCatalog:
         return facts
 
 
+@dataclass(frozen=True)
+class CellCheck:
+    """What the collected cell must match: its id, and whether ranks may share a node."""
+
+    cell_id: str
+    allow_shared_nodes: bool = False
+
+
 def collect_result(
     api: KubeApi,
     ns: str,
     name: str,
-    outcome: tuple[str, str] | None,
+    outcome: tuple[str, str] | StartFailure | None,
     limit: float,
     provenance: dict[str, Any],
     nodes: NodeCatalog,
+    check: CellCheck,
 ) -> RunResult:
-    """The cell's RunResult once its Job finished (`outcome`) or ran out of `limit` s (None).
+    """The cell's RunResult once its Job finished (`outcome`), its pods could not start it
+    (a StartFailure), or it ran out of `limit` s (None).
 
-    `provenance` (the cell's and cluster's facts so far) is extended and kept.
+    `provenance` (the cell's and cluster's facts so far) is extended and kept.  The
+    exit status is the entrypoint's as its log's KARY done line tells it: under the
+    operator, rank 0's container exits 0 whatever the entrypoint did.
     """
     pods = job_pods(api, ns, name)
     pod0 = rank_zero(pods, name)
     log, log_error = _rank_zero_log(api, ns, name, pod0)
     provenance.update(nodes.describe(api, pods))
     provenance.update(_image_facts(pod0, log))
-    timed_out, error, rc = False, None, _exit_code(pod0)
-    if outcome is None:
+    container_rc = _exit_code(pod0)
+    if container_rc is not None:
+        provenance["container_exit_code"] = container_rc
+    timed_out, rc, start_failure = False, rc_from_log(log), None
+    errors: list[str] = []
+    if isinstance(outcome, StartFailure):
+        rc, start_failure = None, outcome.kind
+        provenance["start_failure"] = outcome.kind
+        errors.append(str(outcome))
+    elif outcome is None:
         timed_out, rc = True, None
-        error = f"MiniCluster {name} did not finish within {limit:g} s and was deleted"
+        errors.append(f"MiniCluster {name} did not finish within {limit:g} s and was deleted")
     elif outcome[0] == "Failed":
-        error = f"Job {name} failed" + (f": {outcome[1]}" if outcome[1] else "")
-    elif rc is None:
-        rc = 0
-    error = error or log_error
+        errors.append(f"Job {name} failed" + (f": {outcome[1]}" if outcome[1] else ""))
+    if container_rc:
+        errors.append(f"rank 0's container exited with {container_rc}")
+    if log_error:
+        errors.append(log_error)
+    if start_failure is None:  # else the cell never ran: its own reason says enough
+        errors += _cell_problems(log, pods, name, check, provenance)
+    error = "; ".join(errors) or None
     if timed_out or error or rc:
         provenance["diagnostics"] = {
             "pods": describe_pods(pods, name),
             "events": _recent_events(api, ns, name),
         }
-    return RunResult(log, rc, timed_out, error, provenance)
+    return RunResult(log, rc, timed_out, error, provenance, start_failure=start_failure)
+
+
+def rc_from_log(log: str) -> int | None:
+    """The entrypoint's exit status from its KARY done line: 0 when it counted no failed
+    step and no failed precondition, 1 otherwise; None without a done line."""
+    done = None
+    for record in kary_records(log):
+        if record is not None and record.get("meta") == "done":
+            done = record
+    if done is None:
+        return None
+    clean = done.get("failed_steps") == 0 and done.get("failed_preconditions") in (0, None)
+    return 0 if clean else 1
+
+
+def _cell_problems(
+    log: str, pods: list[Obj], name: str, check: CellCheck, provenance: dict[str, Any]
+) -> list[str]:
+    """The log is another cell's; ranks shared a node (unless allowed, then recorded)."""
+    problems = []
+    meta = next((r for r in kary_records(log) if r is not None and r.get("meta") == "cell"), None)
+    if meta is not None and meta.get("cell") != check.cell_id:
+        problems.append(
+            f"rank 0's log is of cell {meta.get('cell')}, not {check.cell_id}: "
+            f"MiniCluster {name} ran another cell's script"
+        )
+    shared = shared_nodes(pods, name)
+    if shared and check.allow_shared_nodes:
+        provenance["shared_nodes_allowed"] = True
+        provenance["shared_nodes"] = shared
+    elif shared:
+        node, ranks = next(iter(shared.items()))
+        problems.append(
+            f"ranks {', '.join(map(str, ranks))} ran on one node ({node}): not timed as a "
+            "cell across nodes (--allow-shared-nodes to allow it)"
+        )
+    return problems
 
 
 def _rank_zero_log(api: KubeApi, ns: str, name: str, pod0: Obj | None) -> tuple[str, str | None]:
@@ -143,8 +210,7 @@ def _rank_zero_log(api: KubeApi, ns: str, name: str, pod0: Obj | None) -> tuple[
     if pod0 is None:
         return "", f"no rank-0 pod of MiniCluster {name} was found"
     pod_name = dig(pod0, "metadata", "name")
-    names = [c.get("name") for c in dig(pod0, "spec", "containers") or []]
-    container = name if name in names else (names[0] if names else None)
+    container = log_container(pod0, name)
     try:
         text = api.call_text(
             "read the rank-0 log",

@@ -6,7 +6,9 @@ stream lists again after a backoff, up to the policy's retries in a row (a
 window that ran out quietly resets the count); a 410 (the resourceVersion is
 too old) lists again at once; 401/403 stop at once.  If the operator makes no
 Job within `start_timeout_s`, it is probably not running: that is an error
-saying where to look, not a long wait for the cell's timeout.
+saying where to look, not a long wait for the cell's timeout.  `check` (the
+pods' watch, k8s_pod_watch) runs before each window and after each event; with
+it, a window is at most `check_every_s` long, so a stuck pod is seen in time.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ def wait_for_job(
     window_s: float,
     policy: RetryPolicy,
     sleep: Callable[[float], None] = time.sleep,
+    check: Callable[[], None] | None = None,
+    check_every_s: float = 15.0,
 ) -> tuple[str, str] | None:
     """("Complete" | "Failed", reason) once Job `name` finishes; None when `deadline`
     (a time.monotonic() value) passes first."""
@@ -65,6 +69,8 @@ def wait_for_job(
         return count
 
     while True:
+        if check is not None:
+            check()
         now = time.monotonic()
         if now >= deadline:
             return None
@@ -79,6 +85,8 @@ def wait_for_job(
         limit = min(window_s, deadline - now)
         if not seen:
             limit = min(limit, start_deadline - now + 1)
+        if check is not None:
+            limit = min(limit, check_every_s)
         window = max(1, int(limit))
         try:
             if resource_version is None:
@@ -134,6 +142,8 @@ def wait_for_job(
                         return outcome
                     if time.monotonic() >= deadline:
                         return None
+                    if check is not None:
+                        check()
             finally:
                 response.close()
                 response.release_conn()

@@ -1,15 +1,20 @@
 """A MiniCluster's life on the API: the manifest kary sends, create, delete and wait.
 
 kary labels every MiniCluster it makes (`app.kubernetes.io/managed-by: kary`,
-owner, cell, sweep) and deletes only MiniClusters that carry that label: a
-MiniCluster of the cell's name left by an interrupted run of kary is removed
-before the cell starts; one that someone else made is left alone (NotOurs).
-Deleting waits, for a bounded time, for the pods to go, so a cell's pods never
-overlap the next cell's.
+owner, cell, sweep) and deletes only MiniClusters that carry that label.
+Each cell's MiniCluster has a name of its own (`--name` plus a random suffix):
+the operator finds its ConfigMap and Job by name, and a name reused while the
+garbage collector still holds the previous cell's would run that cell's script.
+What an interrupted run of kary left (its MiniClusters carry the same owner
+label) is removed when the backend comes up (`reap_leftovers`): one kary run
+per owner and namespace at a time.  A MiniCluster of the same name that someone
+else made is left alone (NotOurs).  Deleting waits, for a bounded time, for the
+pods to go, so a cell's pods never overlap the next cell's.
 """
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -28,7 +33,7 @@ from experiments.backends.k8s_api import (
     KubeApi,
     api_message,
 )
-from experiments.backends.k8s_report import MINICLUSTER, POD_LIST, dig
+from experiments.backends.k8s_report import MINICLUSTER, MINICLUSTER_LIST, POD_LIST, dig
 from experiments.errors import UserError
 from experiments.formats.labels import current_owner
 
@@ -40,6 +45,8 @@ __all__ = [
     "create_minicluster",
     "delete_minicluster",
     "job_pods",
+    "reap_leftovers",
+    "unique_name",
 ]
 
 # The label that makes a MiniCluster kary's to delete.
@@ -57,6 +64,40 @@ class Teardown:
     timeout_s: float
     poll_s: float
     sleep: Callable[[float], None] = time.sleep
+
+
+# A pod's hostname is NAME-RANK (at most 63 characters) and its name NAME-RANK-XXXXX:
+# a base of 40 leaves room for the suffix and a five-digit rank.
+_BASE_CHARS = 40
+
+
+def unique_name(base: str) -> str:
+    """`base-XXXXXXXX`: a MiniCluster name no earlier cell used."""
+    return f"{base[:_BASE_CHARS].rstrip('-')}-{secrets.token_hex(4)}"
+
+
+def reap_leftovers(api: KubeApi, ns: str, teardown: Teardown) -> list[str]:
+    """Delete the MiniClusters an interrupted kary run of this owner left in `ns`.
+
+    Their names; a leftover that will not go is in BackendError.
+    """
+    selector = f"{MANAGED_BY[0]}={MANAGED_BY[1]},kary/owner={current_owner()}"
+    found = api.call(
+        "list MiniClusters",
+        api.custom.list_namespaced_custom_object,
+        CRD_GROUP,
+        CRD_VERSION,
+        ns,
+        CRD_PLURAL,
+        label_selector=selector,
+        expect=MINICLUSTER_LIST,
+    )
+    names = [n for item in found.get("items") or [] if (n := dig(item, "metadata", "name"))]
+    for name in names:
+        note = delete_minicluster(api, ns, name, teardown)
+        if note:
+            raise BackendError(f"a MiniCluster an earlier kary run left would not go: {note}")
+    return names
 
 
 def build_manifest(

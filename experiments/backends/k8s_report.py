@@ -17,6 +17,7 @@ __all__ = [
     "EVENT_LIST",
     "JOB_LIST",
     "MINICLUSTER",
+    "MINICLUSTER_LIST",
     "NODE_LIST",
     "POD_LIST",
     "VERSION",
@@ -28,6 +29,7 @@ __all__ = [
     "flux_version_from_log",
     "image_digest",
     "job_outcome",
+    "log_container",
     "pod_index",
     "rank_zero",
 ]
@@ -68,6 +70,7 @@ VERSION = {"gitVersion?": str}
 CRD_RESOURCES = {"resources?": [{"name": str}]}
 DEPLOYMENT = {"spec?": {"template?": {"spec?": {"containers?": [{"name?": str, "image?": str}]}}}}
 MINICLUSTER = {"metadata?": {"labels?": dict}}
+MINICLUSTER_LIST = _list_of({"metadata?": {"name?": str, "labels?": dict}})
 JOB_LIST = _list_of(_JOB)
 POD_LIST = _list_of(_POD)
 NODE_LIST = _list_of(_NODE)
@@ -112,6 +115,13 @@ def rank_zero(pods: list[Obj], name: str) -> Obj | None:
     """The index-0 pod; the last listed if a retry made several."""
     zeros = [p for p in pods if pod_index(p, name) == 0]
     return zeros[-1] if zeros else None
+
+
+def log_container(pod: Obj, name: str) -> str | None:
+    """The container whose log is rank 0's output: the one the operator names like the
+    MiniCluster, else the first."""
+    names = [c.get("name") for c in dig(pod, "spec", "containers") or []]
+    return name if name in names else (names[0] if names else None)
 
 
 def container_state(status: Obj) -> str:

@@ -1,17 +1,21 @@
 """The kubernetes backend: each cell is a Flux Operator MiniCluster on the current context.
 
-Per cell: create the MiniCluster (labelled with owner, sweep and cell), wait for
-the indexed Job the operator makes under the same name to turn Complete or
-Failed (a watch, re-listed with bounded retries and backoff when the API
-fails), read the index-0 pod's log, then delete the MiniCluster and wait, for a
-bounded time, for its pods to go.  A Job that fails or times out leaves its pod
-phases, container states and recent events in the result for run.json.
+Per cell: create the MiniCluster (a name of its own, labelled with owner, sweep
+and cell), wait for the indexed Job the operator makes under the same name to
+turn Complete or Failed (a watch, re-listed with bounded retries and backoff
+when the API fails) while watching its pods fail fast on what never heals
+(k8s_pod_watch: Pending past a deadline, image pull back-off, crash loops,
+brokers that never join, ranks sharing a node), read the index-0 pod's log,
+then delete the MiniCluster and wait, for a bounded time, for its pods to go.
+A Job that fails, times out or cannot start leaves its pod phases, container
+states and recent events in the result for run.json.
 
 This module is the Backend: connecting, checking the cluster, and one cell's
 order of steps, with the guarantee that nothing of a cell outlives run().  The
 steps live beside it: k8s_api (the client and its retries), k8s_minicluster
-(manifest, create, delete), k8s_job_watch (waiting for the Job), k8s_collect
-(log, provenance, diagnostics) and k8s_report (reading the API's JSON).
+(manifest, create, delete), k8s_job_watch (waiting for the Job), k8s_pod_watch
+(its pods), k8s_collect (log, provenance, diagnostics) and k8s_report
+(reading the API's JSON).
 """
 
 from __future__ import annotations
@@ -33,7 +37,12 @@ from experiments.backends.k8s_api import (
     api_message,
     connect,
 )
-from experiments.backends.k8s_collect import NodeCatalog, collect_result, operator_facts
+from experiments.backends.k8s_collect import (
+    CellCheck,
+    NodeCatalog,
+    collect_result,
+    operator_facts,
+)
 from experiments.backends.k8s_job_watch import wait_for_job
 from experiments.backends.k8s_minicluster import (
     NotOurs,
@@ -41,7 +50,10 @@ from experiments.backends.k8s_minicluster import (
     build_manifest,
     create_minicluster,
     delete_minicluster,
+    reap_leftovers,
+    unique_name,
 )
+from experiments.backends.k8s_pod_watch import PodWatch, StartFailure, StartLimits
 from experiments.backends.k8s_report import CRD_RESOURCES, VERSION
 from experiments.errors import UserError
 
@@ -73,6 +85,8 @@ class KubernetesBackend(Backend):
         watch_window_s: float = 60.0,
         labels: dict[str, str] | None = None,
         require_context: str | None = None,
+        start_limits: StartLimits | None = None,
+        name_cell: Callable[[str], str] = unique_name,
         connect_api: Callable[[str | None, RetryPolicy], KubeApi] = connect,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -88,11 +102,15 @@ class KubernetesBackend(Backend):
         self.labels = dict(labels or {})
         # With --cluster FILE: the command that points kubectl at that cluster.
         self.require_context = require_context
+        self.start_limits = start_limits or StartLimits()
+        # --name -> this cell's MiniCluster name (a fresh suffix per cell).
+        self.name_cell = name_cell
         self.connect_api = connect_api
         self.sleep = sleep
         self._api: KubeApi | None = None
         self._facts: dict[str, Any] = {}
         self._nodes = NodeCatalog()
+        self._reaped: list[str] = []
 
     @classmethod
     def from_settings(cls, settings: BackendSettings) -> Backend:
@@ -114,6 +132,7 @@ class KubernetesBackend(Backend):
             cluster=spec.name if spec else None,
             labels=labels,
             require_context=switch,
+            start_limits=StartLimits(allow_shared_nodes=bool(options.get("allow_shared_nodes"))),
         )
 
     # -- up / down ---------------------------------------------------------------
@@ -152,6 +171,11 @@ class KubernetesBackend(Backend):
             self.cluster = api.context
         self._facts.update(operator_facts(api))
         self._nodes.refresh(api)
+        try:
+            self._reaped = reap_leftovers(api, self.namespace, self._teardown())
+        except (ApiException, ApiUnavailable) as err:
+            reason = api_message(err) if isinstance(err, ApiException) else str(err)
+            raise BackendError(f"listing leftover MiniClusters: {reason}") from None
 
     def down(self) -> None:
         if self._api is not None:
@@ -188,7 +212,9 @@ class KubernetesBackend(Backend):
         return self._api
 
     def _manifest(self, cell: Cell, rendered: Rendered) -> dict[str, Any]:
-        return build_manifest(rendered.minicluster_yaml, cell.id, self.namespace, self.labels)
+        body = build_manifest(rendered.minicluster_yaml, cell.id, self.namespace, self.labels)
+        body["metadata"]["name"] = self.name_cell(body["metadata"]["name"])
+        return body
 
     def _teardown(self) -> Teardown:
         return Teardown(self.delete_timeout_s, self.poll_s, self.sleep)
@@ -205,21 +231,31 @@ class KubernetesBackend(Backend):
             "sweep": self.labels.get("kary/sweep"),
             **self._facts,
         }
+        if self._reaped:  # said once, with the first cell after up()
+            provenance["reaped_leftovers"], self._reaped = self._reaped, []
         ours = True  # from the create request on, a MiniCluster of ours may exist
         leftover = None
         try:
             create_minicluster(api, ns, name, body, self._teardown())
-            outcome = wait_for_job(
-                api,
-                ns,
-                name,
-                time.monotonic() + limit,
-                start_timeout_s=self.job_start_timeout_s,
-                window_s=self.watch_window_s,
-                policy=self.policy,
-                sleep=self.sleep,
-            )
-            result = collect_result(api, ns, name, outcome, limit, provenance, self._nodes)
+            pods = PodWatch(api, ns, name, int(body["spec"]["size"]), self.start_limits)
+            outcome: tuple[str, str] | StartFailure | None
+            try:
+                outcome = wait_for_job(
+                    api,
+                    ns,
+                    name,
+                    time.monotonic() + limit,
+                    start_timeout_s=self.job_start_timeout_s,
+                    window_s=self.watch_window_s,
+                    policy=self.policy,
+                    sleep=self.sleep,
+                    check=pods.check,
+                    check_every_s=self.start_limits.check_every_s,
+                )
+            except StartFailure as failure:
+                outcome = failure
+            check = CellCheck(cell.id, self.start_limits.allow_shared_nodes)
+            result = collect_result(api, ns, name, outcome, limit, provenance, self._nodes, check)
         except NotOurs as err:
             ours = False
             raise BackendError(str(err)) from None

@@ -181,6 +181,14 @@ Layout = Annotated[
         "Default: per-cell.",
     ),
 ]
+AllowSharedNodes = Annotated[
+    bool,
+    typer.Option(
+        "--allow-shared-nodes",
+        help="Kubernetes: time a cell even when two of its ranks landed on one node "
+        "(recorded in run.json).  Default: such a cell fails before it is timed.",
+    ),
+]
 MaxCost = Annotated[
     float | None,
     typer.Option(

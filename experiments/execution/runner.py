@@ -192,7 +192,14 @@ class _Runner:
         if verdict.log.meta and verdict.log.meta.get("flux_version"):
             extras.setdefault("flux_version", verdict.log.meta["flux_version"])
         self.finish(cell_dir, record, verdict.state, verdict.error, extras)
-        return CellOutcome(cell, verdict.state, seconds, verdict.error, verdict.log.step_seconds)
+        return CellOutcome(
+            cell,
+            verdict.state,
+            seconds,
+            verdict.error,
+            verdict.log.step_seconds,
+            result.start_failure,
+        )
 
     def finish(
         self,
@@ -216,6 +223,7 @@ def _run_cells(
     before_cell: Callable[[int, Cell], str | None] | None,
     signals: list[str],
 ) -> None:
+    last_start_failure = None
     for index, cell in enumerate(cells):
         reason = before_cell(index, cell) if before_cell else None
         if reason:
@@ -235,6 +243,14 @@ def _run_cells(
         reporter.cell_finished(index, outcome)
         if summary.interrupted:
             return
+        # The same start failure twice in a row will not heal by paying for a third cell.
+        if outcome.start_failure and outcome.start_failure == last_start_failure:
+            summary.stopped_because = (
+                f"two cells in a row could not start ({outcome.start_failure}); the last: "
+                f"{cell.id}: fix that before running more cells"
+            )
+            return
+        last_start_failure = outcome.start_failure
 
 
 def run_plan(

@@ -17,6 +17,8 @@ class CellOutcome:
     seconds: float
     error: str | None = None
     step_seconds: float = 0.0
+    # Why the benchmark never started, in one word (RunResult.start_failure).
+    start_failure: str | None = None
 
     @property
     def overhead_seconds(self) -> float:

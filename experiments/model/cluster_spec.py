@@ -1,7 +1,10 @@
 """Read a cluster file: an eksctl ClusterConfig (EKS) or kary's small GKE spec.
 
-Only what planning needs: provider, name, where, instance type and node count.
-The lifecycle (create, delete, reap) lives in experiments/clusters/.
+Only what planning and rendering need: provider, name, where, instance type and
+node count, and where the benchmark's pods go: a node selector naming the
+worker group (so ranks never land on a system group) and a toleration for
+each of its taints (so they may land on it at all).  The lifecycle (create,
+delete, reap) lives in experiments/clusters/.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ class ClusterSpec(BaseModel):
     # major.minor as the cluster file asks for it (None: the provider's default), for the
     # control plane's price: versions past standard support bill more (clusters/prices.yaml).
     kubernetes_version: str | None = None
+    # The MiniCluster's spec.pod.nodeSelector and spec.pod.tolerations for the workers.
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    tolerations: list[dict[str, str]] = Field(default_factory=list)
 
 
 class GkeSpec(BaseModel):
@@ -67,6 +73,42 @@ class GkeSpec(BaseModel):
 def _first_error(err: ValidationError) -> str:
     first = err.errors()[0]
     return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+
+
+# The label eksctl puts on every node of a node group, managed or not (its own
+# `drain` selects a group's nodes by it), and GKE's node-pool label.
+EKS_NODEGROUP_LABEL = "alpha.eksctl.io/nodegroup-name"
+GKE_NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+# Kubernetes' taint effects, by how eksctl files may spell them (NoSchedule, NO_SCHEDULE).
+_EFFECTS = {e.lower(): e for e in ("NoSchedule", "PreferNoSchedule", "NoExecute")}
+
+
+def _tolerations(group: dict[str, Any], path: Path) -> list[dict[str, str]]:
+    """A toleration per taint of an eksctl node group: `taints` as a list of
+    {key, value, effect} or, in older files, a map of key: "value:effect"."""
+    raw = group.get("taints") or []
+    taints = (
+        [{"key": k, "value": str(v).partition(":")[0], "effect": str(v).partition(":")[2]}
+         for k, v in raw.items()]
+        if isinstance(raw, dict)
+        else raw
+    )  # fmt: skip
+    tolerations = []
+    for taint in taints:
+        if not isinstance(taint, dict) or not taint.get("key"):
+            raise UserError(f"{path}: node group {group.get('name')!r}: a taint needs a key")
+        effect = _EFFECTS.get(str(taint.get("effect", "")).replace("_", "").lower())
+        if effect is None:
+            raise UserError(
+                f"{path}: node group {group.get('name')!r}: taint {taint['key']!r} has effect "
+                f"{taint.get('effect')!r}, not one of {', '.join(_EFFECTS.values())}"
+            )
+        value = taint.get("value")
+        toleration = {"key": str(taint["key"]), "operator": "Equal" if value else "Exists"}
+        if value:
+            toleration["value"] = str(value)
+        tolerations.append(toleration | {"effect": effect})
+    return tolerations
 
 
 def _eks_spec(raw: dict[str, Any], path: Path) -> ClusterSpec:
@@ -101,6 +143,8 @@ def _eks_spec(raw: dict[str, Any], path: Path) -> ClusterSpec:
         path=path,
         raw=raw,
         kubernetes_version=_minor(meta.get("version")),
+        node_selector={EKS_NODEGROUP_LABEL: str(workers.get("name"))},
+        tolerations=_tolerations(workers, path),
     )
 
 
@@ -140,6 +184,7 @@ def load_cluster_spec(path: Path) -> ClusterSpec:
             path=path,
             raw=raw,
             kubernetes_version=_minor(gke.cluster_version),
+            node_selector={GKE_NODEPOOL_LABEL: "default-pool"},
         )
     raise UserError(
         f"cluster file {path}: kind must be ClusterConfig (eksctl) or GKECluster, "

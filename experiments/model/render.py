@@ -185,6 +185,10 @@ class RenderOptions:
     extract_dir: str = "/tmp/kary-extract"
     sleep_seconds: int = 0
     labels: dict[str, str] = field(default_factory=dict)
+    # Where the pods go (a --cluster file's worker group): spec.pod.nodeSelector and
+    # spec.pod.tolerations, each {key, operator, value?, effect}.
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: tuple[dict[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -392,6 +396,8 @@ def render_cell(
             entrypoint_dir=str(Path(entrypoint_path).parent),
             entrypoint_path=entrypoint_path,
             direct_port=DIRECT_PORT if direct else None,
+            node_selector=options.node_selector,
+            tolerations=options.tolerations,
         )
     except jinja2.TemplateNotFound as err:
         raise UserError(f"template {err.name} not found in {folder}") from None

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_apiserver import FakeApiServer, FakeCluster, write_kubeconfig
 
 from experiments.backends.k8s_api import RetryPolicy
+from experiments.backends.k8s_pod_watch import StartLimits
 from experiments.backends.kubernetes import KubernetesBackend
 from experiments.model.plan import Cell
 from experiments.model.render import Rendered, RenderOptions, render_cell
@@ -42,6 +43,11 @@ def make_backend() -> Callable[..., KubernetesBackend]:
             "watch_window_s": 1.0,
             "job_start_timeout_s": 2.0,
             "labels": {"kary/sweep": "sweep-1"},
+            # The rendered name as it is, so a test knows it (by default each cell's
+            # MiniCluster gets a random suffix: test_every_cell_has_a_minicluster_name_of_its_own).
+            "name_cell": lambda base: base,
+            # Pods are looked at on every watch window, not every 15 s.
+            "start_limits": StartLimits(check_every_s=0.05),
         }
         settings.update(overrides)
         return KubernetesBackend(**settings)

@@ -1,8 +1,15 @@
 """A fake Kubernetes API server on 127.0.0.1 serving only what the kubernetes backend uses.
 
 It plays the Flux Operator too: creating a MiniCluster makes an indexed Job of
-the same name and one pod per rank (`NAME-INDEX-RAND`); after `Scenario.run_s`
-the Job turns Complete or Failed (or never ends).  Faults are injected per
+the same name and one pod per rank (`NAME-INDEX-RAND`), each on a node of its
+own unless `Scenario.pack` packs them; after `Scenario.run_s` the Job turns
+Complete or Failed (or never ends).  As under the real operator, rank 0's
+container exits 0 whatever the entrypoint did (its wait script touches a file
+after `flux start`): the log says how the benchmark went, and `{cell}` in
+`Scenario.log` becomes the cell id of the entrypoint the MiniCluster carries.
+Pods can be stuck the ways real ones are: Pending unscheduled, a container
+waiting (ImagePullBackOff, CrashLoopBackOff), brokers that never join (a log
+without KARY lines and a Job that never ends).  Faults are injected per
 path prefix: an HTTP status, "drop" to close the connection unanswered,
 `("body", bytes)` to answer 200 with those bytes, `("stream", bytes)` to
 answer a watch with those lines, or "pass" to answer as usual.  Every request
@@ -30,6 +37,7 @@ Watches, 5xx, logs and raw bodies are each a few lines below.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -59,11 +67,19 @@ class Scenario:
 
     outcome: str = "Complete"  # Complete | Failed | never
     run_s: float = 0.1
-    log: str = 'KARY {"meta": "cell", "flux_version": "0.66.0"}\nhello from rank 0\n'
+    log: str = (
+        'KARY {"meta": "cell", "cell": "{cell}", "flux_version": "0.66.0"}\n'
+        "hello from rank 0\n"
+        'KARY {"meta": "done", "failed_steps": 0}\n'
+    )
+    # Rank 0's container's exit status: 0 under the operator, unless killed (137: OOM).
     exit_code: int = 0
     delete_s: float = 0.05
     pods_stick: bool = False  # pods never go away after delete
     job_appears_s: float = 0.0  # the operator is slow to make the Job
+    pack: int | None = None  # the pods share this many nodes (None: a node per pod)
+    unschedulable: bool = False  # the pods stay Pending: no node fits them
+    waiting: str | None = None  # every container waits for this reason (ImagePullBackOff)
 
 
 @dataclass
@@ -150,7 +166,29 @@ class FakeCluster:
         done = scenario.outcome != "never" and time.monotonic() - run["born"] >= scenario.run_s
         pods = []
         for index in range(run["size"]):
-            if done:
+            node: str | None = f"node-{index % (scenario.pack or run['size'])}"
+            conditions: list[dict[str, Any]] = []
+            if scenario.unschedulable:
+                # Never scheduled: no kubelet has made its containers, so no statuses.
+                node, phase, state = None, "Pending", None
+                conditions = [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": "0/2 nodes are available: 2 Insufficient cpu.",
+                    }
+                ]
+            elif scenario.waiting:
+                pulling = "Image" in scenario.waiting
+                phase = "Pending" if pulling else "Running"
+                state = {
+                    "waiting": {
+                        "reason": scenario.waiting,
+                        "message": f"injected {scenario.waiting}",
+                    }
+                }
+            elif done:
                 code = scenario.exit_code if index == 0 else 0
                 phase = "Succeeded" if code == 0 else "Failed"
                 state = {
@@ -171,11 +209,12 @@ class FakeCluster:
                     },
                 },
                 "spec": {
-                    "nodeName": f"node-{index % 2}",
+                    **({"nodeName": node} if node else {}),
                     "containers": [{"name": name, "image": run["image"]}],
                 },
                 "status": {
                     "phase": phase,
+                    "conditions": conditions,
                     "containerStatuses": [
                         {
                             "name": name,
@@ -185,7 +224,9 @@ class FakeCluster:
                             "restartCount": 0,
                             "state": state,
                         }
-                    ],
+                    ]
+                    if state
+                    else [],
                 },
             }
             if run["deleted"] is not None:
@@ -213,8 +254,10 @@ NODES = [
             },
         }
     }
-    for i in range(2)
+    for i in range(32)
 ]
+# The cell id in the entrypoint's first comment line (templates/entrypoint.sh.j2).
+_CELL_ID = re.compile(r"# kary benchmark entrypoint: .*, cell (\S+)\.$", re.M)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -341,7 +384,7 @@ class _Handler(BaseHTTPRequestHandler):
         if path.startswith(GROUP_PATH + "/namespaces/") and parts[5] == "miniclusters":
             if method == "POST" and self._unknown_fields(body, query):
                 return
-            self._miniclusters(method, parts[4], parts[6] if len(parts) > 6 else None, body)
+            self._miniclusters(method, parts[4], parts[6] if len(parts) > 6 else None, body, query)
             return
         if path == "/api/v1/nodes":
             self._send(200, _list("NodeList", NODES, cluster.resource_version))
@@ -409,7 +452,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if run is None:
                     self._status(404, "NotFound", f'pods "{pod}" not found')
                     return
-                self._send(200, run["scenario"].log, "text/plain")
+                self._send(200, run["scenario"].log.replace("{cell}", run["cell"]), "text/plain")
                 return
             if kind == "events":
                 events = [
@@ -460,7 +503,22 @@ class _Handler(BaseHTTPRequestHandler):
             _prune(body, path)
         return False
 
-    def _miniclusters(self, method: str, ns: str, name: str | None, body: Any) -> None:
+    def _selected(self, ns: str, query: dict[str, str]) -> dict[str, Any]:
+        """The MiniClusters in `ns` whose labels match labelSelector's k=v,k=v."""
+        wanted = dict(
+            pair.split("=", 1) for pair in query.get("labelSelector", "").split(",") if pair
+        )
+        items = [
+            body
+            for body in self.cluster.miniclusters.values()
+            if body["metadata"].get("namespace", ns) == ns
+            and all((body["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())
+        ]
+        return _list("MiniClusterList", items, self.cluster.resource_version)
+
+    def _miniclusters(
+        self, method: str, ns: str, name: str | None, body: Any, query: dict[str, str]
+    ) -> None:
         cluster = self.cluster
         with cluster.lock:
             if method == "POST":
@@ -480,7 +538,10 @@ class _Handler(BaseHTTPRequestHandler):
                 body["metadata"]["resourceVersion"] = str(cluster.resource_version)
                 cluster.miniclusters[name] = body
                 cluster.created.append(body)
+                commands = body["spec"]["containers"][0].get("commands") or {}
+                cell_line = _CELL_ID.search(commands.get("pre") or "")
                 cluster.runs[name] = {
+                    "cell": cell_line.group(1) if cell_line else "",
                     "born": time.monotonic(),
                     "scenario": cluster.scenario,
                     "deleted": None,
@@ -489,6 +550,9 @@ class _Handler(BaseHTTPRequestHandler):
                     "image": body["spec"]["containers"][0]["image"],
                 }
                 self._send(201, body)
+                return
+            if method == "GET" and name is None:
+                self._send(200, self._selected(ns, query))
                 return
             found = cluster.miniclusters.get(name or "")
             if found is None:

@@ -18,6 +18,7 @@ from strict_schema import crd_schema
 
 from experiments.backends import BackendError, make_backend
 from experiments.backends.base import BackendSettings
+from experiments.backends.k8s_pod_watch import StartLimits
 from experiments.backends.kubernetes import KubernetesBackend
 from experiments.errors import UserError
 from experiments.model.render import DEFAULT_IMAGE, RenderOptions
@@ -41,7 +42,7 @@ def test_a_cell_runs_and_leaves_nothing_behind(
     with make_backend() as backend:
         result = backend.run(cell, rendered, 10)
     assert (result.rc, result.timed_out, result.error) == (0, False, None)
-    assert result.log == apiserver.cluster.scenario.log
+    assert result.log == apiserver.cluster.scenario.log.replace("{cell}", cell.id)
     assert result.provenance == {
         "cluster": "fake",
         "namespace": "default",
@@ -52,7 +53,8 @@ def test_a_cell_runs_and_leaves_nothing_behind(
         "operator_digest": OPERATOR_DIGEST,
         "instance_type": "c5a.4xlarge",
         "zones": ["us-east-2b"],
-        "nodes_used": 2,
+        "nodes_used": 4,
+        "container_exit_code": 0,
         "image": DEFAULT_IMAGE,
         "image_digest": IMAGE_DIGEST,
         "flux_version": "0.66.0",
@@ -82,12 +84,15 @@ def test_the_backend_is_found_by_name_and_configured_from_settings(apiserver: An
 def test_a_failed_job_is_a_failure_with_pods_states_and_events(
     apiserver: Any, make_backend: Any, cell: Any, rendered: Any
 ) -> None:
-    apiserver.cluster.scenario = Scenario(outcome="Failed", exit_code=3)
+    apiserver.cluster.scenario = Scenario(
+        outcome="Failed", exit_code=3, log='KARY {"meta": "done", "failed_steps": 2}\n'
+    )
     with make_backend() as backend:
         result = backend.run(cell, rendered, 10)
-    assert result.rc == 3
+    assert result.rc == 1  # the log's count of failed steps, not the container's status
     assert result.error == (
-        "Job flux-sample failed: BackoffLimitExceeded: Job has reached the specified backoff limit"
+        "Job flux-sample failed: BackoffLimitExceeded: Job has reached the specified backoff "
+        "limit; rank 0's container exited with 3"
     )
     diagnostics = result.provenance["diagnostics"]
     assert diagnostics["pods"][0] == {
@@ -311,7 +316,10 @@ def test_past_the_start_timeout_the_watch_keeps_its_window_instead_of_polling(
     # The Job shows at once and finishes after 3.5 s; the start timeout (0.3 s) is long
     # past by then.  Watches of up to 10 s: one or two, not one per second.
     apiserver.cluster.scenario = Scenario(run_s=3.5)
-    with make_backend(job_start_timeout_s=0.3, watch_window_s=10.0) as backend:
+    slow_look = StartLimits(check_every_s=60)  # pods looked at less often than the window
+    with make_backend(
+        job_start_timeout_s=0.3, watch_window_s=10.0, start_limits=slow_look
+    ) as backend:
         result = backend.run(cell, rendered, 30)
     assert result.error is None
     watches = [

@@ -179,3 +179,41 @@ def test_digests_and_flux_versions() -> None:
     assert flux_version_from_log('KARY {"meta": "cell", "flux_version": "0.66.0"}\n') == "0.66.0"
     assert flux_version_from_log("commands:    \t\t 0.59.0-12-gabc\n") == "0.59.0-12-gabc"
     assert flux_version_from_log("no version here") is None
+
+
+def test_a_cluster_files_worker_group_is_rendered_as_the_operator_reads_it(
+    minicluster_crd: Path, cell: Any
+) -> None:
+    from experiments.model.cluster_spec import load_cluster_spec
+    from experiments.resources import resource_dir
+
+    p5 = load_cluster_spec(resource_dir("clusters") / "eks-p5-efa.yaml")
+    options = RenderOptions(node_selector=p5.node_selector, tolerations=tuple(p5.tolerations))
+    document = _render(cell, options)
+    # spec.pod.nodeSelector and spec.pod.tolerations are what the operator copies onto
+    # the Job's pod template (controllers/flux/job.go at the pinned commit).
+    validate_strictly(document, crd_schema(minicluster_crd))
+    assert document["spec"]["pod"] == {
+        "nodeSelector": {"alpha.eksctl.io/nodegroup-name": "workers"},
+        "tolerations": [
+            {"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Equal", "value": "true"}
+        ],
+    }
+    assert "pod" not in _render(cell, RenderOptions())["spec"]  # no cluster file, no pod section
+
+
+def test_a_plan_with_a_cluster_file_renders_its_worker_group(tmp_path: Path) -> None:
+    from experiments import api
+    from experiments.resources import resource_dir
+    from experiments.sweep import Sweep
+
+    sweep = Sweep(
+        exact_nodes=4,
+        topos=["kary:2"],
+        sizes=["1M"],
+        cluster=resource_dir("clusters") / "eks-p5-efa.yaml",
+        data_dir=tmp_path / "raw",
+    )
+    render = api.plan(sweep).render
+    assert render.node_selector == {"alpha.eksctl.io/nodegroup-name": "workers"}
+    assert [t["key"] for t in render.tolerations] == ["nvidia.com/gpu"]

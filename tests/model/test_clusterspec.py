@@ -54,3 +54,48 @@ def test_bad_cluster_files_are_user_errors(tmp_path: Path, content: str, message
     path.write_text(content)
     with pytest.raises(UserError, match=message):
         load_cluster_spec(path)
+
+
+def test_the_pods_go_to_the_worker_group_and_tolerate_its_taints() -> None:
+    p5 = load_cluster_spec(resource_dir("clusters") / "eks-p5-efa.yaml")
+    # Without both, the p5 workers' GPU taint sends every rank to the system node.
+    assert p5.node_selector == {"alpha.eksctl.io/nodegroup-name": "workers"}
+    assert p5.tolerations == [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    ]
+    eks = load_cluster_spec(resource_dir("clusters") / "eks-30.yaml")
+    assert (eks.node_selector, eks.tolerations) == (
+        {"alpha.eksctl.io/nodegroup-name": "workers"},
+        [],
+    )
+    gke = load_cluster_spec(resource_dir("clusters") / "gke-30.yaml")
+    assert gke.node_selector == {"cloud.google.com/gke-nodepool": "default-pool"}
+
+
+def _with_taints(tmp_path: Path, taints: str) -> Path:
+    path = tmp_path / "eks.yaml"
+    path.write_text(
+        "apiVersion: eksctl.io/v1alpha5\nkind: ClusterConfig\n"
+        "metadata: {name: c, region: us-east-2}\n"
+        "managedNodeGroups:\n"
+        f"  - {{name: gpu, instanceType: p5.48xlarge, desiredCapacity: 2, taints: {taints}}}\n"
+    )
+    return path
+
+
+def test_taints_in_either_eksctl_spelling_become_tolerations(tmp_path: Path) -> None:
+    listed = load_cluster_spec(_with_taints(tmp_path, "[{key: a, effect: NO_EXECUTE}]"))
+    assert listed.tolerations == [{"key": "a", "operator": "Exists", "effect": "NoExecute"}]
+    mapped = load_cluster_spec(_with_taints(tmp_path, '{dedicated: "flux:NoSchedule"}'))
+    assert mapped.tolerations == [
+        {"key": "dedicated", "operator": "Equal", "value": "flux", "effect": "NoSchedule"}
+    ]
+
+
+def test_a_taint_kubernetes_would_refuse_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(UserError) as caught:
+        load_cluster_spec(_with_taints(tmp_path, "[{key: a, value: b, effect: Sometimes}]"))
+    assert str(caught.value) == (
+        f"{tmp_path / 'eks.yaml'}: node group 'gpu': taint 'a' has effect 'Sometimes', "
+        "not one of NoSchedule, PreferNoSchedule, NoExecute"
+    )
