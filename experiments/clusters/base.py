@@ -19,7 +19,9 @@ from pathlib import Path
 from experiments.backends.k8s_api import OPERATOR_MANIFEST
 from experiments.clusters.lease import Lease
 from experiments.clusters.shell import Command, Shell
+from experiments.errors import UserError
 from experiments.model.cluster_spec import ClusterSpec
+from experiments.tool_output import read_json
 
 __all__ = [
     "OPERATOR_DEPLOYMENT",
@@ -85,6 +87,39 @@ class ClusterState:
         return Lease.from_labels(self.labels)
 
 
+# kubectl is supported within one minor version (older or newer) of kube-apiserver
+# (the Kubernetes version skew policy).
+KUBECTL_SKEW = 1
+_KUBECTL_VERSION = {"clientVersion": {"major": str, "minor": str, "gitVersion?": str}}
+
+
+def check_kubectl_skew(shell: Shell, cluster_version: str) -> str:
+    """kubectl's version, or a UserError when it is too far from `cluster_version` (1.33)."""
+    command = Command(("kubectl", "version", "--client", "-o", "json"), 60, "kubectl version")
+    client = read_json(str(command), shell.run(command, capture=True), _KUBECTL_VERSION)
+    found = client["clientVersion"]
+    have = (_number(found["major"]), _number(found["minor"]))
+    want = tuple(_number(part) for part in cluster_version.split(".")[:2])
+    shown = found.get("gitVersion") or f"v{have[0]}.{have[1]}"
+    if None in have or None in want:
+        return str(shown)
+    if have[0] != want[0] or abs(int(have[1] or 0) - int(want[1] or 0)) > KUBECTL_SKEW:
+        low, high = int(want[1] or 0) - KUBECTL_SKEW, int(want[1] or 0) + KUBECTL_SKEW
+        raise UserError(
+            f"kubectl {shown} is more than {KUBECTL_SKEW} minor version from Kubernetes "
+            f"{cluster_version}, the skew kubectl supports, and it installs the Flux Operator: "
+            f"install kubectl {want[0]}.{low} to {want[0]}.{high} "
+            "(https://kubernetes.io/docs/tasks/tools/)"
+        )
+    return str(shown)
+
+
+def _number(text: str) -> int | None:
+    """`33` or `33+` (as some vendors' builds say) -> 33."""
+    digits = "".join(ch for ch in str(text) if ch.isdigit())
+    return int(digits) if digits else None
+
+
 def operator_steps(shell: Shell) -> list[Step]:
     """Install the Flux Operator into the current kubectl context and wait for it."""
     return [
@@ -128,6 +163,13 @@ class Provider(abc.ABC):
     @abc.abstractmethod
     def create_steps(self, lease: Lease, dead_man: bool, operator: bool) -> list[Step]:
         """Everything `up` runs, in order; nothing runs until the caller calls each step."""
+
+    def preflight(self, dead_man: bool, operator: bool) -> None:
+        """Read-only checks that what create_steps makes will work, before any of it
+        is made (a UserError says what to fix).  Here: kubectl's version against the
+        cluster's, when kubectl installs the operator."""
+        if operator and self.spec.kubernetes_version:
+            check_kubectl_skew(self.shell, self.spec.kubernetes_version)
 
     @abc.abstractmethod
     def tools(self, operator: bool) -> list[tuple[str, str]]:

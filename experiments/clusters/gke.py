@@ -9,7 +9,11 @@ scale-to-zero: it runs in Google's cloud, needs nothing from here, and leaves
 the cluster for `reap` / `down` to delete.  The service account is
 $KARY_GKE_SERVICE_ACCOUNT, else the project's Compute Engine default account
 (PROJECT_NUMBER-compute@developer.gserviceaccount.com), which needs
-permission to resize node pools (e.g. roles/container.clusterAdmin).
+permission to resize node pools (container.clusters.update).  Before anything
+is made (`preflight`), kary checks that the Cloud Scheduler API is enabled and
+that the account holds a role with that permission in the project's IAM
+policy; else the switch would fail with a 403 at expiry, when nobody looks.
+`kary cluster status` shows a switch whose last attempt failed.
 """
 
 from __future__ import annotations
@@ -53,7 +57,16 @@ _CLUSTER = {
     "currentMasterVersion?": str,
     "resourceLabels?": dict,
 }
-_JOB = {"scheduleTime?": str, "state?": str}
+_JOB = {"scheduleTime?": str, "state?": str, "status?": {"code?": int, "message?": str}}
+SCHEDULER_API = "cloudscheduler.googleapis.com"
+# Predefined roles that hold container.clusters.update, which nodePools.setSize needs.
+# A custom role may hold it too: kary cannot read one, so it asks for one of these.
+RESIZE_ROLES = (
+    "roles/container.admin",
+    "roles/container.clusterAdmin",
+    "roles/editor",
+    "roles/owner",
+)
 # Project ids: 6-30 of a-z, 0-9, '-'; old ones may carry a domain prefix (example.com:proj).
 _PROJECT_ID = r"(?:[a-z0-9.-]+:)?[a-z][-a-z0-9]{4,28}[a-z0-9]"
 
@@ -85,6 +98,7 @@ class GkeProvider(Provider):
         super().__init__(spec, shell, state_dir)
         self.gke = GkeSpec.model_validate(spec.raw)
         self._project: str | None = self.gke.project
+        self._account: str | None = None
 
     @property
     def location(self) -> str:
@@ -143,6 +157,8 @@ class GkeProvider(Provider):
             return account
         if not resolve:
             return "PROJECT_NUMBER-compute@developer.gserviceaccount.com"
+        if self._account is not None:
+            return self._account
         command = Command(
             ("gcloud", "projects", "describe", self.project(), "--format=value(projectNumber)"),
             QUERY_TIMEOUT_S,
@@ -151,7 +167,53 @@ class GkeProvider(Provider):
         number = read_line(
             str(command), self.shell.run(command, capture=True), "[0-9]+", "a project number"
         )
-        return f"{number}-compute@developer.gserviceaccount.com"
+        self._account = f"{number}-compute@developer.gserviceaccount.com"
+        return self._account
+
+    def preflight(self, dead_man: bool, operator: bool) -> None:
+        """kubectl fits the cluster; the dead-man switch can run: its API is on, its
+        account may resize node pools."""
+        super().preflight(dead_man, operator)
+        if not dead_man:
+            return
+        project = self.project()
+        services = Command(
+            (
+                "gcloud", "services", "list", "--enabled", "--project", project,
+                f"--filter=config.name={SCHEDULER_API}", "--format=value(config.name)",
+            ),
+            QUERY_TIMEOUT_S,
+            "enabled services",
+        )  # fmt: skip
+        if SCHEDULER_API not in self.shell.run(services, capture=True).split():
+            raise UserError(
+                f"the Cloud Scheduler API is not enabled in project {project}, and the "
+                f"dead-man switch is a Cloud Scheduler job: `gcloud services enable "
+                f"{SCHEDULER_API} --project {project}` (--no-dead-man-switch skips it)"
+            )
+        account = self._service_account(resolve=True)
+        policy = Command(
+            (
+                "gcloud", "projects", "get-iam-policy", project,
+                "--flatten=bindings[].members", "--format=value(bindings.members,bindings.role)",
+            ),
+            QUERY_TIMEOUT_S,
+            "IAM policy",
+        )  # fmt: skip
+        member = f"serviceAccount:{account}"
+        roles = {
+            words[1]
+            for line in self.shell.run(policy, capture=True).splitlines()
+            if len(words := line.split()) == 2 and words[0] == member
+        }
+        if not roles & set(RESIZE_ROLES):
+            raise UserError(
+                f"the dead-man switch's service account {account} has none of "
+                f"{', '.join(RESIZE_ROLES)} in project {project}: its resize at the lease's "
+                f"end would fail (403). Grant one (`gcloud projects add-iam-policy-binding "
+                f"{project} --member={member} --role=roles/container.clusterAdmin`) or set "
+                "KARY_GKE_SERVICE_ACCOUNT to an account that has one"
+            )
 
     def switch_command(self, lease: Lease, resolve: bool = True) -> Command:
         uri = (
@@ -286,4 +348,11 @@ class GkeProvider(Provider):
         )
         if when and fires_at is None:
             detail += f" (its scheduleTime {when!r} is not a time)"
+        failed = job.get("status") or {}
+        if failed.get("code"):  # google.rpc.Status of the last attempt: 0 / absent is OK
+            detail += (
+                f"; its last attempt FAILED (code {failed['code']}"
+                + (f": {failed['message']}" if failed.get("message") else "")
+                + "): the workers were not taken away"
+            )
         return DeadManStatus(fires_at, detail)

@@ -175,6 +175,7 @@ def cluster_up(
             f"cluster {spec.name} already exists in {provider.location} ({existing.status}); "
             f"use it without --up, or delete it first with `kary cluster down {spec.path}`"
         )
+    provider.preflight(dead_man, operator)
     steps = provider.create_steps(lease, dead_man, operator)
     billable = False
     try:

@@ -50,6 +50,8 @@ def test_up_creates_a_labelled_cluster_with_the_operator_and_a_dead_man_switch(
     config = Path(os.environ["XDG_STATE_HOME"]) / "kary" / "eksctl" / f"{NAME}.yaml"
     assert [c[:4] for c in fake_cloud.calls()] == [
         ["boto3", "eks", "DescribeCluster", f"name={NAME}"],
+        # kubectl within one minor version of the cluster's 1.33, before anything is made.
+        ["kubectl", "version", "--client", "-o"],
         ["boto3", "ec2", "DescribePlacementGroups", PLACEMENT_FILTER],
         ["boto3", "ec2", "CreatePlacementGroup", f"GroupName={PLACEMENT}"],
         ["eksctl", "create", "cluster", "-f"],
@@ -415,3 +417,27 @@ def test_the_dry_run_prices_the_control_plane_for_the_day(fake_cloud: Any, clock
         "cost: $19.08/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.60/h "
         "(Kubernetes 1.33 in extended support since 2026-07-29); prices as of 2025-07-01)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("version", "ok"), [("1.31.4", False), ("1.32.0", True), ("1.35.1", False)]
+)
+def test_kubectl_too_far_from_the_clusters_version_is_found_before_anything_is_made(
+    fake_cloud: Any, aws: Any, version: str, ok: bool
+) -> None:
+    aws(NAME, ["workers"])
+    fake_cloud.fail("KUBECTL_VERSION", version)
+    result = _up("--max-hours", "2")
+    if ok:
+        assert result.exit_code == 0, result.output
+        return
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"kary: error: kubectl v{version} is more than 1 minor version from Kubernetes 1.33, "
+        "the skew kubectl supports, and it installs the Flux Operator: install kubectl 1.32 "
+        "to 1.34 (https://kubernetes.io/docs/tasks/tools/)"
+    )
+    assert not [
+        c for c in fake_cloud.calls() if "Create" in c[2] or c[1:3] == ["create", "cluster"]
+    ]
+    assert fake_cloud.running() == []

@@ -62,12 +62,15 @@ def test_up_arms_the_switch_first_then_creates_and_down_removes_both(
     assert verbs == [
         ["container", "clusters", "describe"],
         ["config", "get-value", "project"],
+        # Before anything is made: the scheduler's API is on, its account may resize.
+        ["services", "list", "--enabled"],
         ["projects", "describe", "fake-project"],
+        ["projects", "get-iam-policy", "fake-project"],
         ["scheduler", "jobs", "create"],
         ["container", "clusters", "create"],
         ["container", "clusters", "get-credentials"],
     ]
-    create = fake_cloud.calls("gcloud")[4]
+    create = fake_cloud.calls("gcloud")[6]
     labels = dict(kv.split("=") for kv in create[create.index("--labels") + 1].split(","))
     lease = Lease.from_labels(labels)
     assert lease is not None and lease.owner == "tester"
@@ -76,7 +79,7 @@ def test_up_arms_the_switch_first_then_creates_and_down_removes_both(
         "https://container.googleapis.com/v1/projects/fake-project/locations/us-central1-a/"
         f"clusters/{NAME}/nodePools/default-pool:setSize"
     )
-    switch = fake_cloud.calls("gcloud")[3]
+    switch = fake_cloud.calls("gcloud")[5]
     assert switch[switch.index("--oauth-service-account-email") + 1] == (
         "123456789012-compute@developer.gserviceaccount.com"
     )
@@ -110,6 +113,7 @@ def test_up_arms_the_switch_first_then_creates_and_down_removes_both(
 
 def test_a_service_account_can_be_given(fake_cloud: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KARY_GKE_SERVICE_ACCOUNT", "reaper@p.iam.gserviceaccount.com")
+    monkeypatch.setenv("KARY_FAKE_SA_MEMBER", "reaper@p.iam.gserviceaccount.com")
     assert _up("--no-operator").exit_code == 0
     assert [c[1:3] for c in fake_cloud.calls("gcloud")].count(["projects", "describe"]) == 0
     switch = next(
@@ -143,6 +147,58 @@ def test_a_scheduler_that_refuses_stops_before_any_cluster_exists(fake_cloud: An
     ]
     assert creates == []
     assert fake_cloud.running() == []
+
+
+def test_a_disabled_scheduler_api_is_found_before_anything_is_made(fake_cloud: Any) -> None:
+    fake_cloud.fail("SCHEDULER_API", "disabled")
+    result = _up()
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        "kary: error: the Cloud Scheduler API is not enabled in project fake-project, and the "
+        "dead-man switch is a Cloud Scheduler job: `gcloud services enable "
+        "cloudscheduler.googleapis.com --project fake-project` (--no-dead-man-switch skips it)"
+    )
+    made = [c[1:4] for c in fake_cloud.calls("gcloud") if c[3:4] == ["create"]]
+    assert made == []  # neither the switch nor the cluster
+    assert fake_cloud.running() == []
+
+
+@pytest.mark.parametrize("roles", ["roles/viewer,roles/container.developer", ""])
+def test_a_switch_account_that_may_not_resize_is_refused_before_anything_is_made(
+    fake_cloud: Any, roles: str
+) -> None:
+    # Else the 403 comes at the lease's end, when nobody is looking, and nodes bill on.
+    fake_cloud.fail("SA_ROLES", roles)
+    result = _up()
+    assert result.exit_code == 2
+    account = "123456789012-compute@developer.gserviceaccount.com"
+    assert result.stderr.splitlines()[-1] == (
+        f"kary: error: the dead-man switch's service account {account} has none of "
+        "roles/container.admin, roles/container.clusterAdmin, roles/editor, roles/owner in "
+        "project fake-project: its resize at the lease's end would fail (403). Grant one "
+        "(`gcloud projects add-iam-policy-binding fake-project "
+        f"--member=serviceAccount:{account} --role=roles/container.clusterAdmin`) or set "
+        "KARY_GKE_SERVICE_ACCOUNT to an account that has one"
+    )
+    assert [c for c in fake_cloud.calls("gcloud") if c[3:4] == ["create"]] == []
+
+
+def test_without_the_switch_its_checks_are_not_asked(fake_cloud: Any) -> None:
+    fake_cloud.fail("SCHEDULER_API", "disabled")
+    assert _up("--no-operator", "--no-dead-man-switch").exit_code == 0
+    assert not any(c[1:3] == ["services", "list"] for c in fake_cloud.calls("gcloud"))
+
+
+def test_status_says_when_the_switchs_last_attempt_failed(fake_cloud: Any) -> None:
+    assert _up("--no-operator").exit_code == 0
+    fake_cloud.fail("JOB_STATUS", '{"code": 7, "message": "Permission denied"}')
+    result = runner.invoke(app, ["cluster", "status", str(GKE_30)])
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.stdout.splitlines() if x.startswith("dead-man switch:")]
+    assert line.endswith(
+        "resizes default-pool to 0; its last attempt FAILED (code 7: Permission denied): "
+        "the workers were not taken away"
+    )
 
 
 def test_a_delete_that_keeps_failing_is_reported(fake_cloud: Any) -> None:

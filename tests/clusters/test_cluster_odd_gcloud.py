@@ -80,15 +80,17 @@ def test_reap_with_an_odd_cluster_list_deletes_nothing(fake_cloud: Any, text: st
         ("gcloud projects describe", "12ab", "a project number"),
     ],
 )
-def test_odd_project_answers_stop_the_switch_and_delete_what_was_made(
+def test_odd_project_answers_stop_before_anything_is_made(
     fake_cloud: Any, call: str, text: str, expected: str
 ) -> None:
     fake_cloud.prints(call, text)
     last = _one_line_error(_cli("up", "--yes"))
     assert last.startswith(f"kary: error: `{call}")
     assert f"(expected {expected}" in last
-    assert last.endswith("; what was made is deleted")
-    assert _creates(fake_cloud) == []  # the switch comes first: no cluster was started
+    # The project is read by the checks before the switch: nothing was made to delete.
+    assert "what was made" not in last
+    assert _creates(fake_cloud) == []
+    assert fake_cloud.state()["jobs"] == {}
     assert fake_cloud.running() == []
 
 

@@ -14,7 +14,12 @@ Environment:
   KARY_FAKE_GCLOUD_CREATE  ok | fail-halfway | hang
   KARY_FAKE_GCLOUD_DELETE  ok | fail-once | fail-always
   KARY_FAKE_SCHEDULER      ok | fail
+  KARY_FAKE_SCHEDULER_API  enabled | disabled (what `gcloud services list --enabled` shows)
+  KARY_FAKE_SA_ROLES       the roles the service account holds (default roles/editor)
+  KARY_FAKE_SA_MEMBER      that account (default the compute default account)
+  KARY_FAKE_JOB_STATUS     JSON google.rpc.Status a scheduler job's describe shows
   KARY_FAKE_KUBECTL        ok | fail
+  KARY_FAKE_KUBECTL_VERSION  what `kubectl version --client -o json` reports (default 1.33.1)
   KARY_FAKE_STDOUT         JSON {"PROG ARG ARG": {"text": T, "skip": N}}: calls whose argv
                            starts so, after the first N, print T and exit 0 instead
                            (odd-output tests)
@@ -187,6 +192,21 @@ def gcloud(argv: list[str]) -> None:
     if argv[:2] == ["projects", "describe"]:
         print("123456789012")
         return
+    if argv[:2] == ["services", "list"]:
+        if os.environ.get("KARY_FAKE_SCHEDULER_API", "enabled") == "enabled":
+            print("cloudscheduler.googleapis.com")
+        return
+    if argv[:2] == ["projects", "get-iam-policy"]:
+        # --flatten=bindings[].members --format=value(bindings.members,bindings.role)
+        account = "serviceAccount:" + os.environ.get(
+            "KARY_FAKE_SA_MEMBER", "123456789012-compute@developer.gserviceaccount.com"
+        )
+        roles = os.environ.get("KARY_FAKE_SA_ROLES", "roles/editor").split(",")
+        print("user:owner@example.com\troles/owner")
+        for role in filter(None, roles):
+            print(f"{account}\t{role}")
+        print("serviceAccount:other@fake-project.iam.gserviceaccount.com\troles/container.admin")
+        return
     if argv[:2] == ["container", "clusters"]:
         verb, zone = argv[2], _flag(argv, "--zone")
         if verb == "list":
@@ -286,12 +306,23 @@ def gcloud(argv: list[str]) -> None:
             if argv[2] == "delete":
                 state["jobs"].pop(job)
                 return
-            print(json.dumps(state["jobs"][job]))
+            job_status = os.environ.get("KARY_FAKE_JOB_STATUS")
+            shown = {
+                **state["jobs"][job],
+                **({"status": json.loads(job_status)} if job_status else {}),
+            }
+            print(json.dumps(shown))
         return
     _fail(f"fake gcloud: unsupported {argv}", 99)
 
 
 def kubectl(argv: list[str]) -> None:
+    if argv[:1] == ["version"]:
+        version = os.environ.get("KARY_FAKE_KUBECTL_VERSION", "1.33.1")
+        major, minor, _ = version.split(".")
+        client = {"major": major, "minor": minor, "gitVersion": f"v{version}"}
+        print(json.dumps({"clientVersion": client, "kustomizeVersion": "v5.6.0"}, indent=2))
+        return
     if _mode("KARY_FAKE_KUBECTL") == "fail":
         _fail('error: unable to recognize "flux-operator.yaml": Unauthorized')
     with _state() as state:
