@@ -24,7 +24,10 @@ Environment:
                            starts so, after the first N, print T and exit 0 instead
                            (odd-output tests)
   KARY_FAKE_NOW            ISO time the fakes take as now (the test's frozen clock)
-Only the calls kary makes are understood; anything else exits 99 so a test notices.
+Every call is first checked against the flags and subcommands the real tool
+documents (cli_reference.py): anything else fails with the real tool's own
+message and exit status.  Of the documented calls, only those kary makes are
+understood; anything else exits 99 so a test notices.
 """
 
 from __future__ import annotations
@@ -353,9 +356,15 @@ def _odd_stdout(prog: str, argv: list[str]) -> str | None:
 
 
 def main() -> None:
+    import cli_reference  # beside this script, which Python puts first on sys.path
+
     prog, argv = sys.argv[1], sys.argv[2:]
     with open(os.environ["KARY_FAKE_LOG"], "a") as log:
         log.write(json.dumps({"prog": prog, "argv": argv}) + "\n")
+    try:
+        cli_reference.check(prog, argv)
+    except cli_reference.Refused as refused:
+        _fail(str(refused), refused.code)
     odd = _odd_stdout(prog, argv)
     if odd is not None:
         sys.stdout.write(odd)
