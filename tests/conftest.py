@@ -7,10 +7,20 @@ proxy and cloud credential variables and points HOME at a temporary folder.
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 from unavailable import unavailable
+
+# A suite started with SIGINT ignored (`make check &` from a script: POSIX shells
+# ignore SIGINT in a non-interactive shell's background jobs) would pass that on:
+# Python then installs no Ctrl-C handler, a test's os.kill(SIGINT) does nothing,
+# and every kary a test starts inherits the ignored signal.  The tests are about
+# Ctrl-C, not about how they were started: Python's own handler is put back, and
+# since exec resets a handled signal to its default, so is each child's.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("KARY_SHARED", REPO.parent / "shared"))

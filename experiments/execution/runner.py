@@ -57,7 +57,13 @@ def default_timeout(predicted_seconds: float) -> float:
 
 @contextmanager
 def _signals_interrupt() -> Iterator[list[str]]:
-    """SIGTERM (and SIGHUP) raise KeyboardInterrupt, as Ctrl-C does; yields which one came."""
+    """SIGTERM (and SIGHUP) raise KeyboardInterrupt, as Ctrl-C does; yields which one came.
+
+    A signal kary was started with ignored stays ignored: under `nohup` (SIGHUP) or
+    as a background job of a script (SIGINT, which Python then leaves ignored too)
+    the user asked that closing the terminal or Ctrl-C there not stop the run.
+    SIGTERM always stops it, cleanly.
+    """
     which: list[str] = []
     if threading.current_thread() is not threading.main_thread():
         yield which
@@ -67,7 +73,10 @@ def _signals_interrupt() -> Iterator[list[str]]:
         which.append(signal.Signals(signum).name)
         raise KeyboardInterrupt
 
-    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
+    caught = [signal.SIGTERM]
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        caught.append(signal.SIGHUP)
+    previous = {s: signal.signal(s, interrupt) for s in caught}
     try:
         yield which
     finally:

@@ -33,7 +33,13 @@ def scratch() -> Iterator[Path]:
         subprocess.run(["rm", "-rf", str(folder)], check=False)
 
 
-def _kary(data_dir: Path, scratch: Path) -> subprocess.Popen[str]:
+def _ignore_int_and_hup() -> None:
+    """As `nohup kary ... &` from a script starts it: SIGINT and SIGHUP ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+def _kary(data_dir: Path, scratch: Path, nohup: bool = False) -> subprocess.Popen[str]:
     env = dict(os.environ, TMPDIR=str(scratch))
     return subprocess.Popen(
         [
@@ -60,6 +66,7 @@ def _kary(data_dir: Path, scratch: Path) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_ignore_int_and_hup if nohup else None,
     )
 
 
@@ -110,4 +117,32 @@ def test_an_interrupted_run_leaves_nothing_behind_and_resumes(
     assert ((first / "run.json").read_bytes(), (first / "run.json").stat().st_mtime_ns) == kept
     moved = list((data / ".replaced").glob("*/4/kary-2/0/run.json"))
     assert [json.loads(p.read_text())["state"] for p in moved] == ["interrupted"]
+    assert wait_for_no_processes(str(scratch)) == []
+
+
+@pytest.mark.slow
+def test_a_run_started_with_int_and_hup_ignored_keeps_them_ignored_and_stops_on_term(
+    scratch: Path,
+) -> None:
+    data = scratch / "raw"
+    second = data / "4" / "kary-2" / "0"
+    proc = _kary(data, scratch, nohup=True)
+    try:
+        deadline = time.monotonic() + 60
+        while _state(second) != "running" and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.02)
+        # Closing the terminal and Ctrl-C there: the user asked, with nohup, to go on.
+        proc.send_signal(signal.SIGHUP)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)  # still stops it, cleanly
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert ", 1 interrupted" in err  # the cell SIGTERM met, not one that SIGINT/SIGHUP did
     assert wait_for_no_processes(str(scratch)) == []
