@@ -27,27 +27,27 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analysis.model import PingStep, Problem, Step
-from analysis.parse_raw import ParseResult, parse_tree, read_tree
+from analysis.read.records import PingStep, Problem, Step
+from analysis.tree import ParseResult, parse_tree, read_tree
 from experiments.formats.events import event_sort_key, topology_order_key
+from experiments.formats.parsed import PARSED_FORMAT
 
 if TYPE_CHECKING:
     from analysis.compare import Comparison, compare_parsed, format_comparison
-    from analysis.output import PARSED_FORMAT, Parsed, load_parsed
-    from analysis.stats import median_ci_ranks, ratio_of_medians, summarize
+    from analysis.tables.parsed_dir import Parsed, load_parsed
+    from analysis.tables.stats import median_ci_ranks, ratio_of_medians, summarize
 
 # Names whose modules import pandas: loaded on first use, so that `kary parse`
-# can start its workers before pandas is imported (see analysis.parse_slices).
+# can start its workers before pandas is imported (see analysis.tree_slices).
 _PANDAS_NAMES = {
     "Comparison": "analysis.compare",
     "compare_parsed": "analysis.compare",
     "format_comparison": "analysis.compare",
-    "PARSED_FORMAT": "analysis.output",
-    "Parsed": "analysis.output",
-    "load_parsed": "analysis.output",
-    "median_ci_ranks": "analysis.stats",
-    "ratio_of_medians": "analysis.stats",
-    "summarize": "analysis.stats",
+    "Parsed": "analysis.tables.parsed_dir",
+    "load_parsed": "analysis.tables.parsed_dir",
+    "median_ci_ranks": "analysis.tables.stats",
+    "ratio_of_medians": "analysis.tables.stats",
+    "summarize": "analysis.tables.stats",
 }
 
 
@@ -96,7 +96,7 @@ def parse(
 
 def report(parsed_dirs: str | Path | Sequence[str | Path], out: str | Path) -> Path:
     """Write one HTML report over `parsed_dirs` (the first is the baseline) to `out`."""
-    from analysis.report_page import write_report  # jinja2 and the plots: only when asked
+    from analysis.page.builder import write_report  # jinja2 and the plots: only when asked
 
     dirs = [parsed_dirs] if isinstance(parsed_dirs, (str, Path)) else list(parsed_dirs)
     return write_report([Path(d) for d in dirs], Path(out))

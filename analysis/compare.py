@@ -3,7 +3,7 @@
 Per (event, topology, nodes, size): the ratio of medians B/A of the ok timings,
 the Mann-Whitney U test (two-sided) of A's timings against B's, and the
 distribution-free Hodges-Lehmann interval for the ratio with its exact
-coverage (analysis.stats). Marks, as asv does:
+coverage (analysis.tables.stats). Marks, as asv does:
 
     +  slower: ratio beyond the factor AND Mann-Whitney p < 0.05
     -  faster: same rule
@@ -16,7 +16,7 @@ coverage (analysis.stats). Marks, as asv does:
 
 Regressions are the `+` and `!` rows. Groups found on one side only are
 counted, not compared. Failed steps never enter a median.  Void steps (a
-failed precondition: analysis.model.is_void) are neither timings nor
+failed precondition: analysis.read.records.is_void) are neither timings nor
 failures of what is compared: they are counted apart (void_before/after)
 and never make a `!`.
 """
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.model import is_void
-from analysis.output import Parsed
-from analysis.stats import ALPHA, MIN_RUNS, TEST_NAME, rank_test, ratio_of_medians
+from analysis.read.records import is_void
+from analysis.tables.parsed_dir import Parsed
+from analysis.tables.stats import ALPHA, MIN_RUNS, TEST_NAME, rank_test, ratio_of_medians
 from experiments.formats.events import event_sort_key, topology_order_key
 
 __all__ = [

@@ -45,7 +45,7 @@ import numpy as np  # noqa: E402
 from machine_load import CpuMeter  # noqa: E402
 
 from analysis import parse  # noqa: E402
-from analysis.stats import rank_test, smallest_p  # noqa: E402
+from analysis.tables.stats import rank_test, smallest_p  # noqa: E402
 from experiments import Sweep, run  # noqa: E402
 from experiments.emulator.units import parse_bandwidth  # noqa: E402
 from experiments.execution.progress import SilentReporter  # noqa: E402

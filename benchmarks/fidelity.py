@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from analysis.stats import rank_test  # noqa: E402
+from analysis.tables.stats import rank_test  # noqa: E402
 from experiments.backends.base import Backend  # noqa: E402
 from experiments.backends.flux import FluxBackend, flux_on_path  # noqa: E402
 from experiments.backends.local import LocalBackend  # noqa: E402

@@ -373,7 +373,7 @@ def main() -> None:
             small, large = min(sizes), max(sizes)
             ratio = ours[large] / ours[small]
             # Above 1 is expected: a tree of fewer than 1,000 cells is parsed in
-            # one process (analysis.parse_slices.CELLS_PER_JOB), a larger one by
+            # one process (analysis.tree_slices.CELLS_PER_JOB), a larger one by
             # a worker per core.  What must not happen is rows/s falling as the
             # tree grows (the seed's loop copies its frame per row: O(n^2)).
             print(

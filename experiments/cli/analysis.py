@@ -16,7 +16,7 @@ from experiments.errors import UserError
 from experiments.files import write_atomic
 
 if TYPE_CHECKING:
-    from analysis.parse_raw import ParseResult
+    from analysis.tree import ParseResult
 
 __all__ = ["register"]
 

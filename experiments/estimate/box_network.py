@@ -109,8 +109,8 @@ def fit_box_network(observations: Sequence[BoxObservation]) -> BoxFit:
 
 def load_box_observations(parsed_dir: Path) -> list[BoxObservation]:
     """The ok `distribute-all-nodes` steps of the box cells in a parsed directory."""
-    from analysis import load_parsed
     from experiments.emulator.units import parse_bandwidth
+    from experiments.formats.parsed.load import load_parsed
 
     parsed = load_parsed(parsed_dir)
     runs, events = parsed.runs, parsed.events

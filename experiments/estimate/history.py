@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import load_parsed
-from analysis.output import EVENTS_CSV
 from experiments.errors import UserError
 from experiments.estimate.coverage import Environment
 from experiments.estimate.structure import Step, cell_steps
 from experiments.formats.events import GENERATE_BLOB, STRATEGIES, VERIFY_PREFIX
+from experiments.formats.parsed import EVENTS_CSV
+from experiments.formats.parsed.load import load_parsed
 from experiments.formats.run_record import ALLOCATION, BOX, TEST_INSTANCE
 from experiments.model.plan import Cell
 from experiments.model.topology import build_tree

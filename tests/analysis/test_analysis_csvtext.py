@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from analysis import parse_tree
-from analysis.csvtext import csv_text
+from analysis.tables.csv_text import csv_text
 
 
 def test_every_parsed_table_is_written_as_pandas_writes_it(
@@ -54,7 +54,7 @@ _WRITE_FORKED = """
 import sys
 import numpy as np
 import pandas as pd
-import analysis.csvtext as ct
+import analysis.tables.csv_text as ct
 ct.ROWS_PER_JOB = 10  # fork even for a small frame
 forked = []
 real = ct.Forked

@@ -206,8 +206,8 @@ def test_a_mislabelled_cell_is_warned_about(tmp_path: Path) -> None:
 _PARSE_FORKED = """
 import pickle, sys
 from pathlib import Path
-import analysis.parse_raw as parse
-import analysis.parse_slices as slices
+import analysis.tree as parse
+import analysis.tree_slices as slices
 slices.CELLS_PER_JOB = 1  # fork even for a small tree
 forked = []
 real = slices.Forked

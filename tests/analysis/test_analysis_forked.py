@@ -10,7 +10,7 @@ import sys
 # A fresh interpreter has one thread, so it may fork (pytest's may not).
 _CHECK = """
 import gc, json
-from analysis.forked import Forked, can_fork
+from analysis.read.workers import Forked, can_fork
 
 def state():
     return (gc.isenabled(), gc.get_freeze_count() > 0)

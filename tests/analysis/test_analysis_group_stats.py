@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.group_stats import group_stats
+from analysis.tables.group_stats import group_stats
 
 
 def test_group_stats_match_pandas_groupby_on_random_groups() -> None:

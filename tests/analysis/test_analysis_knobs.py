@@ -11,12 +11,13 @@ from analysis_samples import kary_log, run_record, write_cell
 from typer.testing import CliRunner
 
 from analysis import parse
-from analysis.output import EVENTS_CSV, load_parsed
-from analysis.report_view import strategy_views
+from analysis.page.view import strategy_views
+from analysis.tables.parsed_dir import load_parsed
 from experiments.cli import app
 from experiments.errors import UserError
 from experiments.formats.cell_layout import NO_KNOBS, Knobs, cell_id
 from experiments.formats.kary_line import format_kary_line, kary_records
+from experiments.formats.parsed import EVENTS_CSV
 
 SMALL, LARGE = Knobs(chunksize=256 * 2**10), Knobs(chunksize=2**20)
 

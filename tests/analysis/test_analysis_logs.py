@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from analysis_samples import SIZES, kary_log, legacy_log
 
-from analysis.karylog import parse_kary
-from analysis.legacy import parse_legacy, parse_real
-from analysis.logtext import LogText, decode_log, overlay_lines
-from analysis.model import Step
+from analysis.read.kary_log import parse_kary
+from analysis.read.log_text import LogText, decode_log, overlay_lines
+from analysis.read.records import Step
+from analysis.read.seed_log import parse_legacy, parse_real
 from experiments.formats.kary_line import format_kary_line
 
 

@@ -12,8 +12,8 @@ import pytest
 from analysis_samples import kary_log, legacy_log, ping_log, run_record, write_cell
 
 from analysis import parse_tree
-from analysis.output import write_parsed
-from analysis.tables import summary_table
+from analysis.tables.frames import summary_table
+from analysis.tables.parsed_dir import write_parsed
 from experiments.model.cell_filter import parse_only
 
 

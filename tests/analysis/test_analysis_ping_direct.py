@@ -9,10 +9,10 @@ import pandas as pd
 from analysis_samples import kary_log, ping_log, run_record, write_cell
 
 from analysis import load_parsed, parse_tree
-from analysis.report_baselines import direct_table, ping_tables
-from analysis.report_page import build_report
-from analysis.table_rows import PING_COLUMNS
+from analysis.page.baselines import direct_table, ping_tables
+from analysis.page.builder import build_report
 from experiments.formats.cell_layout import cell_id
+from experiments.formats.parsed import PING_COLUMNS
 
 
 def _parsed(tmp_path: Path, log: str) -> tuple[pd.DataFrame, list[str]]:

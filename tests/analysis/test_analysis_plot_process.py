@@ -15,15 +15,15 @@ from analysis_samples import legacy_log, write_cell
 _PARSE = """
 import json, multiprocessing, sys
 from pathlib import Path
-import analysis.parse_raw as parse
-import analysis.plots as plots
+import analysis.tree as parse
+import analysis.plots.figures as plots
 from experiments.errors import UserError
 if sys.argv[3] == "plot-bug":
     def broken(parsed):
         raise ValueError("a bug in a plot")
     plots._plan = broken
 used = []
-import analysis.plot_process as plot_process
+import analysis.plots.process as plot_process
 original = plot_process.PlotProcess.__init__
 def counted(self, *args, **kwargs):
     used.append(1)
@@ -56,7 +56,7 @@ def _tree(root: Path) -> Path:
 
 def test_the_plot_process_draws_what_the_parse_process_would(tmp_path: Path) -> None:
     from analysis import read_tree
-    from analysis.plots import write_plots
+    from analysis.plots.figures import write_plots
 
     raw = _tree(tmp_path / "raw")
     (tmp_path / "tmp").mkdir()

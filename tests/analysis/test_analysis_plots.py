@@ -15,7 +15,8 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from typer.testing import CliRunner
 
-from analysis import parse_tree, plots
+import analysis.plots.figures as plots
+from analysis import parse_tree
 from experiments.cli import app
 from experiments.formats.cell_layout import cell_id
 
@@ -84,7 +85,7 @@ def test_the_plot_theme_is_seaborns(tmp_path: Path) -> None:
     import matplotlib
     import seaborn as sns
 
-    from analysis.plot_theme import COLORBLIND, THEME, colormap_palette, lut_palette
+    from analysis.plots.theme import COLORBLIND, THEME, colormap_palette, lut_palette
 
     with matplotlib.rc_context():
         sns.set_theme(style="whitegrid", context="notebook")
@@ -110,7 +111,7 @@ _DRAW_IN_CHILD = """
 import sys
 from pathlib import Path
 from analysis import load_parsed
-from analysis.plots import start_plots
+from analysis.plots.figures import start_plots
 pending = start_plots(load_parsed(Path(sys.argv[1])), Path(sys.argv[2]), jobs=2)
 names = [p.name for p in pending.wait()]
 print("forked" if pending._forked is not None else "serial", *names)

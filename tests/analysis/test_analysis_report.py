@@ -11,11 +11,11 @@ from headless_chromium import chromium, page_requests
 from typer.testing import CliRunner
 
 from analysis import load_parsed, parse_tree
-from analysis.report_facts import Failure, collect_facts
-from analysis.report_page import REPORT_NAME
-from analysis.report_results import source_label
-from analysis.report_svg import tree_svg
-from analysis.report_view import strategy_views
+from analysis.page.builder import REPORT_NAME
+from analysis.page.facts import Failure, collect_facts
+from analysis.page.svg import tree_svg
+from analysis.page.view import strategy_views
+from analysis.tables.sources import source_label
 from experiments.cli import app
 from experiments.formats.cell_layout import cell_id
 from experiments.model.topology import build_tree

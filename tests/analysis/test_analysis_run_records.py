@@ -11,10 +11,10 @@ import pytest
 from analysis_samples import kary_log, run_record, write_cell
 
 from analysis import load_parsed, parse_tree, read_tree
-from analysis.report_facts import collect_facts
-from analysis.report_page import REPORT_NAME, write_report
-from analysis.table_rows import RECORD_FACTS
+from analysis.page.builder import REPORT_NAME, write_report
+from analysis.page.facts import collect_facts
 from experiments.errors import UserError
+from experiments.formats.parsed import RECORD_FACTS
 from experiments.formats.run_record import UnreadableRecord, read_record
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 from analysis_samples import kary_log, legacy_log, run_record, write_cell
 
-from analysis.csvtext import csv_text
-from analysis.output import EVENTS_CSV
+from analysis.tables.csv_text import csv_text
+from experiments.formats.parsed import EVENTS_CSV
 
 
 def _tree(root: Path) -> Path:
@@ -34,8 +34,8 @@ def _tree(root: Path) -> Path:
 _PARSE = """
 import sys
 from pathlib import Path
-import analysis.parse_raw as parse
-import analysis.parse_slices as slices
+import analysis.tree as parse
+import analysis.tree_slices as slices
 slices.CELLS_PER_JOB = 1
 parse.usable_cores = lambda: 2
 only = None

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from analysis import median_ci_ranks, ratio_of_medians, summarize, topology_order_key
-from analysis.stats import _mann_whitney_counts
+from analysis.tables.stats import _mann_whitney_counts
 
 
 @pytest.mark.parametrize(
@@ -86,7 +86,7 @@ def test_topologies_sort_as_a_reader_expects() -> None:
 def test_rank_test_gives_scipys_p_values(ties: bool) -> None:
     from scipy.stats import mannwhitneyu
 
-    from analysis.stats import rank_test
+    from analysis.tables.stats import rank_test
 
     rng = np.random.default_rng(11)
     for _ in range(400):
@@ -109,7 +109,7 @@ def test_statistics_do_not_import_scipy() -> None:
     # scipy.stats costs 0.7 s of every parse and report that imported it.
     code = (
         "import sys, numpy as np\n"
-        "from analysis.stats import rank_test, ratio_of_medians\n"
+        "from analysis.tables.stats import rank_test, ratio_of_medians\n"
         "rank_test(np.arange(20.0), np.arange(30.0) + 3)\n"
         "ratio_of_medians(np.arange(1.0, 60), np.arange(1.0, 60) * 1.1)\n"
         "print('scipy' in sys.modules)\n"
@@ -119,7 +119,7 @@ def test_statistics_do_not_import_scipy() -> None:
 
 
 def test_grouping_by_the_telling_keys_gives_the_summary_of_all_keys() -> None:
-    from analysis.tables import _SUMMARY_GROUPS, SUMMARY_KEYS
+    from analysis.tables.frames import _SUMMARY_GROUPS, SUMMARY_KEYS
 
     rng = np.random.default_rng(7)
     rows = 400

@@ -9,9 +9,9 @@ import pytest
 from analysis_samples import kary_log, run_record, write_cell
 
 from analysis import load_parsed, parse_tree
-from analysis.karylog import parse_kary
-from analysis.logtext import LogText, decode_log
-from analysis.report_results import strategy_samples
+from analysis.page.results import strategy_samples
+from analysis.read.kary_log import parse_kary
+from analysis.read.log_text import LogText, decode_log
 
 VERIFY = "verify-distribute-all-nodes-16M"
 # What templates/entrypoint.sh.j2's kary_verify prints when rank 3's copy differs

@@ -7,7 +7,7 @@ from pathlib import Path
 from analysis_samples import kary_log, run_record, write_cell
 
 from analysis import load_parsed, parse_tree
-from analysis.report_facts import collect_facts
+from analysis.page.facts import collect_facts
 
 
 def _facts(tmp_path: Path, **record: object) -> dict[str, str]:

@@ -82,8 +82,17 @@ def test_rank_0_sends_one_copy_per_child_and_no_copy_beats_its_link(
     sent = record["box"]["link_bytes"]["0"]["sent_bytes"]
     # Every copy crossed rank 0's link once, plus TCP/ZeroMQ/CURVE framing (< 5%).
     assert copies * size <= sent <= copies * size * 1.05
-    received = [record["box"]["link_bytes"][str(r)]["received_bytes"] for r in (1, 2, 3)]
-    assert all(size <= got <= size * 1.05 for got in received), (size, received)
+    links = record["box"]["link_bytes"]
+    received = [links[str(r)]["received_bytes"] for r in (1, 2, 3)]
+    # A relay's link also carries the TCP ACKs of what it forwards: one ~66-byte ACK per
+    # two 1448-byte segments, about 2.3% of its sent bytes (seen: a chain's relays got
+    # 5.1% over the copy, its leaf 3.2%).  3% of sent bytes is allowed for them.
+    allowed = [size * 1.05 + 0.03 * links[str(r)]["sent_bytes"] for r in (1, 2, 3)]
+    assert all(size <= got <= cap for got, cap in zip(received, allowed, strict=True)), (
+        size,
+        received,
+        allowed,
+    )
     log = (cell / "topology-experiment.out").read_text()
     seconds = next(
         json.loads(line[5:])["seconds"]

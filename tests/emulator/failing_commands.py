@@ -25,8 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.output import Parsed, load_parsed
-from analysis.parse_raw import parse_tree
+from analysis.tables.parsed_dir import Parsed, load_parsed
+from analysis.tree import parse_tree
 from experiments.formats.kary_line import format_kary_line, kary_records
 
 __all__ = ["fail_once", "fired", "rows", "run_and_parse", "short_blob_once"]

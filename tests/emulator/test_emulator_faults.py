@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from analysis.parse_raw import parse_tree
+from analysis.tree import parse_tree
 from experiments.backends.local import LocalBackend
 from experiments.cli import app
 from experiments.errors import UserError

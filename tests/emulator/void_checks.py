@@ -15,9 +15,9 @@ from pathlib import Path
 from failing_commands import fail_once, fired, rows, run_and_parse, short_blob_once
 
 from analysis.compare import compare_parsed, format_comparison
-from analysis.output import Parsed
-from analysis.report_facts import collect_facts
-from analysis.report_results import strategy_samples
+from analysis.page.facts import collect_facts
+from analysis.page.results import strategy_samples
+from analysis.tables.parsed_dir import Parsed
 from experiments.estimate.history import load_sweep
 from experiments.formats.kary_line import (
     VOID_BLOB,

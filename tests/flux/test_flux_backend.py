@@ -23,8 +23,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "emulator"))
 from emulator_helpers import processes_mentioning, wait_for_no_processes  # noqa: E402
 
-from analysis.output import load_parsed  # noqa: E402
-from analysis.parse_raw import parse_tree  # noqa: E402
+from analysis.tables.parsed_dir import load_parsed  # noqa: E402
+from analysis.tree import parse_tree  # noqa: E402
 from experiments.formats.kary_line import kary_records  # noqa: E402
 
 KARY = [sys.executable, "-c", "from experiments.cli import main; main()"]

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.output import PARSED_FORMAT, Parsed, load_parsed, write_parsed
-from analysis.table_rows import EVENT_COLUMNS, PING_COLUMNS
-from analysis.tables import summary_table
+from analysis.tables.frames import summary_table
+from analysis.tables.parsed_dir import Parsed, load_parsed, write_parsed
 from experiments.estimate.parameters import TimeModel
 from experiments.estimate.structure import cell_steps, step_seconds
 from experiments.formats.cell_layout import format_size, topology_dirname
+from experiments.formats.parsed import EVENT_COLUMNS, PARSED_FORMAT, PING_COLUMNS
 from experiments.model.plan import Cell
 
 MIB = 2**20

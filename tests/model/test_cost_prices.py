@@ -10,9 +10,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from analysis.output import Parsed
-from analysis.report_facts import collect_facts
-from analysis.table_rows import EVENT_COLUMNS, RUN_COLUMNS
+from analysis.page.facts import collect_facts
+from analysis.tables.parsed_dir import Parsed
 from experiments.cli import app
 from experiments.clusters import hourly_cost
 from experiments.errors import UserError
@@ -22,6 +21,7 @@ from experiments.estimate.prices import (
     hourly_price,
     load_price_catalog,
 )
+from experiments.formats.parsed import EVENT_COLUMNS, RUN_COLUMNS
 from experiments.model.cluster_spec import ClusterSpec, load_cluster_spec
 from experiments.resources import resource_path
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -77,6 +77,25 @@ def _state(cell_dir: Path) -> str | None:
         return None
 
 
+def _signalled_in_cell(
+    proc: subprocess.Popen[str], cell_dir: Path, signal_it: Callable[[], None]
+) -> str:
+    """Once `cell_dir`'s cell runs, `signal_it()`; kary's stderr when it has ended."""
+    try:
+        deadline = time.monotonic() + 60
+        while _state(cell_dir) != "running" and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.02)
+        assert _state(cell_dir) == "running"
+        signal_it()
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return err
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_run_leaves_nothing_behind_and_resumes(
@@ -85,19 +104,12 @@ def test_an_interrupted_run_leaves_nothing_behind_and_resumes(
     data = scratch / "raw"
     first, second, third = (data / "4" / f"kary-{k}" / "0" for k in (1, 2, 3))
     proc = _kary(data, scratch)
-    try:
-        deadline = time.monotonic() + 60
-        while _state(second) != "running" and time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.02)
-        assert _state(second) == "running"
+
+    def interrupt() -> None:
         time.sleep(0.3)  # inside the cell: brokers up, the benchmark going
         proc.send_signal(signum)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+
+    err = _signalled_in_cell(proc, second, interrupt)
     assert proc.returncode == 130, err
     assert "1 succeeded, 0 failed, 1 interrupted" in err
     assert "run the same command again" in err
@@ -127,22 +139,16 @@ def test_a_run_started_with_int_and_hup_ignored_keeps_them_ignored_and_stops_on_
     data = scratch / "raw"
     second = data / "4" / "kary-2" / "0"
     proc = _kary(data, scratch, nohup=True)
-    try:
-        deadline = time.monotonic() + 60
-        while _state(second) != "running" and time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.02)
+
+    def hang_up_then_terminate() -> None:
         # Closing the terminal and Ctrl-C there: the user asked, with nohup, to go on.
         proc.send_signal(signal.SIGHUP)
         proc.send_signal(signal.SIGINT)
         time.sleep(0.5)
         assert proc.poll() is None
         proc.send_signal(signal.SIGTERM)  # still stops it, cleanly
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+
+    err = _signalled_in_cell(proc, second, hang_up_then_terminate)
     assert proc.returncode == 130, err
     assert ", 1 interrupted" in err  # the cell SIGTERM met, not one that SIGINT/SIGHUP did
     assert wait_for_no_processes(str(scratch)) == []

@@ -25,8 +25,8 @@ import pandas as pd
 import pytest
 from unavailable import unavailable
 
-from analysis.output import load_parsed
-from analysis.parse_raw import parse_tree
+from analysis.tables.parsed_dir import load_parsed
+from analysis.tree import parse_tree
 from experiments.formats.cell_layout import cell_dir
 from experiments.formats.kary_line import format_kary_line, kary_records
 from experiments.formats.run_record import LOG_NAME, MINICLUSTER_NAME, read_record

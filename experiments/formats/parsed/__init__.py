@@ -1,0 +1,188 @@
+"""The parsed directory's format: its files, their columns and kinds, its version, and
+the one writer of its files (no pandas here; the loader is `.load`).
+
+A parsed directory holds topologies-events.csv, ping-events.csv, runs.csv,
+summary.csv, topologies.json, parse.json (format stamp, counts, problems) and
+plots/.  `kary parse` makes it (analysis: the CSV texts come from the parse's
+rows, `analysis.tables.parsed_rows`, or from DataFrames,
+`analysis.tables.parsed_dir.write_parsed`; both are written here), and both
+analysis and the time model's history (experiments.estimate) read it back with
+`experiments.formats.parsed.load.load_parsed`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from experiments.files import write_atomic
+from experiments.formats.cell_layout import KNOB_NAMES
+
+__all__ = [
+    "EVENTS_CSV",
+    "EVENT_COLUMNS",
+    "KNOB_COLUMNS",
+    "META_JSON",
+    "OVERLAYS_JSON",
+    "PARSED_FORMAT",
+    "PING_COLUMNS",
+    "PING_CSV",
+    "PING_KINDS",
+    "RECORD_FACTS",
+    "RUNS_CSV",
+    "RUN_COLUMNS",
+    "RUN_KINDS",
+    "SUMMARY_CSV",
+    "SUMMARY_KEYS",
+    "TEXT_COLUMNS",
+    "write_parsed_files",
+]
+
+PARSED_FORMAT = 1
+EVENTS_CSV = "topologies-events.csv"
+PING_CSV = "ping-events.csv"
+RUNS_CSV = "runs.csv"
+SUMMARY_CSV = "summary.csv"
+OVERLAYS_JSON = "topologies.json"
+META_JSON = "parse.json"
+
+# The Flux knobs a cell set, as labels (`256K`, `on`); "" where Flux's default ran.
+KNOB_COLUMNS = list(KNOB_NAMES)
+# The seed's columns first, in the seed's order, then kary's.
+EVENT_COLUMNS = [
+    "uid",
+    "topology",
+    "iteration",
+    "nodes",
+    "event",
+    "size_gb",
+    "time_seconds",
+    "size_bytes",
+    "status",
+    "reason",
+    "backend",
+    "cluster",
+    "source",
+    "topo",
+    "strategy",
+    "size_label",
+    "run_state",
+    *KNOB_COLUMNS,
+]
+# The seed's ping columns (service is the ping target: broker or kvs;
+# message_size_bytes is the pad), then kary's.
+PING_COLUMNS = [
+    "uid",
+    "topology",
+    "topology-uid",
+    "iteration",
+    "nodes",
+    "rank",
+    "service",
+    "message_size_bytes",
+    "message_size_mb",
+    "time_ms",
+    "time_seconds",
+    "hops",
+    "status",
+    "reason",
+    "backend",
+    "cluster",
+    "source",
+    "topo",
+]
+# Facts of run.json that only the report reads: dates, the template, where Flux
+# ran, the emulator's fidelity and injected faults, the shaped links (a box's
+# or the emulator's), whether a box cell was CPU-bound, and its layout
+# (per-cell or nested, and the outer instance or MiniCluster it ran in).
+RECORD_FACTS = (
+    "started",
+    "finished",
+    "template_hash",
+    "place",
+    "emulator_fidelity",
+    "emulator_faults",
+    "sweep_file",
+    "sweep_sha256",
+    "links",
+    "cpu_bound",
+    "layout",
+    "outer",
+)
+RUN_COLUMNS = [
+    "uid",
+    "topology",
+    "iteration",
+    "nodes",
+    "topo",
+    "source",
+    "log_format",
+    "complete",
+    "state",
+    "backend",
+    "cluster",
+    "instance_type",
+    "image",
+    "flux_version",
+    "error",
+    "steps_ok",
+    "steps_failed",
+    "pings_ok",
+    "pings_failed",
+    *KNOB_COLUMNS,
+    # From run.json too, so the report needs the parsed tables alone.  A
+    # parsed directory written before these were added lacks them.
+    *RECORD_FACTS,
+]
+# summary.csv's group keys: one group per cell identity, event and size.
+SUMMARY_KEYS = [
+    "backend",
+    "cluster",
+    "nodes",
+    "topology",
+    "topo",
+    *KNOB_COLUMNS,
+    "event",
+    "strategy",
+    "size_label",
+    "size_bytes",
+    "size_gb",
+]
+# How the ping and runs tables' columns are typed, as pandas makes them and
+# writes them (analysis.tables.csv_cells.kind_cells; the rest are text): `complete` is
+# a bool, and message_size_mb is a "number" (a 1 MB pad is `1`, 512 KB `0.5`).
+PING_KINDS = {
+    "iteration": "int", "nodes": "int", "rank": "int", "message_size_bytes": "int",
+    "message_size_mb": "number", "time_ms": "float", "time_seconds": "float", "hops": "Int64",
+}  # fmt: skip
+RUN_KINDS = {
+    "iteration": "int", "nodes": "int", "complete": "int", "steps_ok": "int",
+    "steps_failed": "int", "pings_ok": "int", "pings_failed": "int",
+}  # fmt: skip
+# The columns read back as text, whatever their cells look like (a cluster named 30).
+TEXT_COLUMNS = {
+    "uid", "topology", "event", "status", "reason", "backend", "cluster", "source", "topo",
+    "strategy", "size_label", "run_state", "topology-uid", "service", "log_format", "state",
+    "instance_type", "image", "flux_version", "error", *RECORD_FACTS, *KNOB_COLUMNS,
+}  # fmt: skip
+
+
+def write_parsed_files(
+    out_dir: Path,
+    tables: dict[str, str],
+    overlays: dict[str, list[str]],
+    meta: dict[str, Any],
+) -> list[Path]:
+    """Write the four tables' CSV texts (by file name), topologies.json and parse.json into
+    out_dir, atomically file by file; the paths written, in that order."""
+    files = {
+        **{name: tables[name] for name in (EVENTS_CSV, PING_CSV, RUNS_CSV, SUMMARY_CSV)},
+        OVERLAYS_JSON: json.dumps(overlays, indent=4, ensure_ascii=False) + "\n",
+        META_JSON: json.dumps(meta, indent=2) + "\n",
+    }
+    written = []
+    for name, text in files.items():
+        write_atomic(out_dir / name, text)
+        written.append(out_dir / name)
+    return written
