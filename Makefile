@@ -1,11 +1,12 @@
 # kary: one command for each job a person or CI does.
 #   make demo    set up, then run the main job on this machine and parse it
 #   make check   lint (ruff, import rules), types (mypy) and every test (pytest); CI runs this
+#   make figures re-make the README's cheap figures and check they read as written
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo check lint types test bench clean
+.PHONY: figures setup demo check lint types test bench clean
 
 # The venv's own pip, not upgraded: the install a user types must resolve too,
 # and CI (make check -> setup) proves it on every run.
@@ -46,6 +47,10 @@ bench: setup
 	$(BIN)/python benchmarks/local_bench.py
 	$(BIN)/python benchmarks/topology_bench.py
 	$(BIN)/python benchmarks/parse_bench.py
+
+# The README's cheap figures, re-made and checked against its text (seconds).
+figures: setup
+	$(BIN)/python benchmarks/figures.py
 
 clean:
 	rm -rf $(VENV) data .pytest_cache .mypy_cache .ruff_cache
