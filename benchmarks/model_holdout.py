@@ -17,6 +17,11 @@ sweep ran (this 2-core machine is shared: other work slows a sweep, and the
 model cannot know how much).  Then the same for every sweep left out in turn
 (`kary model check` over all of them).
 
+--protocol FILE (benchmarks/model_holdout_protocol.json) instead fits on the
+sweeps the file names and predicts the ones it names, and says whether its
+pass rule holds: the figure the README states as held-out accuracy comes from
+it, since the protocol was committed before its predicted sweeps ran.
+
 --keep copies the parsed tables (events, runs, parse.json) and the load
 samples of each sweep under benchmarks/results/model-sweeps/NAME/, small
 enough to keep in the repository.
@@ -25,6 +30,7 @@ enough to keep in the repository.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 from datetime import datetime
@@ -109,18 +115,46 @@ def keep(root: Path, name: str) -> None:
     print(f"kept {len(_sweep_dirs(root))} sweeps in {stored}")
 
 
+def by_protocol(path: Path) -> int:
+    """Fit on the protocol's `fit` sweeps, predict its `predict` sweeps; 1 when its rule fails."""
+    protocol = json.loads(path.read_text())
+    base = path.parent
+    fit = [base / d for d in protocol["fit"]]
+    predict = [base / d for d in protocol["predict"]]
+    missing = [str(d) for d in fit + predict if not d.is_dir()]
+    if missing:
+        print(f"{path.name}: not run yet: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    history = [load_sweep(folder) for folder in fit]
+    print(f"protocol {path.name}: fit on {len(fit)} sweeps, predict {len(predict)}")
+    print(HEADER)
+    inside = 0
+    for folder in predict:
+        row = predict_sweep(load_sweep(folder), history)
+        inside += row.inside
+        name = f"{folder.parent.name}/{folder.name}"
+        print(_row(name, row, _load_during(folder, _read_loads(folder.parent))))
+    needed = int(protocol["min_inside"])
+    verdict = "PASS" if inside >= needed else "FAIL"
+    print(f"{inside} of {len(predict)} predicted sweeps inside their 80% interval: {verdict}")
+    return 0 if verdict == "PASS" else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--sweeps", type=Path, action="append", help="folder of parsed-N sweeps (repeatable)"
     )
     parser.add_argument("--fit-max", type=int, default=16, help="history: sweeps with N <= this")
+    parser.add_argument("--protocol", type=Path, help="fit and predict the sweeps it names")
     parser.add_argument("--keep", type=Path, help="copy this folder's sweeps into the repo")
     parser.add_argument("--keep-as", default="pass-1", help="name of the stored copy")
     args = parser.parse_args(argv)
     if args.keep:
         keep(args.keep, args.keep_as)
         return 0
+    if args.protocol:
+        return by_protocol(args.protocol)
     roots = args.sweeps or sorted(p for p in STORED.iterdir() if p.is_dir())
     named: list[tuple[str, Path, pd.DataFrame]] = []
     for root in roots:
