@@ -10,9 +10,9 @@ OUT/raw-N, then `kary parse` into OUT/parsed-N.  A sampler writes the load
 average every 10 s to OUT/load.log: this machine has 2 cores and is shared, and
 every figure made from these sweeps should say what the load was.
 
-`--kary` runs another checkout's kary (e.g. a clean clone of HEAD:
-`--kary "env PYTHONPATH=/path/to/clone .venv/bin/python -m experiments.cli"`),
-so edits in a shared working tree cannot change the template mid-sweep.
+`--kary` runs another checkout's kary (e.g. a clean clone of HEAD with its own
+venv: `--kary /path/to/clone/.venv/bin/kary`), so edits in a shared working
+tree cannot change the template mid-sweep.
 
 The held-out check over these sweeps is benchmarks/model_holdout.py; the
 parsed tables it was last run on are kept small in benchmarks/results/.

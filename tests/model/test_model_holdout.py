@@ -15,7 +15,8 @@ from experiments.estimate.history import Sweep, load_sweep
 from experiments.estimate.model_check import check_sweeps, predict_sweep
 
 STORED = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "model-sweeps"
-SWEEPS = sorted(STORED.glob("pass-*/parsed-*"))
+# Passes 1 and 2; pass-3 is the protocol's predicted set (benchmarks/model_holdout_protocol.json).
+SWEEPS = sorted(STORED.glob("pass-[12]/parsed-*"))
 
 
 def _nodes(folder: Path) -> int:
