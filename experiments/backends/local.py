@@ -30,8 +30,8 @@ from typing import Any
 from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
 from experiments.backends.waiting import communicate_or_stop
 from experiments.emulator import FIDELITY, LINKS_FIDELITY
+from experiments.emulator.calibration import Calibration, calibrated_costs
 from experiments.emulator.content import DEFAULT_PURGE_TARGET_SIZE
-from experiments.emulator.cpu import DEFAULT_COSTS
 from experiments.emulator.instance import STARTUP_FAILED, group_members
 from experiments.emulator.units import parse_bandwidth, parse_latency
 from experiments.errors import UserError
@@ -113,6 +113,8 @@ class LocalBackend(Backend):
         self.workdir = workdir
         self.faults = tuple(faults)
         self.purge_target_size = purge_target_size or DEFAULT_PURGE_TARGET_SIZE
+        # The CPU the emulator burns per MiB, scaled to this machine (emulator.calibration).
+        self._calibration: Calibration | None = None
 
     @classmethod
     def from_settings(cls, settings: BackendSettings) -> LocalBackend:
@@ -138,6 +140,12 @@ class LocalBackend(Backend):
             raise UserError("the local backend runs the entrypoint with bash: install bash")
         if not hasattr(os, "fork") or not os.path.isdir("/proc"):
             raise UserError("the local backend needs Linux (fork and /proc)")
+        self._calibrated()
+
+    def _calibrated(self) -> Calibration:
+        if self._calibration is None:
+            self._calibration = calibrated_costs()
+        return self._calibration
 
     def check_cells(self, cells: Sequence[Cell]) -> None:
         check_fault_ranks(self.faults, cells)
@@ -157,6 +165,8 @@ class LocalBackend(Backend):
             self.minicluster_name,
             "--purge-target-size",
             str(self.purge_target_size),
+            "--cpu-costs",
+            self._calibrated().costs.text(),
         ]
         if self.link_bandwidth:
             cmd += ["--bandwidth", self.link_bandwidth]
@@ -250,7 +260,8 @@ class LocalBackend(Backend):
                 "link_bandwidth": self.link_bandwidth,
                 "link_latency": self.link_latency,
                 "purge_target_size": self.purge_target_size,
-                "cpu_costs_ms_per_mib": DEFAULT_COSTS.text(),
+                "cpu_costs_ms_per_mib": self._calibrated().costs.text(),
+                "calibration": self._calibrated().record(),
                 "fidelity": LINKS_FIDELITY
                 if self.link_bandwidth or self.link_latency
                 else FIDELITY,

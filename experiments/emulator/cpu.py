@@ -12,6 +12,9 @@ blob from its parent (zmq receive, cache insert), a broker sending a blob to a
 requester (child broker or local client), and the extracting client (receive,
 libarchive write).
 
+These are the reference costs; the emulator burns them scaled to the machine it
+runs on (experiments.emulator.calibration).
+
 `burn` spins on this thread's CPU clock, not the wall clock: a broker that
 waits for a core does not count that wait, so N brokers on 2 cores slow each
 other down as flux-core's do.
