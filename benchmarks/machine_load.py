@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import resource
 from pathlib import Path
 
 __all__ = ["CpuMeter"]
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's waited-for children (and theirs), and its own."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    return children.ru_utime + children.ru_stime + me.ru_utime + me.ru_stime
 
 
 def _jiffies() -> tuple[float, float]:
@@ -19,8 +28,20 @@ class CpuMeter:
 
     def __init__(self) -> None:
         self.start = _jiffies()
+        self.own_start = _children_cpu()
 
     def busy(self) -> float:
         busy, total = _jiffies()
         spent = total - self.start[1]
         return (busy - self.start[0]) / spent if spent > 0 else 0.0
+
+    def others(self) -> float:
+        """The share of all cores busy with work other than this process and the children
+        it waited for: how much else ran while a benchmark did."""
+        busy, total = _jiffies()
+        spent = total - self.start[1]
+        if spent <= 0:
+            return 0.0
+        hertz = os.sysconf("SC_CLK_TCK")
+        own = (_children_cpu() - self.own_start) * hertz
+        return max(0.0, (busy - self.start[0] - own) / spent)
