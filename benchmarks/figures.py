@@ -78,6 +78,18 @@ FIGURES = [
         ),
     ),
     Figure(
+        "emulator-fidelity-held-out",
+        [
+            PYTHON, "benchmarks/fidelity.py", "--from-json",
+            "benchmarks/results/fidelity-heldout-n12-128M-flux-0.88-2cores.json",
+        ],
+        "2-core VM, nothing else running, flux-core 0.88 (the samples kept in benchmarks/results/)",
+        (
+            "cells within x1.5: 4/4; same fastest topology: 0 of 0 where real Flux has one "
+            "(1 without a winner); wall time 356 s",
+        ),
+    ),
+    Figure(
         "box-model-holdout",
         [PYTHON, "benchmarks/box_model_holdout.py"],
         "2-core VM, flux-core 0.88 in the box (the sweeps kept in benchmarks/results/box-sweeps/)",
