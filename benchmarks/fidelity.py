@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/fidelity.py         # N 8,16; K 1,2,4,N-1; 64M,256M; 3 iters
     .venv/bin/python benchmarks/fidelity.py --nodes 8 --sizes 64M --iters 1   # a quick look
     .venv/bin/python benchmarks/fidelity.py --json fidelity.json      # keep the samples
+    .venv/bin/python benchmarks/fidelity.py --emulator-scale 4 ...    # must exit 1
 
 Needs flux-core's `flux` on PATH.  Each iteration visits every (N, K) in a
 shuffled order and runs the cell on both backends back to back (real Flux
@@ -40,6 +41,7 @@ from analysis.tables.stats import rank_test  # noqa: E402
 from experiments.backends.base import Backend  # noqa: E402
 from experiments.backends.flux import FluxBackend, flux_on_path  # noqa: E402
 from experiments.backends.local import LocalBackend  # noqa: E402
+from experiments.emulator.calibration import record_fidelity  # noqa: E402
 from experiments.execution.outcome import judge  # noqa: E402
 from experiments.formats.cell_layout import format_size  # noqa: E402
 from experiments.formats.events import strategy_events  # noqa: E402
@@ -94,7 +96,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     sizes = [parse_size(s) for s in args.sizes.split(",")]
     nodes_list = [int(n) for n in args.nodes.split(",")]
     cells = [(n, t) for n in nodes_list for t in _topos(n, args.topos.split(","))]
-    real, emulated = FluxBackend(), LocalBackend()
+    real, emulated = FluxBackend(), LocalBackend(cpu_scale=args.emulator_scale)
     samples: dict[str, dict[str, list[float]]] = {"flux": {}, "local": {}}
     rng = random.Random(args.seed)
     started = time.monotonic()
@@ -122,6 +124,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "nodes": nodes_list,
         "cells": [[n, t] for n, t in cells],
         "iters": args.iters,
+        "emulator_scale": args.emulator_scale,
         "seconds": round(time.monotonic() - started, 1),
         "samples": samples,
     }
@@ -213,6 +216,12 @@ def main() -> int:
     parser.add_argument("--sizes", default="64M,256M")
     parser.add_argument("--iters", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--emulator-scale",
+        type=float,
+        default=1.0,
+        help="mis-calibrate the emulator on purpose: its CPU costs x this (the check must fail)",
+    )
     parser.add_argument("--json", type=Path, help="write the samples here")
     parser.add_argument("--from-json", type=Path, help="print the table of saved samples")
     args = parser.parse_args()
@@ -226,7 +235,17 @@ def main() -> int:
     data = measure(args)
     if args.json:
         args.json.write_text(json.dumps(data, indent=1) + "\n")
-    print(table(data), end="")
+    text = table(data)
+    print(text, end="")
+    if args.emulator_scale == 1.0:
+        # What every emulated cell on this machine now says of itself.
+        summary = text.strip().splitlines()[-1]
+        when = time.strftime("%Y-%m-%d", time.gmtime())
+        record_fidelity(
+            f"on this machine ({when}), against flux-core {data['flux_version']}: {summary} "
+            f"(benchmarks/fidelity.py --nodes {args.nodes} --sizes {args.sizes} "
+            f"--iters {args.iters})"
+        )
     # A check that cannot fail checks nothing: a cell outside x1.5, or a winner
     # real Flux names and the emulator does not, fails the run.
     return 1 if data["failures"] else 0

@@ -90,6 +90,18 @@ FIGURES = [
         ),
     ),
     Figure(
+        "emulator-fidelity-mis-calibrated",
+        [
+            PYTHON, "benchmarks/fidelity.py", "--from-json",
+            "benchmarks/results/fidelity-miscalibrated-x4-n12-128M-flux-0.88-2cores.json",
+        ],
+        "2-core VM, nothing else running, flux-core 0.88 (the samples kept in benchmarks/results/)",
+        (
+            "cells within x1.5: 0/2; same fastest topology: 0 of 0 where real Flux has one "
+            "(1 without a winner); wall time 123 s",
+        ),
+    ),
+    Figure(
         "box-model-holdout",
         [PYTHON, "benchmarks/box_model_holdout.py"],
         "2-core VM, flux-core 0.88 in the box (the sweeps kept in benchmarks/results/box-sweeps/)",

@@ -30,7 +30,7 @@ from typing import Any
 from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
 from experiments.backends.waiting import communicate_or_stop
 from experiments.emulator import FIDELITY, LINKS_FIDELITY
-from experiments.emulator.calibration import Calibration, calibrated_costs
+from experiments.emulator.calibration import Calibration, calibrated_costs, fidelity_here
 from experiments.emulator.content import DEFAULT_PURGE_TARGET_SIZE
 from experiments.emulator.instance import STARTUP_FAILED, group_members
 from experiments.emulator.units import parse_bandwidth, parse_latency
@@ -106,6 +106,7 @@ class LocalBackend(Backend):
         workdir: Path | None = None,
         faults: tuple[str, ...] = (),
         purge_target_size: int | None = None,
+        cpu_scale: float = 1.0,
     ) -> None:
         self.minicluster_name = minicluster_name
         self.link_bandwidth = link_bandwidth
@@ -115,6 +116,9 @@ class LocalBackend(Backend):
         self.purge_target_size = purge_target_size or DEFAULT_PURGE_TARGET_SIZE
         # The CPU the emulator burns per MiB, scaled to this machine (emulator.calibration).
         self._calibration: Calibration | None = None
+        # A deliberate mis-calibration, x this (benchmarks/fidelity.py --emulator-scale
+        # shows the fidelity check fails on one); recorded in run.json when not 1.
+        self.cpu_scale = cpu_scale
 
     @classmethod
     def from_settings(cls, settings: BackendSettings) -> LocalBackend:
@@ -147,6 +151,13 @@ class LocalBackend(Backend):
             self._calibration = calibrated_costs()
         return self._calibration
 
+    def _costs(self) -> str:
+        costs = self._calibrated().costs
+        if self.cpu_scale == 1.0:
+            return costs.text()
+        scaled = (costs.relay_ms, costs.serve_ms, costs.client_ms)
+        return ",".join(f"{round(v * self.cpu_scale, 3):g}" for v in scaled)
+
     def check_cells(self, cells: Sequence[Cell]) -> None:
         check_fault_ranks(self.faults, cells)
 
@@ -166,7 +177,7 @@ class LocalBackend(Backend):
             "--purge-target-size",
             str(self.purge_target_size),
             "--cpu-costs",
-            self._calibrated().costs.text(),
+            self._costs(),
         ]
         if self.link_bandwidth:
             cmd += ["--bandwidth", self.link_bandwidth]
@@ -260,11 +271,12 @@ class LocalBackend(Backend):
                 "link_bandwidth": self.link_bandwidth,
                 "link_latency": self.link_latency,
                 "purge_target_size": self.purge_target_size,
-                "cpu_costs_ms_per_mib": self._calibrated().costs.text(),
+                "cpu_costs_ms_per_mib": self._costs(),
                 "calibration": self._calibrated().record(),
+                **({"cpu_scale": self.cpu_scale} if self.cpu_scale != 1.0 else {}),
                 "fidelity": LINKS_FIDELITY
                 if self.link_bandwidth or self.link_latency
-                else FIDELITY,
+                else fidelity_here(FIDELITY),
                 # Injected on purpose (--emulator-fault): the cell tests a template, it
                 # measures nothing.
                 "faults": list(self.faults),

@@ -13,9 +13,10 @@ twice as fast at that work burns half the extra CPU per MiB.
 
 The result is cached per machine (`$XDG_CACHE_HOME/kary/emulator-calibration.json`,
 keyed by /etc/machine-id, CPU model and core count), and every emulated cell's
-run.json records it (`emulator.calibration`).  What this does not do: hold the
-emulator to real Flux on this machine.  That needs flux-core here, and is what
-benchmarks/fidelity.py measures.
+run.json records it (`emulator.calibration`).  Holding the emulator to real Flux
+on this machine needs flux-core here: benchmarks/fidelity.py measures it and
+`record_fidelity` keeps what it found, which every emulated cell then carries
+as its fidelity statement (`fidelity_here`) instead of the one measured elsewhere.
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ __all__ = [
     "REFERENCE_PROBE_MS_PER_MIB",
     "Calibration",
     "calibrated_costs",
+    "fidelity_here",
     "machine_key",
     "probe_ms_per_mib",
+    "record_fidelity",
 ]
 
 # probe_ms_per_mib() on the 2-core VM (class) where DEFAULT_COSTS were fitted: median of 5
@@ -47,6 +50,8 @@ REFERENCE_PROBE_MS_PER_MIB = 1.0
 # the machine: the scale is clamped to it.
 SCALE_RANGE = (0.25, 4.0)
 CACHE_NAME = "emulator-calibration.json"
+# What benchmarks/fidelity.py last measured on this machine (emulator against real Flux).
+FIDELITY_NAME = "emulator-fidelity.json"
 
 
 @dataclass(frozen=True)
@@ -101,9 +106,38 @@ def machine_key() -> str:
     return f"{machine_id or 'unknown'}|{model or 'unknown cpu'}|{os.cpu_count()} cores"
 
 
-def _cache_path() -> Path:
+def _cache_path(name: str = CACHE_NAME) -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kary" / CACHE_NAME
+    return Path(base) / "kary" / name
+
+
+def _write(path: Path, data: dict[str, object]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n")
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only home: measured again next time
+
+
+def record_fidelity(statement: str, cache: Path | None = None) -> None:
+    """Keep what benchmarks/fidelity.py measured here, for every emulated cell to carry."""
+    _write(cache or _cache_path(FIDELITY_NAME), {"machine": machine_key(), "statement": statement})
+
+
+def fidelity_here(default: str, cache: Path | None = None) -> str:
+    """The fidelity measured on this machine; else `default`, saying it was measured elsewhere."""
+    try:
+        data = json.loads((cache or _cache_path(FIDELITY_NAME)).read_text())
+        if data.get("machine") == machine_key() and isinstance(data.get("statement"), str):
+            return str(data["statement"])
+    except (OSError, ValueError, AttributeError):
+        pass
+    return (
+        f"{default} (measured on another machine; `make bench` with flux-core on PATH "
+        "measures this one)"
+    )
 
 
 def _cached(path: Path, machine: str) -> Calibration | None:
@@ -145,11 +179,5 @@ def calibrated_costs(
         return found
     measured = datetime.now(timezone.utc).isoformat(timespec="seconds")
     calibration = _scaled(probe(), machine, measured)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(calibration.record(), indent=2) + "\n")
-        tmp.replace(path)
-    except OSError:
-        pass  # a read-only home: probe again next time, which costs 0.2 s
+    _write(path, calibration.record())
     return calibration

@@ -72,3 +72,41 @@ def test_an_emulated_cell_runs_with_this_machines_costs_and_says_so(tmp_path: Pa
     assert emulator["cpu_costs_ms_per_mib"] == calibration.costs.text()
     assert emulator["calibration"] == calibration.record()
     assert emulator["calibration"]["reference_ms_per_mib"] == REFERENCE_PROBE_MS_PER_MIB
+
+
+def test_a_deliberate_mis_calibration_burns_that_much_more_and_is_recorded(
+    tmp_path: Path,
+) -> None:
+    # benchmarks/fidelity.py --emulator-scale uses this to show its check can fail.
+    from experiments.backends.local import LocalBackend
+    from experiments.model.plan import Cell
+    from experiments.model.render import render_cell
+
+    cell = Cell(3, "kary:1", 0, (1 << 20,), ("all",))
+    rendered = render_cell(3, "kary:1", [1 << 20], ["all"], cell.id)
+    with LocalBackend(workdir=tmp_path, cpu_scale=4.0) as backend:
+        result = backend.run(cell, rendered, timeout=120)
+    emulator = result.provenance["emulator"]
+    costs = calibrated_costs(probe=_never).costs
+    assert emulator["cpu_costs_ms_per_mib"] == (
+        f"{round(costs.relay_ms * 4, 3):g},{round(costs.serve_ms * 4, 3):g},"
+        f"{round(costs.client_ms * 4, 3):g}"
+    )
+    assert emulator["cpu_scale"] == 4.0
+
+
+def test_the_fidelity_an_emulated_cell_carries_is_this_machines_when_measured_here(
+    tmp_path: Path,
+) -> None:
+    from experiments.emulator import FIDELITY
+    from experiments.emulator.calibration import fidelity_here, record_fidelity
+
+    cache = tmp_path / "fidelity.json"
+    assert fidelity_here(FIDELITY, cache) == (
+        f"{FIDELITY} (measured on another machine; `make bench` with flux-core on PATH "
+        "measures this one)"
+    )
+    record_fidelity("on this machine: cells within x1.5: 4/4", cache)
+    assert fidelity_here(FIDELITY, cache) == "on this machine: cells within x1.5: 4/4"
+    cache.write_text(json.dumps({"machine": "elsewhere", "statement": "theirs"}))
+    assert fidelity_here(FIDELITY, cache).startswith(FIDELITY + " (measured on another")
