@@ -102,6 +102,20 @@ FIGURES = [
         ),
     ),
     Figure(
+        "box-topologies-n16",
+        [PYTHON, "benchmarks/box_topologies.py", "--from-json",
+         "benchmarks/results/box-topologies-n16.json"],
+        "2-core VM, root, flux-core 0.88 in the box (the samples kept in benchmarks/results/)",
+        ("17.90-18.22", "12.96-13.43", "168.61-168.66", "84.38-84.42"),
+    ),
+    Figure(
+        "box-topologies-n8",
+        [PYTHON, "benchmarks/box_topologies.py", "--from-json",
+         "benchmarks/results/box-topologies-n8.json"],
+        "2-core VM, root, flux-core 0.88 in the box (the samples kept in benchmarks/results/)",
+        ("15.33", "25.41", "47.40", "78.70", "39.40"),
+    ),
+    Figure(
         "box-model-holdout",
         [PYTHON, "benchmarks/box_model_holdout.py"],
         "2-core VM, flux-core 0.88 in the box (the sweeps kept in benchmarks/results/box-sweeps/)",

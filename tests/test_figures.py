@@ -17,7 +17,7 @@ def test_every_figure_the_script_checks_is_in_the_readme_as_written() -> None:
     for figure in figures.FIGURES:
         for excerpt in figure.excerpts:
             assert excerpt in README, (figure.name, excerpt)
-    assert f"({figures.DEMO.seconds:g} s on an idle 2-core machine)" in README
+    assert f"({figures.DEMO.seconds:g} s on an idle 2-core machine;" in README
     # and the README names where each comes from
     for figure in figures.FIGURES:
         script = next((part for part in figure.command if part.startswith("benchmarks/")), None)
