@@ -49,9 +49,10 @@ from experiments.estimate.model_check import (  # noqa: E402
     predict_sweep,
     summary,
 )
+from experiments.formats.parsed import EVENTS_CSV, META_JSON, RUNS_CSV  # noqa: E402
 
 STORED = REPO / "benchmarks" / "results" / "model-sweeps"
-KEPT_FILES = ("topologies-events.csv", "runs.csv", "parse.json")
+KEPT_FILES = (EVENTS_CSV, RUNS_CSV, META_JSON)
 LOAD_COLUMNS = ["time", "load1", "load5", "load15"]
 
 

@@ -27,7 +27,7 @@ from experiments.backends.k8s_api import (
     api_message,
 )
 from experiments.backends.k8s_minicluster import job_pods
-from experiments.backends.k8s_pod_watch import StartFailure, shared_nodes
+from experiments.backends.k8s_pod_watch import StartFailure, shared_nodes, shared_nodes_problem
 from experiments.backends.k8s_report import (
     DEPLOYMENT,
     EVENT_LIST,
@@ -41,7 +41,7 @@ from experiments.backends.k8s_report import (
     log_container,
     rank_zero,
 )
-from experiments.formats.kary_line import kary_records
+from experiments.formats.kary_line import meta_record
 from experiments.redact import redact
 
 __all__ = ["CellCheck", "NodeCatalog", "collect_result", "operator_facts", "rc_from_log"]
@@ -171,10 +171,7 @@ def collect_result(
 def rc_from_log(log: str) -> int | None:
     """The entrypoint's exit status from its KARY done line: 0 when it counted no failed
     step and no failed precondition, 1 otherwise; None without a done line."""
-    done = None
-    for record in kary_records(log):
-        if record is not None and record.get("meta") == "done":
-            done = record
+    done = meta_record(log, "done")
     if done is None:
         return None
     clean = done.get("failed_steps") == 0 and done.get("failed_preconditions") in (0, None)
@@ -186,7 +183,7 @@ def _cell_problems(
 ) -> list[str]:
     """The log is another cell's; ranks shared a node (unless allowed, then recorded)."""
     problems = []
-    meta = next((r for r in kary_records(log) if r is not None and r.get("meta") == "cell"), None)
+    meta = meta_record(log, "cell")
     if meta is not None and meta.get("cell") != check.cell_id:
         problems.append(
             f"rank 0's log is of cell {meta.get('cell')}, not {check.cell_id}: "
@@ -197,11 +194,7 @@ def _cell_problems(
         provenance["shared_nodes_allowed"] = True
         provenance["shared_nodes"] = shared
     elif shared:
-        node, ranks = next(iter(shared.items()))
-        problems.append(
-            f"ranks {', '.join(map(str, ranks))} ran on one node ({node}): not timed as a "
-            "cell across nodes (--allow-shared-nodes to allow it)"
-        )
+        problems.append(shared_nodes_problem(shared, name))
     return problems
 
 

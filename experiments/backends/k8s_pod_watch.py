@@ -34,9 +34,16 @@ from kubernetes.client.exceptions import ApiException
 from experiments.backends.k8s_api import ApiUnavailable, KubeApi
 from experiments.backends.k8s_minicluster import job_pods
 from experiments.backends.k8s_report import dig, log_container, pod_index
-from experiments.formats.kary_line import kary_records
+from experiments.formats.kary_line import meta_record
 
-__all__ = ["PodWatch", "StartFailure", "StartLimits", "pod_problem", "shared_nodes"]
+__all__ = [
+    "PodWatch",
+    "StartFailure",
+    "StartLimits",
+    "pod_problem",
+    "shared_nodes",
+    "shared_nodes_problem",
+]
 
 Obj = dict[str, Any]
 
@@ -92,6 +99,16 @@ def shared_nodes(pods: list[Obj], name: str) -> dict[str, list[int]]:
     return {node: sorted(r) for node, r in sorted(ranks.items()) if len(r) > 1}
 
 
+def shared_nodes_problem(shared: dict[str, list[int]], name: str) -> str:
+    """Why a cell whose ranks share a node (`shared_nodes`) is not timed."""
+    node, ranks = next(iter(shared.items()))
+    return (
+        f"ranks {', '.join(map(str, ranks))} of MiniCluster {name} landed on one node "
+        f"({node}): a cell on shared nodes times memory, not the network between nodes; "
+        "give the cluster a node per rank or pass --allow-shared-nodes"
+    )
+
+
 def pod_problem(
     pods: list[Obj], name: str, size: int, age_s: float, limits: StartLimits
 ) -> StartFailure | None:
@@ -134,18 +151,8 @@ def pod_problem(
             )
     shared = shared_nodes(pods, name)
     if shared and not limits.allow_shared_nodes:
-        node, ranks = next(iter(shared.items()))
-        return StartFailure(
-            "ranks-share-nodes",
-            f"ranks {', '.join(map(str, ranks))} of MiniCluster {name} landed on one node "
-            f"({node}): a cell on shared nodes times memory, not the network between nodes; "
-            "give the cluster a node per rank or pass --allow-shared-nodes",
-        )
+        return StartFailure("ranks-share-nodes", shared_nodes_problem(shared, name))
     return None
-
-
-def _log_has_started(log: str) -> bool:
-    return any(r is not None and r.get("meta") == "cell" for r in kary_records(log))
 
 
 class PodWatch:
@@ -199,7 +206,7 @@ class PodWatch:
         log = self._log(zero) if zero is not None else None
         if log is None:
             return  # cannot tell: let the cell's own deadline decide
-        if _log_has_started(log):
+        if meta_record(log, "cell") is not None:
             self._started = True
             return
         raise StartFailure(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from experiments.formats.kary_line import kary_records
+from experiments.formats.kary_line import meta_record
 
 __all__ = [
     "CRD_RESOURCES",
@@ -199,8 +199,8 @@ def image_digest(image_id: str | None) -> str | None:
 
 def flux_version_from_log(log: str) -> str | None:
     """Flux's version as the entrypoint reports it (its KARY meta line), else `flux version`."""
-    for meta in kary_records(log):
-        if meta is not None and meta.get("meta") == "cell" and meta.get("flux_version"):
-            return str(meta["flux_version"])
+    meta = meta_record(log, "cell")
+    if meta is not None and meta.get("flux_version"):
+        return str(meta["flux_version"])
     found = _FLUX_VERSION.search(log)
     return found.group(1) if found else None

@@ -152,11 +152,7 @@ class LocalBackend(Backend):
         return self._calibration
 
     def _costs(self) -> str:
-        costs = self._calibrated().costs
-        if self.cpu_scale == 1.0:
-            return costs.text()
-        scaled = (costs.relay_ms, costs.serve_ms, costs.client_ms)
-        return ",".join(f"{round(v * self.cpu_scale, 3):g}" for v in scaled)
+        return self._calibrated().costs.scaled(self.cpu_scale).text()
 
     def check_cells(self, cells: Sequence[Cell]) -> None:
         check_fault_ranks(self.faults, cells)

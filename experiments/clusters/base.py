@@ -98,20 +98,20 @@ def check_kubectl_skew(shell: Shell, cluster_version: str) -> str:
     command = Command(("kubectl", "version", "--client", "-o", "json"), 60, "kubectl version")
     client = read_json(str(command), shell.run(command, capture=True), _KUBECTL_VERSION)
     found = client["clientVersion"]
-    have = (_number(found["major"]), _number(found["minor"]))
-    want = tuple(_number(part) for part in cluster_version.split(".")[:2])
-    shown = found.get("gitVersion") or f"v{have[0]}.{have[1]}"
-    if None in have or None in want:
-        return str(shown)
-    if have[0] != want[0] or abs(int(have[1] or 0) - int(want[1] or 0)) > KUBECTL_SKEW:
-        low, high = int(want[1] or 0) - KUBECTL_SKEW, int(want[1] or 0) + KUBECTL_SKEW
+    major, minor = _number(found["major"]), _number(found["minor"])
+    parts = [*cluster_version.split("."), ""][:2]
+    want_major, want_minor = _number(parts[0]), _number(parts[1])
+    shown = str(found.get("gitVersion") or f"v{found['major']}.{found['minor']}")
+    if major is None or minor is None or want_major is None or want_minor is None:
+        return shown  # a version kary cannot read: kubectl itself will say
+    if major != want_major or abs(minor - want_minor) > KUBECTL_SKEW:
         raise UserError(
             f"kubectl {shown} is more than {KUBECTL_SKEW} minor version from Kubernetes "
             f"{cluster_version}, the skew kubectl supports, and it installs the Flux Operator: "
-            f"install kubectl {want[0]}.{low} to {want[0]}.{high} "
-            "(https://kubernetes.io/docs/tasks/tools/)"
+            f"install kubectl {want_major}.{want_minor - KUBECTL_SKEW} to "
+            f"{want_major}.{want_minor + KUBECTL_SKEW} (https://kubernetes.io/docs/tasks/tools/)"
         )
-    return str(shown)
+    return shown
 
 
 def _number(text: str) -> int | None:

@@ -26,7 +26,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -158,14 +158,14 @@ def _scaled(probe: float, machine: str, measured: str) -> Calibration:
     probe = round(probe, 4)
     low, high = SCALE_RANGE
     scale = min(max(probe / REFERENCE_PROBE_MS_PER_MIB, low), high)
-    costs = replace(
-        DEFAULT_COSTS,
-        relay_ms=round(DEFAULT_COSTS.relay_ms * scale, 3),
-        serve_ms=round(DEFAULT_COSTS.serve_ms * scale, 3),
-        client_ms=round(DEFAULT_COSTS.client_ms * scale, 3),
+    return Calibration(
+        DEFAULT_COSTS.scaled(scale),
+        probe,
+        REFERENCE_PROBE_MS_PER_MIB,
+        round(scale, 3),
+        machine,
+        measured,
     )
-    return Calibration(costs, probe, REFERENCE_PROBE_MS_PER_MIB, round(scale, 3),
-                       machine, measured)  # fmt: skip
 
 
 def calibrated_costs(

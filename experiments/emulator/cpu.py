@@ -58,6 +58,14 @@ class CpuCosts:
     def text(self) -> str:
         return f"{self.relay_ms:g},{self.serve_ms:g},{self.client_ms:g}"
 
+    def scaled(self, factor: float) -> CpuCosts:
+        """Every cost x `factor` (to the microsecond)."""
+        return CpuCosts(
+            round(self.relay_ms * factor, 3),
+            round(self.serve_ms * factor, 3),
+            round(self.client_ms * factor, 3),
+        )
+
 
 # Calibrated on flux-core 0.88, 2 cores: see the module docstring and benchmarks/fidelity.py.
 DEFAULT_COSTS = CpuCosts(relay_ms=1.5, serve_ms=1.0, client_ms=1.0)

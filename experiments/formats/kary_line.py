@@ -41,6 +41,7 @@ __all__ = [
     "has_kary_lines",
     "kary_records",
     "load_record",
+    "meta_record",
     "step_problem",
     "step_void",
 ]
@@ -86,6 +87,15 @@ def kary_records(log: str) -> Iterator[dict[str, Any] | None]:
         return
     for match in _LINE.finditer(log):
         yield load_record(match.group("json"))
+
+
+def meta_record(log: str, name: str) -> dict[str, Any] | None:
+    """The last `KARY {"meta": name, ...}` line's object (`cell`, `done`), or None."""
+    found = None
+    for record in kary_records(log):
+        if record is not None and record.get("meta") == name:
+            found = record
+    return found
 
 
 def step_problem(record: dict[str, Any]) -> str | None:

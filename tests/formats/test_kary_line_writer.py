@@ -6,7 +6,12 @@ import math
 
 import pytest
 
-from experiments.formats.kary_line import format_kary_line, kary_records, step_problem
+from experiments.formats.kary_line import (
+    format_kary_line,
+    kary_records,
+    meta_record,
+    step_problem,
+)
 
 STEP = {"event": "distribute-all-nodes", "size": "64M", "size_bytes": 67108864}
 
@@ -40,3 +45,17 @@ def test_a_time_that_is_no_number_is_written_as_json() -> None:
     assert format_kary_line({"seconds": None}) == 'KARY {"seconds": null}'
     assert format_kary_line({"seconds": math.inf}) == 'KARY {"seconds": Infinity}'
     assert format_kary_line({"seconds": True}) == 'KARY {"seconds": true}'
+
+
+def test_a_meta_line_is_found_by_name_the_last_of_its_kind_winning() -> None:
+    log = (
+        'KARY {"meta": "cell", "cell": "4/kary-2/0"}\n'
+        "KARY {damaged\n"
+        'KARY {"event": "create-archive", "seconds": 1.0, "rc": 0}\n'
+        'KARY {"meta": "done", "failed_steps": 1}\n'
+        'KARY {"meta": "done", "failed_steps": 0}\n'
+    )
+    assert meta_record(log, "cell") == {"meta": "cell", "cell": "4/kary-2/0"}
+    assert meta_record(log, "done") == {"meta": "done", "failed_steps": 0}
+    assert meta_record(log, "cold-cache") is None
+    assert meta_record("no kary lines here", "done") is None

@@ -122,8 +122,9 @@ def test_ranks_that_share_a_node_after_a_quick_job_are_still_not_timed(
     with make_backend(start_limits=StartLimits(check_every_s=1000)) as backend:
         result = backend.run(cell, rendered, 30)
     assert result.error == (
-        "ranks 0, 1, 2, 3 ran on one node (node-0): not timed as a cell across nodes "
-        "(--allow-shared-nodes to allow it)"
+        "ranks 0, 1, 2, 3 of MiniCluster flux-sample landed on one node (node-0): a cell on "
+        "shared nodes times memory, not the network between nodes; give the cluster a node "
+        "per rank or pass --allow-shared-nodes"
     )
     assert result.provenance["nodes_used"] == 1
     assert judge(result).state == "failed"
