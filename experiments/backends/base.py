@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from experiments.model.plan import Cell
     from experiments.model.render import Rendered, RenderOptions
 
-__all__ = ["Backend", "BackendError", "BackendSettings", "RunResult"]
+__all__ = ["Backend", "BackendError", "BackendSettings", "QueuedCell", "RunResult", "by_node_count"]
 
 
 class BackendError(Exception):
@@ -56,6 +56,9 @@ class RunResult:
     - `start_failure`: one word for why the benchmark never started (an image
       that will not pull, pods that cannot be scheduled), None when it started.
       The runner stops a sweep after two cells in a row fail to start alike.
+    - `manifest`: the MiniCluster that ran the cell when it is not the one
+      rendered for it (the nested layout's, shared by the cells of a node
+      count); the runner keeps it as the cell's minicluster.yaml.
     """
 
     log: str
@@ -64,6 +67,16 @@ class RunResult:
     error: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
     start_failure: str | None = None
+    manifest: str | None = None
+
+
+@dataclass(frozen=True)
+class QueuedCell:
+    """A cell the runner will hand to `run()`, rendered, with its time limit."""
+
+    cell: Cell
+    rendered: Rendered
+    timeout: float | None
 
 
 @dataclass(frozen=True)
@@ -106,7 +119,13 @@ class Backend(abc.ABC):
       and returns `timed_out=True`.  Before returning OR raising (including
       KeyboardInterrupt, which the runner also raises for SIGTERM) it removes
       everything it started for the cell: no process, pod or MiniCluster
-      survives `run()`.
+      survives `run()`.  The one exception is the nested layout's outer
+      instance (or MiniCluster), which serves every cell of a node count: it
+      goes after that node count's last cell, on any exception out of `run()`,
+      and in `down()`.
+    - `run_order(cells)` may regroup the cells to run (the nested layout runs
+      a node count's cells together); `queue(cells)` then tells the backend
+      every cell it will be handed, in that order, before the first `run()`.
     - Construction does no I/O; `from_settings` builds one from BackendSettings.
     """
 
@@ -126,6 +145,13 @@ class Backend(abc.ABC):
     def check_cells(self, cells: Sequence[Cell]) -> None:  # noqa: B027 - optional hook
         """After `up()`, before any cell starts: UserError if a cell cannot run here."""
 
+    def run_order(self, cells: Sequence[Cell]) -> list[Cell]:
+        """The order to run `cells` in (default: as planned)."""
+        return list(cells)
+
+    def queue(self, cells: Sequence[QueuedCell]) -> None:  # noqa: B027 - optional hook
+        """Every cell `run()` will be handed, in order (after check_cells)."""
+
     @abc.abstractmethod
     def run(self, cell: Cell, rendered: Rendered, timeout: float | None) -> RunResult:
         """Run one rendered cell; see the class docstring for the contract."""
@@ -144,3 +170,10 @@ class Backend(abc.ABC):
         tb: TracebackType | None,
     ) -> None:
         self.down()
+
+
+def by_node_count(cells: Sequence[Cell]) -> list[Cell]:
+    """The cells with each node count's together, node counts in order of first
+    appearance and the plan's order within one (iterations stay interleaved)."""
+    order = {nodes: rank for rank, nodes in enumerate(dict.fromkeys(c.nodes for c in cells))}
+    return sorted(cells, key=lambda cell: order[cell.nodes])

@@ -35,7 +35,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
+from experiments.backends.base import (
+    Backend,
+    BackendError,
+    BackendSettings,
+    RunResult,
+    by_node_count,
+)
 from experiments.backends.flux_outer import OuterInstance
 from experiments.backends.session_guard import stop_guard
 from experiments.backends.waiting import communicate_or_stop
@@ -206,6 +212,10 @@ class FluxBackend(Backend):
                 hint = " (FLUX_URI is set: is that instance still running?)"
             why = str(err).removeprefix(f"{shown}: ")
             raise UserError(f"cannot ask Flux for {what} (`{shown}`): {why}{hint}") from None
+
+    def run_order(self, cells: Sequence[Cell]) -> list[Cell]:
+        # One outer instance per node count in the nested layout: a count's cells together.
+        return by_node_count(cells) if self.layout == NESTED else list(cells)
 
     def check_cells(self, cells: Sequence[Cell]) -> None:
         if self.place != ALLOCATION or self.instance_nodes is None or not cells:

@@ -44,7 +44,17 @@ from experiments.backends.k8s_report import (
 from experiments.formats.kary_line import meta_record
 from experiments.redact import redact
 
-__all__ = ["CellCheck", "NodeCatalog", "collect_result", "operator_facts", "rc_from_log"]
+__all__ = [
+    "CellCheck",
+    "NodeCatalog",
+    "cell_problems",
+    "collect_result",
+    "diagnostics",
+    "operator_facts",
+    "pod_facts",
+    "rank_zero_log",
+    "rc_from_log",
+]
 
 Obj = dict[str, Any]
 
@@ -136,12 +146,9 @@ def collect_result(
     """
     pods = job_pods(api, ns, name)
     pod0 = rank_zero(pods, name)
-    log, log_error = _rank_zero_log(api, ns, name, pod0)
-    provenance.update(nodes.describe(api, pods))
-    provenance.update(_image_facts(pod0, log))
-    container_rc = _exit_code(pod0)
-    if container_rc is not None:
-        provenance["container_exit_code"] = container_rc
+    log, log_error = rank_zero_log(api, ns, name, pod0)
+    provenance.update(pod_facts(api, pods, pod0, log, nodes))
+    container_rc = provenance.get("container_exit_code")
     timed_out, rc, start_failure = False, rc_from_log(log), None
     errors: list[str] = []
     if isinstance(outcome, StartFailure):
@@ -158,13 +165,10 @@ def collect_result(
     if log_error:
         errors.append(log_error)
     if start_failure is None:  # else the cell never ran: its own reason says enough
-        errors += _cell_problems(log, pods, name, check, provenance)
+        errors += cell_problems(log, pods, name, check, provenance)
     error = "; ".join(errors) or None
     if timed_out or error or rc:
-        provenance["diagnostics"] = {
-            "pods": describe_pods(pods, name),
-            "events": _recent_events(api, ns, name),
-        }
+        provenance["diagnostics"] = diagnostics(api, ns, name, pods)
     return RunResult(log, rc, timed_out, error, provenance, start_failure=start_failure)
 
 
@@ -178,7 +182,7 @@ def rc_from_log(log: str) -> int | None:
     return 0 if clean else 1
 
 
-def _cell_problems(
+def cell_problems(
     log: str, pods: list[Obj], name: str, check: CellCheck, provenance: dict[str, Any]
 ) -> list[str]:
     """The log is another cell's; ranks shared a node (unless allowed, then recorded)."""
@@ -198,7 +202,7 @@ def _cell_problems(
     return problems
 
 
-def _rank_zero_log(api: KubeApi, ns: str, name: str, pod0: Obj | None) -> tuple[str, str | None]:
+def rank_zero_log(api: KubeApi, ns: str, name: str, pod0: Obj | None) -> tuple[str, str | None]:
     """Rank 0's log, redacted, and why it could not be read (None when it could)."""
     if pod0 is None:
         return "", f"no rank-0 pod of MiniCluster {name} was found"
@@ -216,6 +220,24 @@ def _rank_zero_log(api: KubeApi, ns: str, name: str, pod0: Obj | None) -> tuple[
         reason = api_message(err) if isinstance(err, ApiException) else str(err)
         return "", f"could not read the log of {pod_name}: {reason}"
     return redact(text), None
+
+
+def pod_facts(
+    api: KubeApi, pods: list[Obj], pod0: Obj | None, log: str, nodes: NodeCatalog
+) -> dict[str, Any]:
+    """For run.json: the nodes the pods ran on, rank 0's image and Flux version, and
+    rank 0's container exit status once it has one (`container_exit_code`)."""
+    facts = nodes.describe(api, pods)
+    facts.update(_image_facts(pod0, log))
+    container_rc = _exit_code(pod0)
+    if container_rc is not None:
+        facts["container_exit_code"] = container_rc
+    return facts
+
+
+def diagnostics(api: KubeApi, ns: str, name: str, pods: list[Obj]) -> dict[str, Any]:
+    """Every pod's phase and container states, and the recent events about them."""
+    return {"pods": describe_pods(pods, name), "events": _recent_events(api, ns, name)}
 
 
 def _exit_code(pod0: Obj | None) -> int | None:

@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from kubernetes.client.exceptions import ApiException
 
-from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
+from experiments.backends.base import (
+    Backend,
+    BackendError,
+    BackendSettings,
+    QueuedCell,
+    RunResult,
+    by_node_count,
+)
 from experiments.backends.k8s_api import (
     CRD_GROUP,
     CRD_PLURAL,
@@ -53,12 +60,14 @@ from experiments.backends.k8s_minicluster import (
     reap_leftovers,
     unique_name,
 )
+from experiments.backends.k8s_nested import NestedLayout
 from experiments.backends.k8s_pod_watch import PodWatch, StartFailure, StartLimits
 from experiments.backends.k8s_report import CRD_RESOURCES, VERSION
 from experiments.errors import UserError
+from experiments.formats.run_record import NESTED, PER_CELL
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from experiments.model.plan import Cell
     from experiments.model.render import Rendered
@@ -87,6 +96,9 @@ class KubernetesBackend(Backend):
         require_context: str | None = None,
         start_limits: StartLimits | None = None,
         name_cell: Callable[[str], str] = unique_name,
+        layout: str = PER_CELL,
+        log_every_s: float = 10.0,
+        nested_grace_s: float = 120.0,
         connect_api: Callable[[str | None, RetryPolicy], KubeApi] = connect,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -105,6 +117,12 @@ class KubernetesBackend(Backend):
         self.start_limits = start_limits or StartLimits()
         # --name -> this cell's MiniCluster name (a fresh suffix per cell).
         self.name_cell = name_cell
+        # nested: a MiniCluster per node count, each cell a nested instance (k8s_nested).
+        self.layout = layout
+        self.log_every_s = log_every_s
+        self.nested_grace_s = nested_grace_s
+        self._queued: list[QueuedCell] = []
+        self._nested: NestedLayout | None = None
         self.connect_api = connect_api
         self.sleep = sleep
         self._api: KubeApi | None = None
@@ -133,6 +151,7 @@ class KubernetesBackend(Backend):
             labels=labels,
             require_context=switch,
             start_limits=StartLimits(allow_shared_nodes=bool(options.get("allow_shared_nodes"))),
+            layout=settings.layout or NESTED,
         )
 
     # -- up / down ---------------------------------------------------------------
@@ -178,9 +197,16 @@ class KubernetesBackend(Backend):
             raise BackendError(f"listing leftover MiniClusters: {reason}") from None
 
     def down(self) -> None:
-        if self._api is not None:
-            self._api.close()
-            self._api = None
+        nested, self._nested = self._nested, None
+        try:
+            if nested is not None and self._api is not None:
+                leftover = nested.end()
+                if leftover:
+                    raise BackendError(f"the nested layout's MiniCluster would not go: {leftover}")
+        finally:
+            if self._api is not None:
+                self._api.close()
+                self._api = None
 
     def _check_crd(self, api: KubeApi) -> None:
         missing = UserError(
@@ -203,6 +229,35 @@ class KubernetesBackend(Backend):
         if CRD_PLURAL not in [r.get("name") for r in (found.get("resources") or [])]:
             raise missing
 
+    # -- the nested layout ---------------------------------------------------------
+
+    def run_order(self, cells: Sequence[Cell]) -> list[Cell]:
+        return by_node_count(cells) if self.layout == NESTED else list(cells)
+
+    def queue(self, cells: Sequence[QueuedCell]) -> None:
+        self._queued = list(cells)
+
+    def _nested_layout(self, api: KubeApi) -> NestedLayout:
+        if self._nested is None:
+            self._nested = NestedLayout(
+                api,
+                self.namespace,
+                self.labels,
+                self.name_cell,
+                self._teardown(),
+                self.policy,
+                self.start_limits,
+                self._nodes,
+                self.job_start_timeout_s,
+                self.watch_window_s,
+                log_every_s=self.log_every_s,
+                grace_s=self.nested_grace_s,
+                default_timeout_s=self.default_timeout_s,
+                sleep=self.sleep,
+            )
+        self._nested.queued = self._queued
+        return self._nested
+
     # -- one cell ----------------------------------------------------------------
 
     def _require(self) -> KubeApi:
@@ -219,20 +274,34 @@ class KubernetesBackend(Backend):
     def _teardown(self) -> Teardown:
         return Teardown(self.delete_timeout_s, self.poll_s, self.sleep)
 
-    def run(self, cell: Cell, rendered: Rendered, timeout: float | None) -> RunResult:
-        api = self._require()
-        body = self._manifest(cell, rendered)
-        name, ns = body["metadata"]["name"], body["metadata"]["namespace"]
-        limit = timeout if timeout is not None else self.default_timeout_s
+    def _provenance(self) -> dict[str, Any]:
         provenance: dict[str, Any] = {
             "cluster": self.cluster,
-            "namespace": ns,
-            "minicluster": name,
+            "namespace": self.namespace,
             "sweep": self.labels.get("kary/sweep"),
+            "layout": self.layout,
             **self._facts,
         }
         if self._reaped:  # said once, with the first cell after up()
             provenance["reaped_leftovers"], self._reaped = self._reaped, []
+        return provenance
+
+    def run(self, cell: Cell, rendered: Rendered, timeout: float | None) -> RunResult:
+        api = self._require()
+        if self.layout == NESTED:
+            try:
+                return self._nested_layout(api).run(cell, rendered, timeout, self._provenance())
+            except NotOurs as err:
+                raise BackendError(str(err)) from None
+            except ApiUnavailable as err:
+                raise BackendError(str(err)) from None
+            except ApiException as err:
+                raise BackendError(f"nested layout: {api_message(err)}") from None
+        body = self._manifest(cell, rendered)
+        name, ns = body["metadata"]["name"], body["metadata"]["namespace"]
+        limit = timeout if timeout is not None else self.default_timeout_s
+        provenance = self._provenance()
+        provenance.update({"namespace": ns, "minicluster": name})
         ours = True  # from the create request on, a MiniCluster of ours may exist
         leftover = None
         try:

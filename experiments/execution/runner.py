@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from experiments.backends.base import Backend, BackendError, RunResult
+from experiments.backends.base import Backend, BackendError, QueuedCell, RunResult
 from experiments.errors import UserError
 from experiments.execution.ledger import Ledger, read_ledger
 from experiments.execution.outcome import judge
@@ -42,7 +42,7 @@ from experiments.formats.run_record import (
     write_record,
 )
 from experiments.model.plan import Cell, Plan
-from experiments.model.render import RenderOptions, image_provenance, render_cell
+from experiments.model.render import Rendered, RenderOptions, image_provenance, render_cell
 from experiments.redact import redact
 
 __all__ = ["REPLACED_DIR", "CellOutcome", "RunSummary", "default_timeout", "run_plan"]
@@ -133,6 +133,7 @@ class _Runner:
         self.instance_type = instance_type
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         self.replaced_root = Path(plan.spec.data_dir) / REPLACED_DIR / stamp
+        self._rendered: dict[str, Rendered] = {}
 
     def base_record(self, cell: Cell, template_hash: str, timeout: float | None) -> RunRecord:
         return RunRecord.model_validate(
@@ -156,19 +157,25 @@ class _Runner:
             }
         )
 
+    def rendered(self, cell: Cell) -> Rendered:
+        """The cell's MiniCluster and entrypoint, rendered once."""
+        if cell.id not in self._rendered:
+            self._rendered[cell.id] = render_cell(
+                cell.nodes,
+                cell.topo,
+                list(cell.sizes),
+                list(cell.strategies),
+                cell.id,
+                self.render,
+                self.template_dir,
+                knobs=cell.knobs,
+                experiment=cell.experiment,
+            )
+        return self._rendered[cell.id]
+
     def run_cell(self, index: int, cell: Cell) -> CellOutcome:
         cell_dir = cell.raw_dir(self.plan.spec.data_dir)
-        rendered = render_cell(
-            cell.nodes,
-            cell.topo,
-            list(cell.sizes),
-            list(cell.strategies),
-            cell.id,
-            self.render,
-            self.template_dir,
-            knobs=cell.knobs,
-            experiment=cell.experiment,
-        )
+        rendered = self.rendered(cell)
         timeout = self.timeouts[index]
         _set_aside(cell_dir, self.replaced_root, cell)
         record = self.base_record(cell, rendered.template_hash, timeout)
@@ -187,6 +194,8 @@ class _Runner:
         verdict = judge(result)
         if result.log:
             write_atomic(cell_dir / LOG_NAME, redact(result.log))
+        if result.manifest:
+            write_atomic(cell_dir / MINICLUSTER_NAME, redact(result.manifest))
         extras: dict[str, Any] = {
             "wall_seconds": round(seconds, 3),
             "step_seconds": round(verdict.log.step_seconds, 3),
@@ -288,7 +297,7 @@ def run_plan(
     reporter = reporter or SilentReporter()
     if ledger is None:
         ledger = read_ledger(plan.cells, plan.spec.data_dir)
-    cells = ledger.to_run
+    cells = backend.run_order(ledger.to_run)
     seconds = [(predicted or {}).get(cell.id, 0.0) for cell in cells]
     timeouts: list[float | None] = [
         timeout if timeout is not None else default_timeout(s) for s in seconds
@@ -305,6 +314,12 @@ def run_plan(
                 backend.up()
                 try:
                     backend.check_cells(cells)
+                    backend.queue(
+                        [
+                            QueuedCell(cell, runner.rendered(cell), limit)
+                            for cell, limit in zip(cells, timeouts, strict=True)
+                        ]
+                    )
                     _run_cells(runner, cells, summary, reporter, before_cell, which)
                 finally:
                     with _shielded():

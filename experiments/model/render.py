@@ -65,6 +65,7 @@ __all__ = [
     "images_pulled",
     "render_cell",
     "strategy_waves",
+    "template_environment",
     "template_hash",
 ]
 
@@ -230,7 +231,7 @@ def image_provenance(options: RenderOptions) -> dict[str, str | None]:
     }
 
 
-def _environment(template_dir: Path) -> jinja2.Environment:
+def template_environment(template_dir: Path) -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(template_dir)),
         undefined=jinja2.StrictUndefined,
@@ -347,7 +348,7 @@ def render_cell(
         label_value(value)
     tree = build_tree(topo, nodes)
     folder = template_dir or resource_dir("templates")
-    env = _environment(folder)
+    env = template_environment(folder)
     context = {
         "kary_version": __version__,
         "cell_id": cell_id,

@@ -36,9 +36,12 @@ Watches, 5xx, logs and raw bodies are each a few lines below.
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import re
 import socket
+import tarfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -48,7 +51,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from fake_operator_flux import FluxPods
 from strict_schema import unknown_fields
+
+from experiments.formats.nested_frame import format_frame
 
 GROUP_PATH = "/apis/flux-framework.org/v1alpha2"
 OPERATOR_IMAGE = "ghcr.io/flux-framework/flux-operator:latest"
@@ -80,6 +86,8 @@ class Scenario:
     pack: int | None = None  # the pods share this many nodes (None: a node per pod)
     unschedulable: bool = False  # the pods stay Pending: no node fits them
     waiting: str | None = None  # every container waits for this reason (ImagePullBackOff)
+    # Nested layout: the driver ends (or, with outcome "never", hangs) after this many cells.
+    nested_cells_done: int | None = None
 
 
 @dataclass
@@ -98,7 +106,17 @@ class FakeCluster:
     # The CRD's openAPIV3Schema: with it, fieldValidation=Strict rejects unknown
     # fields as a real API server does (422), and without Strict they are pruned.
     schema: dict[str, Any] | None = None
+    # With a flux-core path: MiniClusters run for real on it (fake_operator_flux).
+    flux: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def stop_all(self) -> list[int]:
+        """Stop every MiniCluster's local instance; the pids that outlived theirs."""
+        left: list[int] = []
+        for run in self.runs.values():
+            if run.get("pods") is not None:
+                left += run["pods"].stop()
+        return left
 
     def fault(self, prefix: str, *actions: Any) -> None:
         """The next requests whose path starts with `prefix` get these answers, in order."""
@@ -135,7 +153,7 @@ class FakeCluster:
         if age < scenario.job_appears_s:
             return None
         status: dict[str, Any] = {"active": 0, "startTime": _now()}
-        if scenario.outcome != "never" and age >= scenario.run_s:
+        if _finished(run, age):
             reason = "BackoffLimitExceeded" if scenario.outcome == "Failed" else None
             condition = {"type": scenario.outcome, "status": "True", "lastTransitionTime": _now()}
             if reason:
@@ -163,7 +181,7 @@ class FakeCluster:
         if run is None:
             return []
         scenario: Scenario = run["scenario"]
-        done = scenario.outcome != "never" and time.monotonic() - run["born"] >= scenario.run_s
+        done = _finished(run, time.monotonic() - run["born"])
         pods = []
         for index in range(run["size"]):
             node: str | None = f"node-{index % (scenario.pack or run['size'])}"
@@ -233,6 +251,47 @@ class FakeCluster:
                 pod["metadata"]["deletionTimestamp"] = _now()
             pods.append(pod)
         return pods
+
+
+def _nested_cells(body: dict[str, Any]) -> list[str]:
+    """The cell ids a nested layout's MiniCluster runs, from the driver in its bundle."""
+    if (body["metadata"].get("labels") or {}).get("kary/layout") != "nested":
+        return []
+    pre = (body["spec"]["containers"][0].get("commands") or {}).get("pre") or ""
+    lines = pre.split("KARY_BUNDLE_EOF")[1].splitlines()[1:]
+    packed = base64.b64decode("".join(line.strip() for line in lines))
+    with tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as tar:
+        member = tar.extractfile("driver.sh")
+        assert member is not None
+        driver = member.read().decode()
+    return re.findall(r"^kary_nested_cell '([^']+)'", driver, re.MULTILINE)
+
+
+def _nested_log(run: dict[str, Any]) -> str:
+    """Without real Flux, a nested MiniCluster's rank 0 prints the scenario's log per
+    cell, framed as the driver frames it; the cells it has reached so far, when its
+    scenario has a run time, are all of them once that time has passed."""
+    scenario: Scenario = run["scenario"]
+    cells: list[str] = run["nested_cells"]
+    lines = []
+    done = len(cells) if scenario.nested_cells_done is None else scenario.nested_cells_done
+    for index, cell in enumerate(cells):
+        lines.append(format_frame("begin", cell))
+        lines.append(scenario.log.replace("{cell}", cell).rstrip("\n"))
+        if index == done:  # the driver stops (or hangs) inside this cell
+            return "\n".join(lines) + "\n"
+        lines.append(format_frame("end", cell, rc=0, result="COMPLETED", hosts="x", seconds=1.0))
+    lines.append(format_frame("finished"))
+    return "\n".join(lines) + "\n"
+
+
+def _finished(run: dict[str, Any], age: float) -> bool:
+    """Whether the MiniCluster's Job has ended: its local instance exited, or the
+    scenario's run time passed (a scenario that never ends never does)."""
+    if run.get("pods") is not None:
+        return not run["pods"].running
+    scenario: Scenario = run["scenario"]
+    return scenario.outcome != "never" and age >= scenario.run_s
 
 
 def _list(kind: str, items: list[dict[str, Any]], rv: int) -> dict[str, Any]:
@@ -452,6 +511,12 @@ class _Handler(BaseHTTPRequestHandler):
                 if run is None:
                     self._status(404, "NotFound", f'pods "{pod}" not found')
                     return
+                if run.get("pods") is not None:
+                    self._send(200, run["pods"].log, "text/plain")
+                    return
+                if run.get("nested_cells"):
+                    self._send(200, _nested_log(run), "text/plain")
+                    return
                 self._send(200, run["scenario"].log.replace("{cell}", run["cell"]), "text/plain")
                 return
             if kind == "events":
@@ -548,6 +613,8 @@ class _Handler(BaseHTTPRequestHandler):
                     "size": int(body["spec"]["size"]),
                     "rv": cluster.resource_version,
                     "image": body["spec"]["containers"][0]["image"],
+                    "pods": FluxPods(cluster.flux, body) if cluster.flux else None,
+                    "nested_cells": _nested_cells(body),
                 }
                 self._send(201, body)
                 return
@@ -565,6 +632,8 @@ class _Handler(BaseHTTPRequestHandler):
                 del cluster.miniclusters[name or ""]
                 if name in cluster.runs:
                     cluster.runs[name]["deleted"] = time.monotonic()
+                    if cluster.runs[name].get("pods") is not None:
+                        cluster.runs[name]["left"] = cluster.runs[name]["pods"].stop()
                 self._send(200, {"kind": "Status", "status": "Success"})
                 return
         self._status(405, "MethodNotAllowed", method)
@@ -623,6 +692,7 @@ class FakeApiServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.cluster.stop_all()
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(timeout=5)

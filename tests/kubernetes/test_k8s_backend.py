@@ -48,6 +48,7 @@ def test_a_cell_runs_and_leaves_nothing_behind(
         "namespace": "default",
         "minicluster": "flux-sample",
         "sweep": "sweep-1",
+        "layout": "per-cell",
         "kubernetes_version": "v1.33.1-eks-fake",
         "operator_image": OPERATOR_IMAGE,
         "operator_digest": OPERATOR_DIGEST,

@@ -1,0 +1,329 @@
+"""The nested layout on Kubernetes: one MiniCluster per node count, each cell nested in it.
+
+The runner hands the backend its cells in run order (`queue`), a node count's
+together.  At the first cell of a node count, `NestedLayout` creates one
+MiniCluster (model/render_nested) whose rank 0 runs the nested driver over
+every queued cell of that node count: each cell a `flux batch` over all pods
+with the cell's own entrypoint and tbon.topo, framed in rank 0's log by
+KARY-NESTED lines (formats/nested_frame).  `run(cell)` then waits until the
+log shows the cell's end frame and hands back the cell's part of the log, so
+each cell still gets its own raw directory, run.json, KARY log and state.
+
+What can go wrong, and what happens:
+
+- a cell fails: its frame says so (rc, Flux's result); the driver goes on;
+- a cell outruns its limit: Flux ends the nested job (`--time-limit`), the
+  frame says TIMEOUT, the cell is `timeout` and the driver goes on.  Should
+  the driver itself hang, kary gives up `grace_s` after the limit: the cell
+  is timed out and the MiniCluster deleted; the next cell starts a new one
+  for the cells still to run;
+- the pods cannot start (k8s_pod_watch) or the Job ends before the cell's
+  end frame (a broker died): the cell fails with the reason and the
+  MiniCluster is deleted; the next cell starts a new one;
+- Ctrl-C / SIGTERM / any error out of `run()`: the MiniCluster is deleted,
+  which ends the running nested job with its pods;
+- after the node count's last cell, or in `down()`: the MiniCluster is deleted.
+
+The log is read whole every `log_every_s` (no exec, no stream to keep alive
+for hours): a 16-cell group's log is a few hundred KB at most.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from kubernetes.client.exceptions import ApiException
+
+from experiments.backends.base import QueuedCell, RunResult
+from experiments.backends.k8s_api import ApiUnavailable, KubeApi, RetryPolicy
+from experiments.backends.k8s_collect import (
+    CellCheck,
+    NodeCatalog,
+    cell_problems,
+    diagnostics,
+    pod_facts,
+    rank_zero_log,
+)
+from experiments.backends.k8s_job_watch import wait_for_job
+from experiments.backends.k8s_minicluster import (
+    Teardown,
+    create_minicluster,
+    delete_minicluster,
+    job_pods,
+)
+from experiments.backends.k8s_pod_watch import PodWatch, StartFailure, StartLimits
+from experiments.backends.k8s_report import rank_zero
+from experiments.formats.nested_frame import CellFrame, Frames, split_frames
+from experiments.model.render_nested import NestedCell, NestedMiniCluster, render_nested
+
+if TYPE_CHECKING:
+    from experiments.model.plan import Cell
+    from experiments.model.render import Rendered
+
+__all__ = ["NestedLayout"]
+
+
+class _CellEnded(Exception):
+    """The log shows the awaited cell's end (or the driver's): stop waiting."""
+
+
+@dataclass
+class _Group:
+    """One MiniCluster of the layout and the cells its driver runs, in order."""
+
+    name: str
+    nodes: int
+    manifest: NestedMiniCluster
+    pods: PodWatch
+    created: str
+    delivered: list[str] = field(default_factory=list)
+
+    @property
+    def cell_ids(self) -> tuple[str, ...]:
+        return self.manifest.cell_ids
+
+    def record(self, cell_id: str) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "nodes": self.nodes,
+            "created": self.created,
+            "cells": len(self.cell_ids),
+            "cell_index": self.cell_ids.index(cell_id),
+        }
+
+
+@dataclass
+class NestedLayout:
+    """Runs queued cells as nested instances, a MiniCluster per node count (module doc)."""
+
+    api: KubeApi
+    namespace: str
+    labels: dict[str, str]
+    name_group: Callable[[str], str]
+    teardown: Teardown
+    policy: RetryPolicy
+    limits: StartLimits
+    nodes: NodeCatalog
+    job_start_timeout_s: float
+    window_s: float
+    log_every_s: float = 10.0
+    grace_s: float = 120.0
+    default_timeout_s: float = 6 * 3600.0
+    sleep: Callable[[float], None] = time.sleep
+    queued: list[QueuedCell] = field(default_factory=list)
+    group: _Group | None = None
+
+    def run(
+        self, cell: Cell, rendered: Rendered, timeout: float | None, facts: dict[str, Any]
+    ) -> RunResult:
+        """Run one queued cell (or, not queued, a group of its own); see the module doc."""
+        limit = timeout if timeout is not None else self.default_timeout_s
+        try:
+            group = self._group_for(cell, rendered, limit)
+            result, broken = self._wait(group, cell, limit, dict(facts))
+        except BaseException:
+            self.end()  # Ctrl-C, or an API that broke: nothing outlives the cell
+            raise
+        group.delivered.append(cell.id)
+        # A group that broke is not trusted with its next cell: that one starts a new one.
+        if broken or cell.id == group.cell_ids[-1]:
+            cleanup = self.end()
+            if cleanup:
+                result.provenance["cleanup"] = cleanup
+        return result
+
+    def end(self) -> str | None:
+        """Delete the current group's MiniCluster (if any); what would not go, else None."""
+        group, self.group = self.group, None
+        if group is None:
+            return None
+        return delete_minicluster(self.api, self.namespace, group.name, self.teardown)
+
+    # -- the group a cell runs in --------------------------------------------------
+
+    def _group_for(self, cell: Cell, rendered: Rendered, limit: float) -> _Group:
+        group = self.group
+        if group is not None and cell.id in group.cell_ids and cell.id not in group.delivered:
+            return group
+        self.end()
+        cells = self._still_to_run(cell, rendered, limit)
+        base = rendered.minicluster_yaml
+        manifest = render_nested(
+            base,
+            cell.nodes,
+            [
+                NestedCell(q.cell.id, q.cell.topo, _seconds(q, limit), q.rendered.entrypoint_sh)
+                for q in cells
+            ],
+        )
+        body = manifest.body
+        meta = body["metadata"]
+        meta["name"] = self.name_group(f"{meta['name']}-n{cell.nodes}")
+        meta["namespace"] = self.namespace
+        for key, value in self.labels.items():
+            meta["labels"].setdefault(key, value)
+        size = int(body["spec"]["size"])
+        # From the create request on, the MiniCluster may exist: end() deletes it.
+        self.group = _Group(
+            meta["name"],
+            cell.nodes,
+            manifest,
+            PodWatch(self.api, self.namespace, meta["name"], size, self.limits),
+            datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
+        create_minicluster(self.api, self.namespace, meta["name"], body, self.teardown)
+        return self.group
+
+    def _still_to_run(self, cell: Cell, rendered: Rendered, limit: float) -> list[QueuedCell]:
+        """This cell and the queued cells of its node count after it, in order."""
+        ids = [q.cell.id for q in self.queued]
+        if cell.id not in ids:
+            return [QueuedCell(cell, rendered, limit)]
+        following = self.queued[ids.index(cell.id) :]
+        same: list[QueuedCell] = []
+        for queued in following:
+            if queued.cell.nodes != cell.nodes:
+                break
+            same.append(queued)
+        return same
+
+    # -- one cell -------------------------------------------------------------------
+
+    def _wait(
+        self, group: _Group, cell: Cell, limit: float, provenance: dict[str, Any]
+    ) -> tuple[RunResult, bool]:
+        """The cell's result, and whether its MiniCluster broke (no end frame came)."""
+        next_look = [0.0]
+
+        def look() -> None:
+            group.pods.check()
+            now = time.monotonic()
+            if now < next_look[0]:
+                return
+            next_look[0] = now + self.log_every_s
+            frames = self._frames(group)
+            if frames is not None and (_ended(frames, cell.id) or frames.finished):
+                raise _CellEnded
+
+        outcome: tuple[str, str] | StartFailure | str | None
+        try:
+            outcome = wait_for_job(
+                self.api,
+                self.namespace,
+                group.name,
+                time.monotonic() + limit + self.grace_s,
+                start_timeout_s=self.job_start_timeout_s,
+                window_s=self.window_s,
+                policy=self.policy,
+                sleep=self.sleep,
+                check=look,
+                check_every_s=min(self.limits.check_every_s, self.log_every_s),
+            )
+        except _CellEnded:
+            outcome = "ended"
+        except StartFailure as failure:
+            outcome = failure
+        return self._result(group, cell, limit, outcome, provenance)
+
+    def _frames(self, group: _Group) -> Frames | None:
+        """The log's frames now; None when it cannot be read (a side look: the Job
+        watch reports an API that keeps failing)."""
+        try:
+            pods = job_pods(self.api, self.namespace, group.name)
+        except (ApiException, ApiUnavailable):
+            return None
+        pod0 = rank_zero(pods, group.name)
+        if pod0 is None:
+            return None
+        log, problem = rank_zero_log(self.api, self.namespace, group.name, pod0)
+        return None if problem else split_frames(log)
+
+    def _result(
+        self,
+        group: _Group,
+        cell: Cell,
+        limit: float,
+        outcome: tuple[str, str] | StartFailure | str | None,
+        provenance: dict[str, Any],
+    ) -> tuple[RunResult, bool]:
+        name = group.name
+        pods = job_pods(self.api, self.namespace, name)
+        pod0 = rank_zero(pods, name)
+        log, log_error = rank_zero_log(self.api, self.namespace, name, pod0)
+        provenance.update(pod_facts(self.api, pods, pod0, log, self.nodes))
+        provenance.update(
+            {"minicluster": name, "layout": "nested", "nested_in": group.record(cell.id)}
+        )
+        frame = split_frames(log).cells.get(cell.id) or CellFrame(cell.id)
+        text = frame.text
+        if isinstance(outcome, StartFailure):
+            provenance["start_failure"] = outcome.kind
+            failed = RunResult(
+                text, None, False, str(outcome), provenance, outcome.kind, group.manifest.yaml
+            )
+            return self._failed(failed, pods), True
+        if frame.end is None:
+            if outcome is None:
+                error = (
+                    f"cell {cell.id} did not end within {limit:g} s (+{self.grace_s:g} s) in "
+                    f"MiniCluster {name}, which was deleted"
+                )
+                result = RunResult(text, None, True, error, provenance, None, group.manifest.yaml)
+            else:
+                why = (
+                    outcome[1] if isinstance(outcome, tuple) and outcome[1] else "its driver ended"
+                )
+                error = f"MiniCluster {name} ended before cell {cell.id} did: {why}"
+                if log_error:
+                    error += f"; {log_error}"
+                result = RunResult(text, None, False, error, provenance, None, group.manifest.yaml)
+            return self._failed(result, pods), True
+        end = frame.end
+        provenance["flux"] = {
+            "brokers": cell.nodes,
+            "wall_seconds": end.get("seconds"),
+            "result": end.get("result"),
+        }
+        provenance.update({"jobid": frame.jobid, "hosts": end.get("hosts") or None})
+        rc = end.get("rc") if isinstance(end.get("rc"), int) else None
+        errors = []
+        if end.get("error"):
+            errors.append(f"the nested job of cell {cell.id} could not start: {end['error']}")
+        if frame.timed_out:
+            errors.append(f"timed out after {limit:g} s (Flux ended the nested job)")
+            rc = None
+        errors += cell_problems(
+            text, pods, name, CellCheck(cell.id, self.limits.allow_shared_nodes), provenance
+        )
+        result = RunResult(
+            text,
+            rc,
+            frame.timed_out,
+            "; ".join(errors) or None,
+            provenance,
+            None,
+            group.manifest.yaml,
+        )
+        return (self._failed(result, pods) if (result.error or rc) else result), False
+
+    def _failed(self, result: RunResult, pods: list[dict[str, Any]]) -> RunResult:
+        """The result with the pods' states and recent events, so a failure explains itself."""
+        group = self.group
+        if group is not None:
+            result.provenance["diagnostics"] = diagnostics(
+                self.api, self.namespace, group.name, pods
+            )
+        return result
+
+
+def _ended(frames: Frames, cell_id: str) -> bool:
+    frame = frames.cells.get(cell_id)
+    return frame is not None and frame.ended
+
+
+def _seconds(queued: QueuedCell, fallback: float) -> int:
+    return int(queued.timeout if queued.timeout is not None else fallback)

@@ -1,0 +1,232 @@
+"""The nested layout on Kubernetes against the fake API server (no Flux: the fake's
+operator frames its scenario log per cell, as the driver would; the driver itself
+runs on real Flux in tests/flux/test_k8s_nested_flux.py and below on a fake flux)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from fake_apiserver import Scenario, _nested_cells
+from strict_schema import crd_schema, validate_strictly
+from typer.testing import CliRunner
+
+from experiments.backends.base import QueuedCell
+from experiments.backends.k8s_api import RetryPolicy
+from experiments.backends.k8s_pod_watch import StartLimits
+from experiments.cli import app
+from experiments.formats.nested_frame import format_frame, split_frames
+from experiments.model.plan import Cell
+from experiments.model.render import RenderOptions, render_cell
+from experiments.model.render_nested import NestedCell, render_nested
+
+TOPOS = ["--topo", "kary:1", "--topo", "kary:2", "--topo", "kary:3"]
+# A cell's log as its entrypoint prints it: `{cell}` becomes the cell's id.
+STEP_LOG = (
+    'KARY {"meta": "cell", "cell": "{cell}", "flux_version": "0.88.0"}\n'
+    "hello from rank 0\n"
+    'KARY {"event": "distribute-all-nodes", "size": "1M", "size_bytes": 1048576, '
+    '"seconds": 1.25, "rc": 0}\n'
+    'KARY {"meta": "done", "failed_steps": 0}\n'
+)
+
+
+@pytest.fixture
+def fast(apiserver: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cells that succeed; the CLI's backend with short backoffs, pod looks and log reads."""
+    apiserver.cluster.scenario = Scenario(log=STEP_LOG)
+    monkeypatch.setattr(
+        "experiments.backends.kubernetes.RetryPolicy",
+        functools.partial(RetryPolicy, backoff_s=0.01, max_backoff_s=0.05),
+    )
+    monkeypatch.setattr(
+        "experiments.backends.kubernetes.StartLimits",
+        functools.partial(StartLimits, check_every_s=0.05),
+    )
+    monkeypatch.setattr("experiments.backends.k8s_nested.NestedLayout.log_every_s", 0.05)
+
+
+def _run(raw: Path, *args: str) -> Any:
+    return CliRunner().invoke(
+        app,
+        ["run", "--backend", "kubernetes", *args, "--sizes", "1M", "--data-dir", str(raw), "--yes"],
+    )
+
+
+def _records(raw: Path) -> dict[str, dict[str, Any]]:
+    return {
+        str(p.parent.relative_to(raw)): json.loads(p.read_text()) for p in raw.glob("**/run.json")
+    }
+
+
+def test_kubernetes_runs_a_node_counts_cells_in_one_minicluster_by_default(
+    apiserver: Any, fast: None, tmp_path: Path
+) -> None:
+    raw = tmp_path / "raw"
+    result = _run(raw, "--exact-nodes", "4", *TOPOS)
+    assert result.exit_code == 0, result.output
+    created = apiserver.cluster.created
+    assert len(created) == 1 and apiserver.cluster.miniclusters == {}
+    body = created[0]
+    assert "topology" not in body["spec"]["flux"]  # the operator's default; cells set theirs
+    assert body["metadata"]["labels"]["kary/layout"] == "nested"
+    assert _nested_cells(body) == ["4/kary-1/0", "4/kary-2/0", "4/kary-3/0"]
+    records = _records(raw)
+    assert {r["state"] for r in records.values()} == {"succeeded"}
+    assert sorted(r["nested_in"]["cell_index"] for r in records.values()) == [0, 1, 2]
+    assert {r["layout"] for r in records.values()} == {"nested"}
+    # Resume: every cell is done, so nothing is created.
+    again = _run(raw, "--exact-nodes", "4", *TOPOS)
+    assert again.exit_code == 0, again.output
+    assert len(apiserver.cluster.created) == 1
+
+
+def test_per_cell_stays_behind_a_flag(apiserver: Any, fast: None, tmp_path: Path) -> None:
+    result = _run(tmp_path / "raw", "--exact-nodes", "4", *TOPOS, "--layout", "per-cell")
+    assert result.exit_code == 0, result.output
+    assert len(apiserver.cluster.created) == 3
+    assert {r["layout"] for r in _records(tmp_path / "raw").values()} == {"per-cell"}
+
+
+def test_node_counts_run_together_across_iterations_one_minicluster_each(
+    apiserver: Any, fast: None, tmp_path: Path
+) -> None:
+    raw = tmp_path / "raw"
+    result = _run(raw, "--max-nodes", "5", "--iters", "2")  # designs of 4 and of 5 nodes
+    assert result.exit_code == 0, result.output
+    groups = [_nested_cells(body) for body in apiserver.cluster.created]
+    counts = [{cell.split("/")[0] for cell in group} for group in groups]
+    assert counts == [{"4"}, {"5"}]  # one MiniCluster per node count, each made once
+    for group in groups:  # a count's cells in plan order: iteration 0's, then 1's
+        iterations = [cell.rsplit("/", 1)[1] for cell in group]
+        assert iterations == sorted(iterations) and set(iterations) == {"0", "1"}
+    assert len(_records(raw)) == sum(len(g) for g in groups) == 10
+
+
+def test_a_driver_that_dies_fails_its_cell_and_the_next_cell_gets_a_new_minicluster(
+    apiserver: Any, fast: None, tmp_path: Path
+) -> None:
+    apiserver.cluster.scenario = Scenario(log=STEP_LOG, run_s=0.3, nested_cells_done=1)
+    raw = tmp_path / "raw"
+    result = _run(raw, "--exact-nodes", "4", *TOPOS)
+    assert result.exit_code == 1, result.output
+    records = _records(raw)
+    assert records["4/kary-1/0"]["state"] == "succeeded"
+    failed = records["4/kary-2/0"]
+    assert failed["state"] == "failed"
+    assert "ended before cell 4/kary-2/0 did" in failed["error"]
+    assert failed["diagnostics"]["pods"]
+    # The next cell ran in a MiniCluster of its own, made for the cells still to run.
+    assert len(apiserver.cluster.created) == 2
+    assert _nested_cells(apiserver.cluster.created[1]) == ["4/kary-3/0"]
+    assert apiserver.cluster.miniclusters == {}
+
+
+def test_a_hung_driver_times_its_cell_out_and_the_minicluster_is_deleted(
+    apiserver: Any, make_backend: Any
+) -> None:
+    apiserver.cluster.scenario = Scenario(log=STEP_LOG, outcome="never", nested_cells_done=0)
+    cells = [Cell(4, f"kary:{k}", 0, (2**20,), ("all",)) for k in (1, 2)]
+    queued = [
+        QueuedCell(c, render_cell(4, c.topo, [2**20], ["all"], c.id, RenderOptions()), 1.0)
+        for c in cells
+    ]
+    with make_backend(layout="nested", log_every_s=0.05, nested_grace_s=0.5) as backend:
+        backend.queue(queued)
+        result = backend.run(cells[0], queued[0].rendered, 1.0)
+        assert apiserver.cluster.miniclusters == {}
+    assert result.timed_out and result.rc is None
+    assert "did not end within 1 s (+0.5 s)" in str(result.error)
+    assert "hello from rank 0" in result.log  # what the cell printed so far is kept
+
+
+def test_the_nested_minicluster_validates_against_the_crd(minicluster_crd: Path) -> None:
+    rendered = [
+        render_cell(30, f"kary:{k}", [2**30 * i for i in range(1, 11)], ["all"], f"30/kary-{k}/0")
+        for k in range(1, 17)
+    ]
+    nested = render_nested(
+        rendered[0].minicluster_yaml,
+        30,
+        [
+            NestedCell(f"30/kary-{k + 1}/0", f"kary:{k + 1}", 600, r.entrypoint_sh)
+            for k, r in enumerate(rendered)
+        ],
+    )
+    validate_strictly(nested.body, crd_schema(minicluster_crd))
+    assert yaml.safe_load(nested.yaml) == nested.body
+    # The seed's 16 topologies x 10 sizes: 409 KB of entrypoints, packed far under 1 MiB.
+    assert sum(len(r.entrypoint_sh) for r in rendered) > 400_000
+    assert len(nested.yaml) < 40_000
+
+
+def test_the_driver_frames_each_cell_as_the_reader_expects(tmp_path: Path) -> None:
+    """The driver on a fake `flux`: its frame lines are format_frame's, byte for byte,
+    a failed job keeps the driver going, and a job that cannot be submitted says why."""
+    fake = tmp_path / "bin" / "flux"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/bash\n"
+        'case "$1 $2" in\n'
+        '  "batch "*) [[ "$*" == *tbon.topo=kary:3* ]] && { echo "no resources" >&2; exit 1; }\n'
+        '     [[ "$*" == *tbon.topo=kary:2* ]] && echo f2 || echo f1 ;;\n'
+        '  "job attach") echo "out of $3"; [ "$3" = f2 ] && exit 7; exit 0 ;;\n'
+        '  "job wait-event") exit 0 ;;\n'
+        '  "jobs -no") [ "$3" = "{result}" ] &&\n'
+        '     { [ "$4" = f2 ] && echo FAILED || echo COMPLETED; }\n'
+        '     [ "$3" = "{nodelist}" ] && echo "x[0-3]" ;;\n'
+        "esac\n"
+    )
+    fake.chmod(0o755)
+    cells = [NestedCell(f"4/kary-{k}/0", f"kary:{k}", 60, "echo hi\n") for k in (1, 2, 3)]
+    nested = render_nested(
+        render_cell(4, "kary:1", [2**20], ["all"], "4/kary-1/0").minicluster_yaml, 4, cells
+    )
+    (tmp_path / "driver.sh").write_text(nested.driver_sh)
+    for k in range(3):
+        (tmp_path / f"cell-{k}.sh").write_text("echo hi\n")
+    env = dict(
+        os.environ, PATH=f"{fake.parent}:{os.environ['PATH']}", KARY_BLOB_CACHE=str(tmp_path)
+    )
+    out = subprocess.run(
+        ["bash", str(tmp_path / "driver.sh")], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    lines = out.splitlines()
+    assert lines[0] == format_frame("begin", "4/kary-1/0")
+    assert lines[1] == format_frame("job", "4/kary-1/0", jobid="f1")
+    assert lines[-1] == format_frame("finished")
+    frames = split_frames(out)
+    assert list(frames.cells) == ["4/kary-1/0", "4/kary-2/0", "4/kary-3/0"] and frames.finished
+    first, second, third = frames.cells.values()
+    assert first.text == "out of f1\n" and first.end is not None
+    assert {k: first.end[k] for k in ("rc", "result", "hosts")} == {
+        "rc": 0,
+        "result": "COMPLETED",
+        "hosts": "x[0-3]",
+    }
+    assert second.end is not None and (second.end["rc"], second.end["result"]) == (7, "FAILED")
+    assert third.end is not None and third.end["rc"] is None
+    assert third.end["error"] == "flux batch: no resources"
+
+
+def test_split_frames_keeps_a_running_cell_and_ignores_what_is_not_a_frame() -> None:
+    log = "\n".join(
+        [
+            "operator banner",
+            format_frame("begin", "a"),
+            "KARY-NESTED {not json",
+            format_frame("end", "a", rc=0, result="TIMEOUT"),
+            format_frame("begin", "b"),
+            "partial output",
+        ]
+    )
+    frames = split_frames(log + "\n")
+    assert frames.cells["a"].timed_out and frames.cells["a"].text == "KARY-NESTED {not json\n"
+    assert not frames.cells["b"].ended and frames.cells["b"].text == "partial output\n"
+    assert not frames.finished
