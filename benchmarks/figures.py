@@ -60,8 +60,8 @@ FIGURES = [
         "any (a plan is made from files: the seed's history, clusters/prices.yaml, the "
         "levers measured on a 2-core VM, flux-core 0.88)",
         (
-            " *per-cell         4 h 41 min (3 h 7 min - 7 h 3 min)  $89.54 ($59.74 - $134.79)",
-            "  nested           4 h 5 min (2 h 44 min - 6 h 8 min)  $78.02 ($52.18 - $117.18)",
+            "  per-cell         4 h 41 min (3 h 7 min - 7 h 3 min)  $89.54 ($59.74 - $134.79)",
+            " *nested           4 h 5 min (2 h 44 min - 6 h 8 min)  $78.02 ($52.18 - $117.18)",
             "  nested + --mmap  3 h 55 min (1 h 44 min - 8 h 38 min)  $74.91 ($33.34 - $164.75)",
         ),
     ),

@@ -203,6 +203,11 @@ def layout_lines(layouts: list[LayoutEstimate], chosen: str) -> list[str]:
             f" ({format_duration(layout.seconds_low)} - {format_duration(layout.seconds_high)})"
             + cost
         )
+    if chosen != layouts[0].name:
+        lines.append(
+            f"  (the time and cost above are {layouts[0].name}'s, the dearest; the sweep runs "
+            f"{chosen}, marked *; --max-cost and --max-hours hold it to the dearer figure)"
+        )
     shown: set[str] = set()
     for layout in layouts[1:]:
         notes = [note for note in layout.assumptions if note not in shown]
