@@ -160,6 +160,21 @@ RootLinkBandwidth = Annotated[
         help="Rank 0's link when it differs from --link-bandwidth (box only), e.g. 1Gbit.",
     ),
 ]
+GroupSize = Annotated[
+    int | None,
+    typer.Option(
+        "--group-size",
+        help="Box only: nodes per group (ranks 0..N-1, N..2N-1, ...), each group behind a "
+        "switch of its own whose uplink is --group-link-bandwidth: a two-level network.",
+    ),
+]
+GroupLinkBandwidth = Annotated[
+    str | None,
+    typer.Option(
+        "--group-link-bandwidth",
+        help="Box only: each group's uplink to the core switch (both directions), e.g. 100Mbit.",
+    ),
+]
 Place = Annotated[
     str | None,
     typer.Option(
@@ -178,7 +193,7 @@ Layout = Annotated[
         metavar="<layout>",
         help="nested: one MiniCluster (here: one test instance) per node count, each cell a "
         "nested Flux instance in it; per-cell: one per cell, as the seed's sweeps ran.  "
-        "Default: per-cell.",
+        "Default: nested on kubernetes, per-cell elsewhere.",
     ),
 ]
 AllowSharedNodes = Annotated[

@@ -8,7 +8,6 @@ rank 0 between cells) runs here without a cloud.
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "emulator"))
 from emulator_helpers import processes_mentioning, wait_for_no_processes  # noqa: E402
+from template_edits import template_with  # noqa: E402
 from test_flux_backend import _kary, _start_kary  # noqa: E402
 
 from analysis.tables.parsed_dir import load_parsed  # noqa: E402
@@ -35,20 +35,6 @@ def _record(data: Path, cell: str) -> dict[str, object]:
 def _log_records(data: Path, cell: str) -> list[dict[str, object]]:
     log = (data / cell / "topology-experiment.out").read_text()
     return [r for r in kary_records(log) if r is not None]
-
-
-def _stalling_template(scratch: Path, topo: str) -> Path:
-    """The real template, except that the cell of `topo` hangs before its first step."""
-    template = scratch / "template"
-    shutil.copytree(REPO / "templates", template)
-    entry = template / "entrypoint.sh.j2"
-    text = entry.read_text()
-    marker = "set -u\n"
-    assert marker in text
-    entry.write_text(
-        text.replace(marker, marker + f'{{% if topo == "{topo}" %}}\nsleep 600\n{{% endif %}}\n', 1)
-    )
-    return template
 
 
 def test_three_topologies_two_sizes_run_nested_in_one_instance_and_parse(
@@ -90,7 +76,7 @@ def test_a_cell_that_times_out_is_cancelled_and_the_sweep_goes_on_then_resumes(
     flux: str, scratch: Path
 ) -> None:
     data = scratch / "raw"
-    template = _stalling_template(scratch, "kary:2")
+    template = template_with(scratch, {"kary:2": "sleep 600"})
     args = ["run", *NESTED, "--sizes", "2M", "--data-dir", str(data)]
     done = _kary([*args, "--template", str(template), "--timeout", "25"], scratch, timeout=240)
     assert done.returncode == 1, done.stderr
@@ -113,7 +99,7 @@ def test_ctrl_c_cancels_the_nested_job_and_ends_the_outer_instance(
     flux: str, scratch: Path
 ) -> None:
     data = scratch / "raw"
-    template = _stalling_template(scratch, "kary:1")
+    template = template_with(scratch, {"kary:1": "sleep 600"})
     args = ["run", *NESTED, "--sizes", "2M", "--template", str(template), "--data-dir", str(data)]
     proc = _start_kary(scratch, args)
     try:

@@ -30,6 +30,7 @@ sys.path.insert(0, str(REPO / "tests" / "kubernetes"))
 sys.path.insert(0, str(REPO / "tests" / "emulator"))
 from emulator_helpers import processes_mentioning  # noqa: E402
 from fake_apiserver import FakeApiServer, FakeCluster, write_kubeconfig  # noqa: E402
+from template_edits import template_with  # noqa: E402
 
 from analysis.tables.parsed_dir import load_parsed  # noqa: E402
 from analysis.tree import parse_tree  # noqa: E402
@@ -68,19 +69,6 @@ def _run(scratch: Path, args: list[str], timeout: float = 240) -> subprocess.Com
 def _record(data: Path, cell: str) -> dict[str, Any]:
     record: dict[str, Any] = json.loads((data / cell / "run.json").read_text())
     return record
-
-
-def _template(scratch: Path, topo: str, line: str) -> Path:
-    """The real templates, except that the entrypoint of `topo`'s cell runs `line` first."""
-    template = scratch / "template"
-    shutil.copytree(REPO / "templates", template)
-    entry = template / "entrypoint.sh.j2"
-    text = entry.read_text()
-    assert "set -u\n" in text
-    entry.write_text(
-        text.replace("set -u\n", f'set -u\n{{% if topo == "{topo}" %}}\n{line}\n{{% endif %}}\n', 1)
-    )
-    return template
 
 
 def _no_flux_left(scratch: Path) -> bool:
@@ -130,10 +118,7 @@ def test_a_failed_cell_and_a_timed_out_cell_do_not_stop_the_others(
     cluster: FakeApiServer, scratch: Path
 ) -> None:
     data = scratch / "raw"
-    template = _template(scratch, "kary:1", "exit 3")
-    entry = template / "entrypoint.sh.j2"
-    stall = '{% if topo == "kary:2" %}\nsleep 600\n{% endif %}\n'
-    entry.write_text(entry.read_text().replace("{% if topo", stall + "{% if topo", 1))
+    template = template_with(scratch, {"kary:1": "exit 3", "kary:2": "sleep 600"})
     done = _run(
         scratch,
         [*TOPOS, "--sizes", "1M", "--timeout", "15", "--template", str(template),
@@ -152,7 +137,7 @@ def test_ctrl_c_deletes_the_minicluster_and_a_rerun_runs_only_what_is_left(
     cluster: FakeApiServer, scratch: Path
 ) -> None:
     data = scratch / "raw"
-    template = _template(scratch, "kary:2", "sleep 600")
+    template = template_with(scratch, {"kary:2": "sleep 600"})
     args = [*TOPOS, "--sizes", "1M", "--template", str(template), "--data-dir", str(data)]
     kary = subprocess.Popen(
         [*KARY, "run", "--backend", "kubernetes", "--exact-nodes", "4", *args, "--yes"],

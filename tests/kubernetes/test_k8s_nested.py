@@ -146,6 +146,26 @@ def test_a_hung_driver_times_its_cell_out_and_the_minicluster_is_deleted(
     assert "hello from rank 0" in result.log  # what the cell printed so far is kept
 
 
+def test_a_sweep_stopped_between_cells_deletes_its_minicluster_on_down(
+    apiserver: Any, make_backend: Any
+) -> None:
+    """A spending cap (or any stop before a node count's last cell) ends in down()."""
+    apiserver.cluster.scenario = Scenario(log=STEP_LOG, outcome="never")
+    cells = [Cell(4, f"kary:{k}", 0, (2**20,), ("all",)) for k in (1, 2)]
+    queued = [
+        QueuedCell(c, render_cell(4, c.topo, [2**20], ["all"], c.id, RenderOptions()), 30.0)
+        for c in cells
+    ]
+    backend = make_backend(layout="nested", log_every_s=0.05)
+    backend.up()
+    backend.queue(queued)
+    first = backend.run(cells[0], queued[0].rendered, 30.0)
+    assert (first.rc, first.error) == (0, None)
+    assert len(apiserver.cluster.miniclusters) == 1  # kept for the node count's next cell
+    backend.down()
+    assert apiserver.cluster.miniclusters == {}
+
+
 def test_the_nested_minicluster_validates_against_the_crd(minicluster_crd: Path) -> None:
     rendered = [
         render_cell(30, f"kary:{k}", [2**30 * i for i in range(1, 11)], ["all"], f"30/kary-{k}/0")
