@@ -120,6 +120,11 @@ class PlannedSweep:
         ).splitlines()
         if warning := self.cpu_bound_line():
             lines.append(warning)
+        if self.sweep.group_size:
+            lines.append(
+                "note: the time model has no term for the groups' uplinks: where a tree "
+                "crosses them more than its links' floor says, cells take longer than planned"
+            )
         lines += layout_lines(self.layouts(), effective_layout(self.sweep.layout, self.backend))
         lines += self.guard(max_cost, max_hours).plan_lines()
         if self.sweep.emulator_faults:
@@ -197,7 +202,7 @@ def _stderr(line: str) -> None:
 
 def _choose_backend(sweep: Sweep, cluster: ClusterSpec | None) -> str:
     """The backend a sweep runs on; shaped links run real Flux in a box where flux-core is."""
-    shaped = bool(sweep.link_bandwidth or sweep.link_latency or sweep.root_link_bandwidth)
+    shaped = _shaped(sweep)
     if sweep.backend is not None:
         backend = check_backend_name(sweep.backend)
     elif cluster is not None:
@@ -215,6 +220,17 @@ def _choose_backend(sweep: Sweep, cluster: ClusterSpec | None) -> str:
         )
     if sweep.root_link_bandwidth and backend != "flux":
         raise UserError("--root-link-bandwidth shapes a box's rank 0 link: flux backend only")
+    if sweep.group_size is not None or sweep.group_link_bandwidth:
+        if backend != "flux":
+            raise UserError(
+                "--group-size and --group-link-bandwidth group a box's nodes: flux backend only"
+            )
+        from experiments.box.links import link_settings
+
+        try:
+            link_settings(None, None, None, sweep.group_size, sweep.group_link_bandwidth)
+        except ValueError as err:
+            raise UserError(str(err)) from None
     if sweep.place is not None and backend != "flux":
         raise UserError(f"--place says where real Flux runs: flux backend only, not {backend}")
     if sweep.emulator_faults and backend != "local":
@@ -298,10 +314,21 @@ def plan(sweep: Sweep) -> PlannedSweep:
     return PlannedSweep(sweep, cells, ledger, estimate, render, cluster)
 
 
+def _shaped(sweep: Sweep) -> bool:
+    """Links shaped on this machine: a box (flux-core here) or the emulator."""
+    return bool(
+        sweep.link_bandwidth
+        or sweep.link_latency
+        or sweep.root_link_bandwidth
+        or sweep.group_size
+        or sweep.group_link_bandwidth
+    )
+
+
 def _flux_place(sweep: Sweep) -> str:
     from experiments.backends.flux import choose_place
 
-    shaped = bool(sweep.link_bandwidth or sweep.link_latency or sweep.root_link_bandwidth)
+    shaped = _shaped(sweep)
     return choose_place(sweep.place, shaped=shaped)
 
 
@@ -351,6 +378,8 @@ def run(
         link_bandwidth=planned.sweep.link_bandwidth,
         link_latency=planned.sweep.link_latency,
         root_link_bandwidth=planned.sweep.root_link_bandwidth,
+        group_size=planned.sweep.group_size,
+        group_link_bandwidth=planned.sweep.group_link_bandwidth,
         place=planned.sweep.place,
         layout=effective_layout(planned.sweep.layout, planned.backend),
         options={

@@ -78,6 +78,9 @@ class Sweep:
     link_bandwidth: str | None = None
     link_latency: str | None = None
     root_link_bandwidth: str | None = None
+    # A two-level network in the box: nodes per group, and each group's uplink.
+    group_size: int | None = None
+    group_link_bandwidth: str | None = None
     place: str | None = None
     layout: str | None = None
     # Kubernetes: time a cell whose ranks share a node (else it fails, untimed).

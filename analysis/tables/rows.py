@@ -141,11 +141,15 @@ def _record_texts(record: RunRecord | None) -> dict[str, str]:
 
 
 def _links_text(links: dict[str, object]) -> str:
-    """Shaped links as typed: `200Mbit`, `200Mbit, rank 0 1Gbit, 1ms`; "" when unshaped."""
+    """Shaped links as typed: `200Mbit`, `200Mbit, rank 0 1Gbit, 1ms`,
+    `200Mbit, groups of 4 via 50Mbit`; "" when unshaped."""
     parts = [_text(links.get("link_bandwidth"))]
     if root := _text(links.get("root_link_bandwidth")):
         parts.append(f"rank 0 {root}")
     parts.append(_text(links.get("link_latency")))
+    group = links.get("group_size")
+    if isinstance(group, int) and not isinstance(group, bool) and group > 0:
+        parts.append(f"groups of {group} via {_text(links.get('group_link_bandwidth'))}")
     return ", ".join(part for part in parts if part)
 
 

@@ -86,7 +86,8 @@ class BackendSettings:
     `render` is what the cells are rendered with (MiniCluster name, namespace,
     image).  `cluster` is the --cluster file, if any.  `link_bandwidth` /
     `link_latency` / `root_link_bandwidth` are text as given on the command
-    line ("1Gbit", "200us"): the emulator's links, or a box's (flux backend).
+    line ("1Gbit", "200us"): the emulator's links, or a box's (flux backend),
+    where `group_size` / `group_link_bandwidth` also make a two-level network.
     `place` is where the flux backend runs a cell (None: it chooses).
     `layout` is `nested` (one outer instance or MiniCluster per node count, each
     cell a nested instance in it) or `per-cell` (None: the backend's default).
@@ -98,6 +99,8 @@ class BackendSettings:
     link_bandwidth: str | None = None
     link_latency: str | None = None
     root_link_bandwidth: str | None = None
+    group_size: int | None = None
+    group_link_bandwidth: str | None = None
     place: str | None = None
     layout: str | None = None
     workdir: Path | None = None

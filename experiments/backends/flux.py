@@ -153,7 +153,11 @@ class FluxBackend(Backend):
     def from_settings(cls, settings: BackendSettings) -> FluxBackend:
         try:
             links = link_settings(
-                settings.link_bandwidth, settings.link_latency, settings.root_link_bandwidth
+                settings.link_bandwidth,
+                settings.link_latency,
+                settings.root_link_bandwidth,
+                settings.group_size,
+                settings.group_link_bandwidth,
             )
         except ValueError as err:
             raise UserError(str(err)) from None

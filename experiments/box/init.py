@@ -30,7 +30,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,10 @@ class BoxSpec:
     switch_qdiscs: list[list[str]]
     initial_program: list[str]
     env: dict[str, str]
+    # A two-level network: each rank's group (empty: every node on the core switch),
+    # and the tc lines of each group's uplink (both ends, so both directions).
+    groups: list[int] = field(default_factory=list)
+    trunk_qdiscs: list[str] = field(default_factory=list)
 
     @classmethod
     def read(cls, path: Path) -> BoxSpec:
@@ -166,6 +170,7 @@ def build_and_run(spec: BoxSpec) -> int:
     for rank in range(spec.nodes):
         (Path(spec.folder) / f"rank-{rank}").mkdir(exist_ok=True)
     ranks = [_Rank(spec, rank) for rank in range(spec.nodes)]
+    switches = _group_switches(spec)
     _batch(
         "ip",
         [
@@ -173,7 +178,7 @@ def build_and_run(spec: BoxSpec) -> int:
             for r in ranks
             for line in (
                 f"link add h{r.rank} type veth peer name eth0 netns {r.pid}",
-                f"link set h{r.rank} master {BRIDGE} up",
+                f"link set h{r.rank} master {switches[r.rank]} up",
             )
         ],
     )
@@ -185,6 +190,39 @@ def build_and_run(spec: BoxSpec) -> int:
     for r in reversed(ranks):
         r.release()
     return _wait(ranks, spec)
+
+
+def _group_switches(spec: BoxSpec) -> list[str]:
+    """Each rank's switch: the core bridge, or in a two-level network its group's
+    bridge `kary-g<i>`, made here with its uplink (`u<i>` on it, `c<i>` on the
+    core, both ends shaped by the trunk's tc lines)."""
+    if not spec.groups:
+        return [BRIDGE] * spec.nodes
+    groups = sorted(set(spec.groups))
+    _batch(
+        "ip",
+        [
+            line
+            for g in groups
+            for line in (
+                f"link add kary-g{g} type bridge",
+                f"link set kary-g{g} up",
+                f"link add u{g} type veth peer name c{g}",
+                f"link set u{g} master kary-g{g} up",
+                f"link set c{g} master {BRIDGE} up",
+            )
+        ],
+    )
+    _batch(
+        "tc",
+        [
+            line.replace("DEV", end)
+            for g in groups
+            for end in (f"u{g}", f"c{g}")
+            for line in spec.trunk_qdiscs
+        ],
+    )
+    return [f"kary-g{g}" for g in spec.groups]
 
 
 def _wait(ranks: list[_Rank], spec: BoxSpec) -> int:
@@ -236,6 +274,12 @@ def _write_link_bytes(spec: BoxSpec) -> None:
             if name.startswith("h") and name[1:].isdigit():
                 # The switch side receives what the node sends, and the reverse.
                 links[name[1:]] = {
+                    "sent_bytes": stats.get("rx", {}).get("bytes"),
+                    "received_bytes": stats.get("tx", {}).get("bytes"),
+                }
+            elif name.startswith("c") and name[1:].isdigit():
+                # A group's uplink, seen from the core: what the group sent out, and took in.
+                links[f"group {name[1:]}"] = {
                     "sent_bytes": stats.get("rx", {}).get("bytes"),
                     "received_bytes": stats.get("tx", {}).get("bytes"),
                 }

@@ -42,6 +42,10 @@ def box_spec(
         switch_qdiscs=qdiscs,
         initial_program=["bash", str(entrypoint)],
         env=env,
+        groups=[g for r in ranks if (g := links.group_of(r)) is not None],
+        trunk_qdiscs=qdisc_commands("DEV", links.group_bandwidth, links.latency)
+        if links.group_size
+        else [],
     )
 
 

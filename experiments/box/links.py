@@ -8,6 +8,13 @@ crosses A's link and then B's, so a one-way `latency` per link is 2 x latency
 between two nodes, and a flat tree's rank 0 pushes every copy through its own
 one link.
 
+A two-level network (`group_size`, `group_bandwidth`): ranks 0..g-1 are one
+group, g..2g-1 the next, and so on; each group's nodes hang off a switch of
+their own, whose uplink to the core switch (a veth pair, shaped the same way
+in both directions) carries everything between that group and the others, as
+a rack's uplink does.  A byte between groups crosses the sender's link, its
+group's uplink, the receiver's group's uplink and the receiver's link.
+
 Bandwidth uses tbf (token bucket), latency netem.  Some kernels build neither
 (`privileges` probes for what a cell asks, before anything starts).
 """
@@ -37,12 +44,18 @@ class LinkSettings:
     bandwidth: float | None = None
     latency: float | None = None
     root_bandwidth: float | None = None
+    group_size: int | None = None
+    group_bandwidth: float | None = None
     # As typed, for run.json and messages.
     text: dict[str, str | None] | None = None
 
     @property
     def shaped(self) -> bool:
-        return bool(self.bandwidth or self.latency or self.root_bandwidth)
+        return bool(self.bandwidth or self.latency or self.root_bandwidth or self.group_size)
+
+    def group_of(self, rank: int) -> int | None:
+        """The rank's group in a two-level network; None in a one-switch box."""
+        return rank // self.group_size if self.group_size else None
 
     def bandwidth_of(self, rank: int) -> float | None:
         if rank == 0 and self.root_bandwidth:
@@ -56,23 +69,44 @@ class LinkSettings:
             "bandwidth_bytes_per_s": self.bandwidth,
             "root_bandwidth_bytes_per_s": self.root_bandwidth,
             "latency_seconds": self.latency,
+            **(
+                {
+                    "group_size": self.group_size,
+                    "group_bandwidth_bytes_per_s": self.group_bandwidth,
+                }
+                if self.group_size
+                else {}
+            ),
             "shaping": "tc tbf (rate) and netem (delay), both directions of every node's link",
         }
 
 
 def link_settings(
-    bandwidth: str | None, latency: str | None, root_bandwidth: str | None = None
+    bandwidth: str | None,
+    latency: str | None,
+    root_bandwidth: str | None = None,
+    group_size: int | None = None,
+    group_bandwidth: str | None = None,
 ) -> LinkSettings:
     """LinkSettings from flags as typed; ValueError (the accepted forms) on a bad one."""
+    if group_size is not None and group_size < 1:
+        raise ValueError(f"--group-size must be at least 1, got {group_size}")
+    if bool(group_size) != bool(group_bandwidth):
+        raise ValueError("a two-level network needs both --group-size and --group-link-bandwidth")
+    text = {
+        "link_bandwidth": bandwidth,
+        "link_latency": latency,
+        "root_link_bandwidth": root_bandwidth,
+    }
+    if group_size:
+        text |= {"group_size": str(group_size), "group_link_bandwidth": group_bandwidth}
     return LinkSettings(
         bandwidth=parse_bandwidth(bandwidth) if bandwidth else None,
         latency=parse_latency(latency) if latency else None,
         root_bandwidth=parse_bandwidth(root_bandwidth) if root_bandwidth else None,
-        text={
-            "link_bandwidth": bandwidth,
-            "link_latency": latency,
-            "root_link_bandwidth": root_bandwidth,
-        },
+        group_size=group_size,
+        group_bandwidth=parse_bandwidth(group_bandwidth) if group_bandwidth else None,
+        text=text,
     )
 
 

@@ -45,6 +45,7 @@ def plan(
     force: o.Force = False, up: o.Up = False, down: o.Down = False,
     link_bandwidth: o.LinkBandwidth = None, link_latency: o.LinkLatency = None,
     root_link_bandwidth: o.RootLinkBandwidth = None, place: o.Place = None,
+    group_size: o.GroupSize = None, group_link_bandwidth: o.GroupLinkBandwidth = None,
     layout: o.Layout = None,
     max_cost: o.MaxCost = None, as_json: o.Json = False,
 ) -> None:  # fmt: skip
@@ -76,6 +77,7 @@ def run(
     force: o.Force = False, up: o.Up = False, down: o.Down = False,
     link_bandwidth: o.LinkBandwidth = None, link_latency: o.LinkLatency = None,
     root_link_bandwidth: o.RootLinkBandwidth = None, place: o.Place = None,
+    group_size: o.GroupSize = None, group_link_bandwidth: o.GroupLinkBandwidth = None,
     layout: o.Layout = None, allow_shared_nodes: o.AllowSharedNodes = False,
     max_cost: o.MaxCost = None, as_json: o.Json = False, emulator_faults: EmulatorFault = None,
     max_hours: o.MaxHours = None,

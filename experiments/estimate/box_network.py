@@ -186,6 +186,8 @@ def load_box_observations(parsed_dir: Path) -> list[BoxObservation]:
         if text is None:
             continue
         parts = [part.strip() for part in text.split(",")]
+        if any(part.startswith("groups of") for part in parts):
+            continue  # a two-level network: its uplinks are not among the model's terms
         root = next((p.removeprefix("rank 0 ") for p in parts if p.startswith("rank 0 ")), None)
         found.append(
             BoxObservation(

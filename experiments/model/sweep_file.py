@@ -60,6 +60,8 @@ FILE_KEYS = (
     "link_bandwidth",
     "link_latency",
     "root_link_bandwidth",
+    "group_size",
+    "group_link_bandwidth",
     "place",
     "layout",
     *_PATH_KEYS,

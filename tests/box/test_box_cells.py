@@ -126,3 +126,40 @@ def test_the_direct_baseline_downloads_from_rank_0s_address_over_its_link(
     assert seconds >= 3 * 4 * MIB / 12.5e6
     record = json.loads((cell / "run.json").read_text())
     assert record["box"]["link_bytes"]["0"]["sent_bytes"] >= 3 * 4 * MIB
+
+
+@pytest.mark.parametrize(("topo", "across"), [("kary:3", 2), ("kary:1", 1)])
+def test_between_groups_the_uplink_is_the_bottleneck_and_carries_one_copy_per_crossing(
+    box_flux: str,
+    box_env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    topo: str,
+    across: int,
+) -> None:
+    """Two groups of two behind a 25 Mbit/s uplink each, 200 Mbit/s per node: a flat
+    tree sends ranks 2 and 3 a copy each across group 0's uplink, a chain one."""
+    monkeypatch.setenv("TMPDIR", box_env["TMPDIR"])
+    size, uplink = 8 * MIB, 25e6 / 8
+    raw, parsed = tmp_path / "raw", tmp_path / "parsed"
+    args = ["--exact-nodes", "4", "--topo", topo, "--sizes", "8M", "--link-bandwidth", "200Mbit"]
+    args += ["--group-size", "2", "--group-link-bandwidth", "25Mbit", "--data-dir", str(raw)]
+    result = runner.invoke(app, ["run", *args])
+    assert result.exit_code == 0, result.output
+    cell = raw / "4" / topo.replace(":", "-") / "0"
+    record = json.loads((cell / "run.json").read_text())
+    assert record["box"]["links"]["group_size"] == 2
+    trunk = record["box"]["link_bytes"]["group 0"]
+    assert across * size <= trunk["sent_bytes"] <= across * size * 1.05, trunk
+    assert record["box"]["link_bytes"]["group 1"]["received_bytes"] >= across * size
+    seconds = next(
+        json.loads(line[5:])["seconds"]
+        for line in (cell / "topology-experiment.out").read_text().splitlines()
+        if line.startswith("KARY ") and '"distribute-all-nodes"' in line
+    )
+    bound = across * size / uplink  # the node links (8x faster) are not the bottleneck
+    assert bound <= seconds <= 1.6 * bound + 1.0, (seconds, bound)
+    result = runner.invoke(app, ["parse", "--data", str(raw), "--out", str(parsed), "--no-plots"])
+    assert result.exit_code == 0, result.output
+    (run,) = _rows(parsed, "runs.csv")
+    assert run["links"] == "200Mbit, groups of 2 via 25Mbit"

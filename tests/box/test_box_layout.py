@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import tomllib
 
+from experiments.box.launch import box_spec
 from experiments.box.layout import BoxLayout, new_run_id, owner_of
 from experiments.box.links import link_settings, qdisc_commands
 
@@ -60,3 +63,24 @@ def test_links_are_shaped_with_tbf_and_netem_as_tc_takes_them() -> None:
     assert qdisc_commands("eth0", None, None) == []
     with pytest.raises(ValueError, match="invalid bandwidth"):
         link_settings("fast", None)
+
+
+def test_a_two_level_network_groups_consecutive_ranks_behind_shaped_uplinks(
+    tmp_path: Path,
+) -> None:
+    links = link_settings("200Mbit", None, None, 3, "50Mbit")
+    assert [links.group_of(r) for r in range(7)] == [0, 0, 0, 1, 1, 1, 2]
+    spec = box_spec(
+        BoxLayout("1-abcdef", 7, "kary:2", "flux-sample"),
+        links,
+        tmp_path,
+        "flux",
+        tmp_path / "broker.toml",
+        tmp_path / "entrypoint.sh",
+        {},
+    )
+    assert spec.groups == [0, 0, 0, 1, 1, 1, 2]
+    assert spec.trunk_qdiscs == qdisc_commands("DEV", 50e6 / 8, None)
+    assert links.record()["group_bandwidth_bytes_per_s"] == 50e6 / 8
+    one_switch = link_settings("200Mbit", None)
+    assert one_switch.group_of(5) is None and "group_size" not in one_switch.record()

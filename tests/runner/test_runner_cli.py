@@ -70,6 +70,27 @@ def test_a_local_run_records_the_cell_then_has_nothing_left(tmp_path: Path) -> N
             "--root-link-bandwidth shapes a box's rank 0 link: flux backend only",
         ),
         (
+            ["--backend", "local", "--group-size", "2", "--group-link-bandwidth", "1Gbit"],
+            "--group-size and --group-link-bandwidth group a box's nodes: flux backend only",
+        ),
+        (
+            ["--backend", "flux", "--place", "box", "--group-size", "2"],
+            "a two-level network needs both --group-size and --group-link-bandwidth",
+        ),
+        (
+            [
+                "--backend",
+                "flux",
+                "--place",
+                "box",
+                "--group-size",
+                "0",
+                "--group-link-bandwidth",
+                "1Gbit",
+            ],
+            "--group-size must be at least 1, got 0",
+        ),
+        (
             ["--backend", "kubernetes", "--link-latency", "1ms"],
             "--link-bandwidth and --link-latency shape links on this machine: the flux backend "
             "(a box) or the emulator (local), not kubernetes",
