@@ -122,6 +122,27 @@ FIGURES = [
         ("12 of 32", "8 of 32"),
     ),
     Figure(
+        "box-topologies-n12",
+        [PYTHON, "benchmarks/box_topologies.py", "--from-json",
+         "benchmarks/results/box-topologies-n12.json"],
+        "2-core VM, root, flux-core 0.88 in the box (the samples kept in benchmarks/results/)",
+        ("11.60", "18.82", "34.42", "82.46"),
+    ),
+    Figure(
+        "box-topologies-n20",
+        [PYTHON, "benchmarks/box_topologies.py", "--from-json",
+         "benchmarks/results/box-topologies-n20.json"],
+        "2-core VM, root, flux-core 0.88 in the box (the samples kept in benchmarks/results/)",
+        ("14.52", "14.30", "26.55", "106.87", "0.686"),
+    ),
+    Figure(
+        "box-model-holdout-v2",
+        [PYTHON, "benchmarks/box_model_holdout.py", "--protocol",
+         "benchmarks/box_model_protocol_v2.json"],
+        "2-core VM, flux-core 0.88 in the box (the sweeps kept in benchmarks/results/box-sweeps/)",
+        ("x0.84-x1.08", "25 of 32 predicted runs inside", "(78%): pass"),
+    ),
+    Figure(
         "local-model-protocol",
         [PYTHON, "benchmarks/model_holdout.py", "--protocol",
          "benchmarks/model_holdout_protocol.json"],
