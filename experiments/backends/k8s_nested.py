@@ -50,6 +50,7 @@ from experiments.backends.k8s_collect import (
 )
 from experiments.backends.k8s_job_watch import wait_for_job
 from experiments.backends.k8s_minicluster import (
+    NotOurs,
     Teardown,
     create_minicluster,
     delete_minicluster,
@@ -175,7 +176,11 @@ class NestedLayout:
             PodWatch(self.api, self.namespace, meta["name"], size, self.limits),
             datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
-        create_minicluster(self.api, self.namespace, meta["name"], body, self.teardown)
+        try:
+            create_minicluster(self.api, self.namespace, meta["name"], body, self.teardown)
+        except NotOurs:
+            self.group = None  # someone else's of that name: never delete it
+            raise
         return self.group
 
     def _still_to_run(self, cell: Cell, rendered: Rendered, limit: float) -> list[QueuedCell]:

@@ -17,7 +17,7 @@ from fake_apiserver import Scenario, _nested_cells
 from strict_schema import crd_schema, validate_strictly
 from typer.testing import CliRunner
 
-from experiments.backends.base import QueuedCell
+from experiments.backends.base import BackendError, QueuedCell
 from experiments.backends.k8s_api import RetryPolicy
 from experiments.backends.k8s_pod_watch import StartLimits
 from experiments.cli import app
@@ -164,6 +164,16 @@ def test_a_sweep_stopped_between_cells_deletes_its_minicluster_on_down(
     assert len(apiserver.cluster.miniclusters) == 1  # kept for the node count's next cell
     backend.down()
     assert apiserver.cluster.miniclusters == {}
+
+
+def test_someone_elses_minicluster_of_the_nested_name_is_left_alone(
+    apiserver: Any, make_backend: Any, cell: Cell, rendered: Any
+) -> None:
+    apiserver.cluster.miniclusters["flux-sample-n4"] = {"metadata": {"name": "flux-sample-n4"}}
+    with make_backend(layout="nested") as backend, pytest.raises(BackendError) as caught:
+        backend.run(cell, rendered, 10)
+    assert "flux-sample-n4 that kary did not create" in str(caught.value)
+    assert "flux-sample-n4" in apiserver.cluster.miniclusters
 
 
 def test_the_nested_minicluster_validates_against_the_crd(minicluster_crd: Path) -> None:
