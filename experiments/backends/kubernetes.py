@@ -1,6 +1,8 @@
-"""The kubernetes backend: each cell is a Flux Operator MiniCluster on the current context.
+"""The kubernetes backend: cells as Flux Operator MiniClusters on the current context.
 
-Per cell: create the MiniCluster (a name of its own, labelled with owner, sweep
+By default (`layout` nested) one MiniCluster per node count runs every cell of
+that node count as a nested Flux instance: k8s_nested has that flow.  With
+`--layout per-cell`, as the seed's sweeps ran, per cell: create the MiniCluster (a name of its own, labelled with owner, sweep
 and cell), wait for the indexed Job the operator makes under the same name to
 turn Complete or Failed (a watch, re-listed with bounded retries and backoff
 when the API fails) while watching its pods fail fast on what never heals
