@@ -272,6 +272,8 @@ def _nested_log(run: dict[str, Any]) -> str:
     cell, framed as the driver frames it; the cells it has reached so far, when its
     scenario has a run time, are all of them once that time has passed."""
     scenario: Scenario = run["scenario"]
+    if scenario.waiting or scenario.unschedulable:
+        return ""  # rank 0's container never started: nothing ran, nothing printed
     cells: list[str] = run["nested_cells"]
     lines = []
     done = len(cells) if scenario.nested_cells_done is None else scenario.nested_cells_done

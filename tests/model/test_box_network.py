@@ -48,7 +48,34 @@ def test_a_fit_at_two_speeds_recovers_the_terms_and_predicts_a_third() -> None:
     unseen = _synthetic(16, "kary:15", 200, truth)
     predicted, low, high = fit.predict(unseen)
     assert predicted == pytest.approx(unseen.seconds, rel=1e-6)
-    assert low <= unseen.seconds <= high
+    # Noise-free: every ratio is 1, so the band is [1, 1] up to rounding.
+    assert (low, high) == pytest.approx((unseen.seconds, unseen.seconds), rel=1e-9)
+
+
+def test_the_band_is_the_spread_between_sweeps_which_residuals_understate() -> None:
+    """Each sweep (node count, link speed) off the model by its own factor, as real ones
+    are: within a sweep the fit looks exact, between sweeps it is not, and only the
+    between-sweeps band holds a sweep it never saw."""
+    truth = (1.2, 1.0, 3.0, 0.4)
+    bias = {(8, 50): 0.92, (8, 100): 1.07, (16, 50): 1.04, (16, 100): 0.95}
+    seen = [
+        BoxObservation(o.nodes, o.topo, o.size_bytes, o.bandwidth, o.seconds * bias[(n, mbit)])
+        for (n, mbit) in bias
+        for t in ("kary:1", "kary:2", "kary:4")
+        for o in [_synthetic(n, t, mbit, truth)]
+    ]
+    residuals = fit_box_network(seen, interval="residuals")
+    between = fit_box_network(seen)
+    assert between.interval == "between sweeps" and residuals.interval == "residuals"
+    assert between.n == residuals.n == 12
+    assert between.high_ratio - between.low_ratio > residuals.high_ratio - residuals.low_ratio
+    unseen = _synthetic(12, "kary:2", 75, truth)
+    off = BoxObservation(12, "kary:2", 64 * MIB, unseen.bandwidth, unseen.seconds * 0.93)
+    _, low, high = between.predict(off)
+    assert low <= off.seconds <= high
+    # Fewer than three sweeps: nothing to leave out, so the residuals' band, said so.
+    two = [o for o in seen if o.nodes == 8]
+    assert fit_box_network(two).interval == "residuals"
 
 
 def test_too_few_distributions_cannot_be_fitted() -> None:
@@ -80,7 +107,7 @@ def test_a_box_plan_fits_its_network_terms_from_box_history() -> None:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert re.search(
-        r"box network terms fitted on \d+ box distributions at 50, 100 Mbit/s", result.stdout
+        r"box network terms fitted on \d+ box distributions at 50, 75, 100 Mbit/s", result.stdout
     )
     # Without box history the same plan keeps the store-and-forward defaults.
     plain = CliRunner().invoke(app, args[:-2])
