@@ -1,16 +1,17 @@
 """The kubernetes backend: cells as Flux Operator MiniClusters on the current context.
 
 By default (`layout` nested) one MiniCluster per node count runs every cell of
-that node count as a nested Flux instance: k8s_nested has that flow.  With
-`--layout per-cell`, as the seed's sweeps ran, per cell: create the MiniCluster (a name of its own, labelled with owner, sweep
-and cell), wait for the indexed Job the operator makes under the same name to
-turn Complete or Failed (a watch, re-listed with bounded retries and backoff
-when the API fails) while watching its pods fail fast on what never heals
-(k8s_pod_watch: Pending past a deadline, image pull back-off, crash loops,
-brokers that never join, ranks sharing a node), read the index-0 pod's log,
-then delete the MiniCluster and wait, for a bounded time, for its pods to go.
-A Job that fails, times out or cannot start leaves its pod phases, container
-states and recent events in the result for run.json.
+that node count as a nested Flux instance: k8s_nested has that flow. With
+`--layout per-cell`, as the seed's sweeps ran, per cell: create the
+MiniCluster (a name of its own, labelled with owner, sweep and cell), wait for
+the indexed Job the operator makes under the same name to turn Complete or
+Failed (a watch, re-listed with bounded retries and backoff when the API
+fails) while watching its pods fail fast on what never heals (k8s_pod_watch:
+Pending past a deadline, image pull back-off, crash loops, brokers that never
+join, ranks sharing a node), read the index-0 pod's log, then delete the
+MiniCluster and wait, for a bounded time, for its pods to go. A Job that
+fails, times out or cannot start leaves its pod phases, container states and
+recent events in the result for run.json.
 
 This module is the Backend: connecting, checking the cluster, and one cell's
 order of steps, with the guarantee that nothing of a cell outlives run().  The
