@@ -30,6 +30,7 @@ for hours): a 16-cell group's log is a few hundred KB at most.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ from experiments.backends.k8s_job_watch import wait_for_job
 from experiments.backends.k8s_minicluster import (
     NotOurs,
     Teardown,
+    build_manifest,
     create_minicluster,
     delete_minicluster,
     job_pods,
@@ -70,6 +72,20 @@ __all__ = ["NestedLayout"]
 
 class _CellEnded(Exception):
     """The log shows the awaited cell's end (or the driver's): stop waiting."""
+
+    def __init__(self, seen: _RankZero) -> None:
+        super().__init__()
+        self.seen = seen
+
+
+@dataclass(frozen=True)
+class _RankZero:
+    """One look at a MiniCluster: its pods, rank 0's pod, and rank 0's log (or why not)."""
+
+    pods: list[dict[str, Any]]
+    pod0: dict[str, Any] | None
+    log: str
+    log_error: str | None
 
 
 @dataclass
@@ -152,7 +168,8 @@ class NestedLayout:
             return group
         self.end()
         cells = self._still_to_run(cell, rendered, limit)
-        base = rendered.minicluster_yaml
+        # Labelled as every MiniCluster kary makes (owner, sweep): reap_leftovers finds it.
+        base = build_manifest(rendered.minicluster_yaml, cell.id, self.namespace, self.labels)
         manifest = render_nested(
             base,
             cell.nodes,
@@ -164,9 +181,6 @@ class NestedLayout:
         body = manifest.body
         meta = body["metadata"]
         meta["name"] = self.name_group(f"{meta['name']}-n{cell.nodes}")
-        meta["namespace"] = self.namespace
-        for key, value in self.labels.items():
-            meta["labels"].setdefault(key, value)
         size = int(body["spec"]["size"])
         # From the create request on, the MiniCluster may exist: end() deletes it.
         self.group = _Group(
@@ -210,11 +224,17 @@ class NestedLayout:
             if now < next_look[0]:
                 return
             next_look[0] = now + self.log_every_s
-            frames = self._frames(group)
-            if frames is not None and (_ended(frames, cell.id) or frames.finished):
-                raise _CellEnded
+            try:
+                seen = self._rank_zero(group.name)
+            except (ApiException, ApiUnavailable):
+                return  # a side look: the Job watch reports an API that keeps failing
+            if seen.log_error is None:
+                frames = split_frames(seen.log)
+                if _ended(frames, cell.id) or frames.finished:
+                    raise _CellEnded(seen)
 
         outcome: tuple[str, str] | StartFailure | str | None
+        seen: _RankZero | None = None
         try:
             outcome = wait_for_job(
                 self.api,
@@ -228,24 +248,17 @@ class NestedLayout:
                 check=look,
                 check_every_s=min(self.limits.check_every_s, self.log_every_s),
             )
-        except _CellEnded:
-            outcome = "ended"
+        except _CellEnded as ended:
+            outcome, seen = "ended", ended.seen
         except StartFailure as failure:
             outcome = failure
-        return self._result(group, cell, limit, outcome, provenance)
+        return self._result(group, cell, limit, outcome, provenance, seen)
 
-    def _frames(self, group: _Group) -> Frames | None:
-        """The log's frames now; None when it cannot be read (a side look: the Job
-        watch reports an API that keeps failing)."""
-        try:
-            pods = job_pods(self.api, self.namespace, group.name)
-        except (ApiException, ApiUnavailable):
-            return None
-        pod0 = rank_zero(pods, group.name)
-        if pod0 is None:
-            return None
-        log, problem = rank_zero_log(self.api, self.namespace, group.name, pod0)
-        return None if problem else split_frames(log)
+    def _rank_zero(self, name: str) -> _RankZero:
+        pods = job_pods(self.api, self.namespace, name)
+        pod0 = rank_zero(pods, name)
+        log, log_error = rank_zero_log(self.api, self.namespace, name, pod0)
+        return _RankZero(pods, pod0, log, log_error)
 
     def _result(
         self,
@@ -254,12 +267,13 @@ class NestedLayout:
         limit: float,
         outcome: tuple[str, str] | StartFailure | str | None,
         provenance: dict[str, Any],
+        seen: _RankZero | None,
     ) -> tuple[RunResult, bool]:
+        """`seen`: the look that found the cell's end, else None (look again now)."""
         name = group.name
-        pods = job_pods(self.api, self.namespace, name)
-        pod0 = rank_zero(pods, name)
-        log, log_error = rank_zero_log(self.api, self.namespace, name, pod0)
-        provenance.update(pod_facts(self.api, pods, pod0, log, self.nodes))
+        seen = seen or self._rank_zero(name)
+        pods, log, log_error = seen.pods, seen.log, seen.log_error
+        provenance.update(pod_facts(self.api, pods, seen.pod0, log, self.nodes))
         provenance.update(
             {"minicluster": name, "layout": "nested", "nested_in": group.record(cell.id)}
         )
@@ -270,7 +284,7 @@ class NestedLayout:
             failed = RunResult(
                 text, None, False, str(outcome), provenance, outcome.kind, group.manifest.yaml
             )
-            return self._failed(failed, pods), True
+            return self._failed(failed, name, pods), True
         if frame.end is None:
             if outcome is None:
                 error = (
@@ -286,7 +300,7 @@ class NestedLayout:
                 if log_error:
                     error += f"; {log_error}"
                 result = RunResult(text, None, False, error, provenance, None, group.manifest.yaml)
-            return self._failed(result, pods), True
+            return self._failed(result, name, pods), True
         end = frame.end
         provenance["flux"] = {
             "brokers": cell.nodes,
@@ -313,15 +327,11 @@ class NestedLayout:
             None,
             group.manifest.yaml,
         )
-        return (self._failed(result, pods) if (result.error or rc) else result), False
+        return (self._failed(result, name, pods) if (result.error or rc) else result), False
 
-    def _failed(self, result: RunResult, pods: list[dict[str, Any]]) -> RunResult:
+    def _failed(self, result: RunResult, name: str, pods: list[dict[str, Any]]) -> RunResult:
         """The result with the pods' states and recent events, so a failure explains itself."""
-        group = self.group
-        if group is not None:
-            result.provenance["diagnostics"] = diagnostics(
-                self.api, self.namespace, group.name, pods
-            )
+        result.provenance["diagnostics"] = diagnostics(self.api, self.namespace, name, pods)
         return result
 
 
@@ -331,4 +341,6 @@ def _ended(frames: Frames, cell_id: str) -> bool:
 
 
 def _seconds(queued: QueuedCell, fallback: float) -> int:
-    return int(queued.timeout if queued.timeout is not None else fallback)
+    """The cell's limit in whole seconds for `flux batch --time-limit`, rounded up (a
+    limit of 0 would be no limit at all)."""
+    return max(1, math.ceil(queued.timeout if queued.timeout is not None else fallback))

@@ -1,7 +1,8 @@
 """The nested layout's MiniCluster: one per node count, each cell a nested instance in it.
 
-Derived from a cell's rendered MiniCluster (so a user's template, image, flux
-view, node selector and tolerations all carry over), with three changes:
+Derived from a cell's MiniCluster as the backend would send it (so a user's
+template, image, flux view, node selector, tolerations and kary's labels all
+carry over), with three changes:
 
 - no `spec.flux.topology`: the MiniCluster's own instance takes the operator's
   default; each cell sets its topology on the nested instance it runs in;
@@ -17,6 +18,7 @@ view, node selector and tolerations all carry over), with three changes:
 from __future__ import annotations
 
 import base64
+import copy
 import gzip
 import io
 import posixpath
@@ -79,13 +81,14 @@ _BlockDumper.add_representer(str, _text)
 
 
 def render_nested(
-    base_minicluster_yaml: str, nodes: int, cells: Sequence[NestedCell]
+    base: Mapping[str, Any], nodes: int, cells: Sequence[NestedCell]
 ) -> NestedMiniCluster:
-    """The nested MiniCluster of `nodes` pods running `cells` (see the module doc)."""
+    """The nested MiniCluster of `nodes` pods running `cells`, from a cell's MiniCluster
+    `base` (left as it is; see the module doc)."""
     if not cells:
         raise UserError("a nested MiniCluster needs at least one cell")
-    body = yaml.safe_load(base_minicluster_yaml)
-    if not isinstance(body, dict) or body.get("kind") != "MiniCluster":
+    body = copy.deepcopy(dict(base))
+    if body.get("kind") != "MiniCluster":
         raise UserError("the rendered minicluster.yaml is not a MiniCluster")
     container = (body.get("spec", {}).get("containers") or [None])[0]
     command = str((container or {}).get("command") or "").split()

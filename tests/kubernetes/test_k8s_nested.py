@@ -21,6 +21,7 @@ from experiments.backends.base import BackendError, QueuedCell
 from experiments.backends.k8s_api import RetryPolicy
 from experiments.backends.k8s_pod_watch import StartLimits
 from experiments.cli import app
+from experiments.formats.labels import current_owner
 from experiments.formats.nested_frame import format_frame, split_frames
 from experiments.model.plan import Cell
 from experiments.model.render import RenderOptions, render_cell
@@ -75,7 +76,10 @@ def test_kubernetes_runs_a_node_counts_cells_in_one_minicluster_by_default(
     assert len(created) == 1 and apiserver.cluster.miniclusters == {}
     body = created[0]
     assert "topology" not in body["spec"]["flux"]  # the operator's default; cells set theirs
-    assert body["metadata"]["labels"]["kary/layout"] == "nested"
+    labels = body["metadata"]["labels"]
+    assert labels["kary/layout"] == "nested" and "kary/cell" not in labels
+    # Labelled as every MiniCluster kary makes, so a crashed run's is reaped at up().
+    assert labels["kary/owner"] == current_owner() and labels["kary/sweep"]
     assert _nested_cells(body) == ["4/kary-1/0", "4/kary-2/0", "4/kary-3/0"]
     records = _records(raw)
     assert {r["state"] for r in records.values()} == {"succeeded"}
@@ -182,7 +186,7 @@ def test_the_nested_minicluster_validates_against_the_crd(minicluster_crd: Path)
         for k in range(1, 17)
     ]
     nested = render_nested(
-        rendered[0].minicluster_yaml,
+        yaml.safe_load(rendered[0].minicluster_yaml),
         30,
         [
             NestedCell(f"30/kary-{k + 1}/0", f"kary:{k + 1}", 600, r.entrypoint_sh)
@@ -215,9 +219,8 @@ def test_the_driver_frames_each_cell_as_the_reader_expects(tmp_path: Path) -> No
     )
     fake.chmod(0o755)
     cells = [NestedCell(f"4/kary-{k}/0", f"kary:{k}", 60, "echo hi\n") for k in (1, 2, 3)]
-    nested = render_nested(
-        render_cell(4, "kary:1", [2**20], ["all"], "4/kary-1/0").minicluster_yaml, 4, cells
-    )
+    base = render_cell(4, "kary:1", [2**20], ["all"], "4/kary-1/0").minicluster_yaml
+    nested = render_nested(yaml.safe_load(base), 4, cells)
     (tmp_path / "driver.sh").write_text(nested.driver_sh)
     for k in range(3):
         (tmp_path / f"cell-{k}.sh").write_text("echo hi\n")
