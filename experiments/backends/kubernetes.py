@@ -68,6 +68,7 @@ from experiments.backends.k8s_pod_watch import PodWatch, StartFailure, StartLimi
 from experiments.backends.k8s_report import CRD_RESOURCES, VERSION
 from experiments.errors import UserError
 from experiments.formats.run_record import NESTED, PER_CELL
+from experiments.model.layout import effective_layout
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -154,7 +155,7 @@ class KubernetesBackend(Backend):
             labels=labels,
             require_context=switch,
             start_limits=StartLimits(allow_shared_nodes=bool(options.get("allow_shared_nodes"))),
-            layout=settings.layout or NESTED,
+            layout=effective_layout(settings.layout, "kubernetes"),
         )
 
     # -- up / down ---------------------------------------------------------------

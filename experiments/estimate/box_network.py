@@ -97,7 +97,7 @@ class BoxFit:
     low_ratio: float
     high_ratio: float
     n: int
-    interval: str = "residuals"  # or BETWEEN_SWEEPS (module doc)
+    interval: str = RESIDUALS  # or BETWEEN_SWEEPS (module doc)
 
     def predict(self, observation: BoxObservation) -> tuple[float, float, float]:
         """(predicted, low, high) seconds for the cell `observation` describes."""
