@@ -39,8 +39,8 @@ import numpy as np  # noqa: E402
 
 from analysis.tables.stats import rank_test  # noqa: E402
 from experiments.backends.base import Backend  # noqa: E402
-from experiments.backends.flux import FluxBackend, flux_on_path  # noqa: E402
-from experiments.backends.local import LocalBackend  # noqa: E402
+from experiments.backends.emulator.backend import EmulatorBackend  # noqa: E402
+from experiments.backends.flux.backend import FluxBackend, flux_on_path  # noqa: E402
 from experiments.emulator.calibration import record_fidelity  # noqa: E402
 from experiments.execution.outcome import judge  # noqa: E402
 from experiments.formats.cell_layout import format_size  # noqa: E402
@@ -96,7 +96,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     sizes = [parse_size(s) for s in args.sizes.split(",")]
     nodes_list = [int(n) for n in args.nodes.split(",")]
     cells = [(n, t) for n in nodes_list for t in _topos(n, args.topos.split(","))]
-    real, emulated = FluxBackend(), LocalBackend(cpu_scale=args.emulator_scale)
+    real, emulated = FluxBackend(), EmulatorBackend(cpu_scale=args.emulator_scale)
     samples: dict[str, dict[str, list[float]]] = {"flux": {}, "local": {}}
     rng = random.Random(args.seed)
     started = time.monotonic()

@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from experiments.backends.local import LocalBackend  # noqa: E402
+from experiments.backends.emulator.backend import EmulatorBackend  # noqa: E402
 from experiments.execution.runner import run_plan  # noqa: E402
 from experiments.formats.cell_layout import format_size  # noqa: E402
 from experiments.model.plan import ExperimentSpec, plan_experiment  # noqa: E402
@@ -100,7 +100,7 @@ def runner_overhead(nodes: int, topo: str, sizes: list[int]) -> tuple[float, flo
         spec = ExperimentSpec(
             exact_nodes=nodes, topos=[topo], sizes=sizes, data_dir=Path(data), backend="local"
         )
-        summary = run_plan(plan_experiment(spec), LocalBackend(), RenderOptions(verify=True))
+        summary = run_plan(plan_experiment(spec), EmulatorBackend(), RenderOptions(verify=True))
         outcome = summary.outcomes[0]
         if outcome.state != "succeeded":
             raise RuntimeError(f"{outcome.cell.id}: {outcome.error}")

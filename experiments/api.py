@@ -95,7 +95,7 @@ class PlannedSweep:
         """A warning when box cells would measure this machine's cores, not its links."""
         if self.place != BOX or not self.ledger.to_run:
             return None
-        from experiments.backends.flux import box_bottlenecks
+        from experiments.backends.flux.backend import box_bottlenecks
         from experiments.box.links import link_settings
 
         links = link_settings(
@@ -278,7 +278,7 @@ def plan(sweep: Sweep) -> PlannedSweep:
     )
     cells = plan_experiment(spec).only(parse_only(sweep.only))
     if sweep.emulator_faults:
-        from experiments.backends.local import check_fault_ranks
+        from experiments.backends.emulator.backend import check_fault_ranks
 
         check_fault_ranks(sweep.emulator_faults, cells.cells)
     if cluster is not None and cells.max_nodes > cluster.nodes:
@@ -326,7 +326,7 @@ def _shaped(sweep: Sweep) -> bool:
 
 
 def _flux_place(sweep: Sweep) -> str:
-    from experiments.backends.flux import choose_place
+    from experiments.backends.flux.backend import choose_place
 
     shaped = _shaped(sweep)
     return choose_place(sweep.place, shaped=shaped)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from experiments.backends import UNBILLED, describe_backend
-from experiments.backends.flux import current_place
+from experiments.backends.flux.backend import current_place
 from experiments.estimate.layouts import LayoutEstimate
 from experiments.estimate.time_model import Estimate
 from experiments.execution.ledger import Ledger

@@ -161,6 +161,6 @@ def check_sweep(sweep: Sweep) -> None:
     if (sweep.up or sweep.down) and sweep.cluster is None:
         raise UserError("--up and --down need --cluster FILE")
     if sweep.emulator_faults:
-        from experiments.backends.local import parse_faults
+        from experiments.backends.emulator.backend import parse_faults
 
         parse_faults(sweep.emulator_faults)

@@ -28,9 +28,9 @@ __all__ = [
 
 # name -> "module:Class".  The local default is `default_backend()`.
 _REGISTRY: dict[str, str] = {
-    "flux": "experiments.backends.flux:FluxBackend",
-    "local": "experiments.backends.local:LocalBackend",
-    "kubernetes": "experiments.backends.kubernetes:KubernetesBackend",
+    "flux": "experiments.backends.flux.backend:FluxBackend",
+    "local": "experiments.backends.emulator.backend:EmulatorBackend",
+    "kubernetes": "experiments.backends.kubernetes.backend:KubernetesBackend",
 }
 BACKENDS: tuple[str, ...] = tuple(_REGISTRY)
 # Backends kary never bills: they run where kary runs (this machine, or the Flux
@@ -40,7 +40,7 @@ UNBILLED: tuple[str, ...] = ("local", "flux")
 
 def default_backend() -> str:
     """Real Flux when flux-core's `flux` is on PATH, otherwise the emulator ("local")."""
-    from experiments.backends.flux import flux_on_path
+    from experiments.backends.flux.backend import flux_on_path
 
     return "flux" if flux_on_path() else "local"
 
@@ -50,7 +50,7 @@ def describe_backend(name: str, place: str | None = None) -> str:
     if name == "local":
         return "emulated Flux on this machine"
     if name == "flux":
-        from experiments.backends.flux import current_place
+        from experiments.backends.flux.backend import current_place
 
         if place == BOX:
             return (

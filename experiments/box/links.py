@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from experiments.emulator.units import parse_bandwidth, parse_latency
+from experiments.model.units import parse_bandwidth, parse_latency
 
 __all__ = ["LinkSettings", "link_settings", "qdisc_commands"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from experiments.backends.k8s_api import OPERATOR_MANIFEST
+from experiments.backends.kubernetes.api import OPERATOR_MANIFEST
 from experiments.clusters.lease import Lease
 from experiments.clusters.shell import Command, Shell
 from experiments.errors import UserError

@@ -32,9 +32,9 @@ from pathlib import Path
 from experiments.emulator.broker import BrokerConfig, run_broker
 from experiments.emulator.content import DEFAULT_PURGE_TARGET_SIZE
 from experiments.emulator.cpu import CLIENT_ENV, DEFAULT_COSTS, CpuCosts
-from experiments.emulator.units import parse_bandwidth, parse_latency
 from experiments.emulator.wire import uri_for
 from experiments.model.topology import build_tree
+from experiments.model.units import parse_bandwidth, parse_latency
 from experiments.proctable import live_members
 
 __all__ = ["STARTUP_FAILED", "group_members", "main", "write_flux_command"]

@@ -166,8 +166,8 @@ def _ratios(observations: Sequence[BoxObservation], solution: np.ndarray) -> np.
 
 def load_box_observations(parsed_dir: Path) -> list[BoxObservation]:
     """The ok `distribute-all-nodes` steps of the box cells in a parsed directory."""
-    from experiments.emulator.units import parse_bandwidth
     from experiments.formats.parsed.load import load_parsed
+    from experiments.model.units import parse_bandwidth
 
     parsed = load_parsed(parsed_dir)
     runs, events = parsed.runs, parsed.events

@@ -178,7 +178,7 @@ def with_emulated_links(
     model: TimeModel, link_bandwidth: str | None, link_latency: str | None
 ) -> TimeModel:
     """The model on the emulator's shaped links (--link-bandwidth / --link-latency)."""
-    from experiments.emulator.units import parse_bandwidth, parse_latency
+    from experiments.model.units import parse_bandwidth, parse_latency
 
     update: dict[str, float] = {}
     try:

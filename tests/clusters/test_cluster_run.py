@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from experiments.backends.k8s_api import RetryPolicy
+from experiments.backends.kubernetes.api import RetryPolicy
 from experiments.cli import app
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kubernetes"))
@@ -39,7 +39,7 @@ BENCHMARK_LOG = (
 def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """The backend `kary run` builds keeps its retry counts, with millisecond backoffs."""
     fast = functools.partial(RetryPolicy, backoff_s=0.01, max_backoff_s=0.05)
-    monkeypatch.setattr("experiments.backends.kubernetes.RetryPolicy", fast)
+    monkeypatch.setattr("experiments.backends.kubernetes.backend.RetryPolicy", fast)
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from types import FrameType
 import pytest
 from emulator_helpers import processes_mentioning, wait_for_no_processes
 
-from experiments.backends.local import LocalBackend
+from experiments.backends.emulator.backend import EmulatorBackend
 from experiments.emulator.calibration import calibrated_costs
 from experiments.errors import UserError
 from experiments.execution.outcome import judge
@@ -44,7 +44,7 @@ def _rendered(cell: Cell, verify: bool = True) -> Rendered:
 
 def test_the_template_runs_unmodified_and_every_step_succeeds(short_tmp: Path) -> None:
     cell = Cell(5, "kary:2", 0, (2 * MIB + 4096,), ("all", "leaves", "middle"))
-    backend = LocalBackend(workdir=short_tmp)
+    backend = EmulatorBackend(workdir=short_tmp)
     with backend:
         result = backend.run(cell, _rendered(cell), timeout=120)
     verdict = judge(result)
@@ -75,7 +75,7 @@ def test_the_template_runs_unmodified_and_every_step_succeeds(short_tmp: Path) -
 
 def test_a_corrupted_copy_fails_verify_and_only_verify(short_tmp: Path) -> None:
     cell = Cell(4, "kary:1", 0, (MIB,), ("all", "leaves"))
-    backend = LocalBackend(workdir=short_tmp, faults=("corrupt:3",))
+    backend = EmulatorBackend(workdir=short_tmp, faults=("corrupt:3",))
     with backend:
         result = backend.run(cell, _rendered(cell), timeout=120)
     verdict = judge(result)
@@ -91,7 +91,7 @@ def test_a_broker_killed_mid_run_fails_the_cell_quickly_and_leaves_nothing(
     short_tmp: Path,
 ) -> None:
     cell = Cell(6, "kary:2", 0, (4 * MIB,), ("all",))
-    backend = LocalBackend(workdir=short_tmp, faults=("kill:1:2",))
+    backend = EmulatorBackend(workdir=short_tmp, faults=("kill:1:2",))
     started = time.monotonic()
     with backend:
         result = backend.run(cell, _rendered(cell), timeout=60)
@@ -111,7 +111,7 @@ def _sleeper(seconds: int) -> Rendered:
 
 def test_a_timeout_stops_the_cell_and_every_process(short_tmp: Path) -> None:
     cell = Cell(4, "kary:2", 0, (MIB,), ("all",))
-    backend = LocalBackend(workdir=short_tmp)
+    backend = EmulatorBackend(workdir=short_tmp)
     started = time.monotonic()
     result = backend.run(cell, _sleeper(120), timeout=1.5)
     assert time.monotonic() - started < 10
@@ -130,7 +130,7 @@ def test_ctrl_c_during_a_cell_kills_everything_and_propagates(short_tmp: Path) -
     signal.setitimer(signal.ITIMER_REAL, 1.5)
     try:
         with pytest.raises(KeyboardInterrupt):
-            LocalBackend(workdir=short_tmp).run(cell, _sleeper(120), timeout=60)
+            EmulatorBackend(workdir=short_tmp).run(cell, _sleeper(120), timeout=60)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -143,11 +143,11 @@ def test_a_killed_parent_takes_the_instance_with_it(short_tmp: Path) -> None:
     program = textwrap.dedent(
         f"""
         from pathlib import Path
-        from experiments.backends.local import LocalBackend
+        from experiments.backends.emulator.backend import EmulatorBackend
         from experiments.model.plan import Cell
         from experiments.model.render import Rendered
         rendered = Rendered("", "flux exec -r all sleep 120\\n", "test")
-        LocalBackend(workdir=Path({str(short_tmp)!r})).run(
+        EmulatorBackend(workdir=Path({str(short_tmp)!r})).run(
             Cell(4, "kary:2", 0, (1,), ("all",)), rendered, 60
         )
         """
@@ -166,9 +166,9 @@ def test_a_killed_parent_takes_the_instance_with_it(short_tmp: Path) -> None:
 
 def test_bad_link_settings_are_user_errors() -> None:
     with pytest.raises(UserError, match="invalid bandwidth '1G'"):
-        LocalBackend(link_bandwidth="1G").up()
+        EmulatorBackend(link_bandwidth="1G").up()
     with pytest.raises(UserError, match="invalid latency '5'"):
-        LocalBackend(link_latency="5").up()
+        EmulatorBackend(link_latency="5").up()
 
 
 def test_every_distribution_starts_cold_and_none_beats_the_link(short_tmp: Path) -> None:
@@ -180,7 +180,7 @@ def test_every_distribution_starts_cold_and_none_beats_the_link(short_tmp: Path)
         7, "kary:2", [size], ["all", "leaves", "middle"], cell.id,
         RenderOptions(verify=True), knobs=Knobs(purge_target_size=64 * MIB),
     )  # fmt: skip
-    backend = LocalBackend(workdir=short_tmp, link_bandwidth="200Mbit")
+    backend = EmulatorBackend(workdir=short_tmp, link_bandwidth="200Mbit")
     with backend:
         result = backend.run(cell, rendered, timeout=120)
     verdict = judge(result)
@@ -197,7 +197,7 @@ def test_every_distribution_starts_cold_and_none_beats_the_link(short_tmp: Path)
 
 def test_an_emulated_cell_on_shaped_links_states_its_gap_to_the_box(short_tmp: Path) -> None:
     cell = Cell(3, "kary:1", 0, (MIB,), ("all",))
-    backend = LocalBackend(workdir=short_tmp, link_bandwidth="1Gbit")
+    backend = EmulatorBackend(workdir=short_tmp, link_bandwidth="1Gbit")
     with backend:
         result = backend.run(cell, _rendered(cell), timeout=120)
     assert judge(result).state == "succeeded"

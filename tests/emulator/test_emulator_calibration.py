@@ -78,13 +78,13 @@ def test_a_deliberate_mis_calibration_burns_that_much_more_and_is_recorded(
     tmp_path: Path,
 ) -> None:
     # benchmarks/fidelity.py --emulator-scale uses this to show its check can fail.
-    from experiments.backends.local import LocalBackend
+    from experiments.backends.emulator.backend import EmulatorBackend
     from experiments.model.plan import Cell
     from experiments.model.render import render_cell
 
     cell = Cell(3, "kary:1", 0, (1 << 20,), ("all",))
     rendered = render_cell(3, "kary:1", [1 << 20], ["all"], cell.id)
-    with LocalBackend(workdir=tmp_path, cpu_scale=4.0) as backend:
+    with EmulatorBackend(workdir=tmp_path, cpu_scale=4.0) as backend:
         result = backend.run(cell, rendered, timeout=120)
     emulator = result.provenance["emulator"]
     costs = calibrated_costs(probe=_never).costs

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from emulator_helpers import Instance, wait_for_no_processes
 
-from experiments.backends.local import LocalBackend
+from experiments.backends.emulator.backend import EmulatorBackend
 from experiments.execution.outcome import judge
 from experiments.formats.kary_line import kary_records
 from experiments.model.plan import Cell
@@ -31,7 +31,7 @@ def _run(cell: Cell, short_tmp: Path) -> tuple[str, str]:
         RenderOptions(verify=True),
         experiment=cell.experiment,
     )
-    with LocalBackend(workdir=short_tmp) as backend:
+    with EmulatorBackend(workdir=short_tmp) as backend:
         result = backend.run(cell, rendered, timeout=120)
     verdict = judge(result)
     return verdict.state, result.log
@@ -59,7 +59,7 @@ def test_direct_fails_where_a_rank_cannot_download(short_tmp: Path) -> None:
     """A rank whose broker died cannot fetch: distribute-direct fails, the server still stops."""
     cell = Cell(4, "kary:1", 0, (MIB,), ("all", "direct"))
     rendered = render_cell(4, "kary:1", [MIB], ["all", "direct"], cell.id)
-    with LocalBackend(workdir=short_tmp, faults=("kill:3",)) as backend:
+    with EmulatorBackend(workdir=short_tmp, faults=("kill:3",)) as backend:
         result = backend.run(cell, rendered, timeout=120)
     verdict = judge(result)
     failed = {s["event"] for s in verdict.log.failed}

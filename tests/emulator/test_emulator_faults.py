@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from analysis.tree import parse_tree
-from experiments.backends.local import LocalBackend
+from experiments.backends.emulator.backend import EmulatorBackend
 from experiments.cli import app
 from experiments.errors import UserError
 from experiments.model.plan import Cell
@@ -126,8 +126,8 @@ def test_a_run_without_faults_records_none(tmp_path: Path) -> None:
 
 def test_the_backend_checks_faults_itself_when_used_as_a_library() -> None:
     with pytest.raises(UserError, match="invalid --emulator-fault 'kill:x'"):
-        LocalBackend(faults=("kill:x",)).up()
-    backend = LocalBackend(faults=("corrupt:6",))
+        EmulatorBackend(faults=("kill:x",)).up()
+    backend = EmulatorBackend(faults=("corrupt:6",))
     backend.up()
     with pytest.raises(UserError, match="cell 4/kary-2/0 has no rank 6"):
         backend.check_cells(

@@ -11,7 +11,7 @@ from experiments.emulator.broker import Broker, BrokerConfig, BrokerError
 from experiments.emulator.client import FluxError, parse_options
 from experiments.emulator.content import ContentCache, Egress
 from experiments.emulator.idset import encode_idset, parse_idset
-from experiments.emulator.units import parse_bandwidth, parse_latency
+from experiments.model.units import parse_bandwidth, parse_latency
 
 
 def test_cache_evicts_least_recently_used_down_to_the_limit() -> None:

@@ -14,9 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fake_apiserver import FakeApiServer, FakeCluster, write_kubeconfig
 
-from experiments.backends.k8s_api import RetryPolicy
-from experiments.backends.k8s_pod_watch import StartLimits
-from experiments.backends.kubernetes import KubernetesBackend
+from experiments.backends.kubernetes.api import RetryPolicy
+from experiments.backends.kubernetes.backend import KubernetesBackend
+from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.model.plan import Cell
 from experiments.model.render import Rendered, RenderOptions, render_cell
 

@@ -25,7 +25,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from experiments.backends.session_guard import stop_guard
+from experiments.backends.flux.session_guard import stop_guard
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -60,7 +60,7 @@ class FluxPods:
             [
                 sys.executable,
                 "-m",
-                "experiments.backends.session_guard",
+                "experiments.backends.flux.session_guard",
                 "--",
                 flux,
                 "start",

@@ -18,8 +18,8 @@ from strict_schema import crd_schema
 
 from experiments.backends import BackendError, make_backend
 from experiments.backends.base import BackendSettings
-from experiments.backends.k8s_pod_watch import StartLimits
-from experiments.backends.kubernetes import KubernetesBackend
+from experiments.backends.kubernetes.backend import KubernetesBackend
+from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.errors import UserError
 from experiments.model.render import DEFAULT_IMAGE, RenderOptions
 

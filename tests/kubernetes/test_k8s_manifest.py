@@ -9,7 +9,8 @@ import pytest
 import yaml
 from strict_schema import crd_schema, validate_strictly
 
-from experiments.backends.k8s_report import (
+from experiments.backends.kubernetes.backend import KubernetesBackend
+from experiments.backends.kubernetes.objects import (
     container_state,
     describe_pods,
     event_lines,
@@ -19,7 +20,6 @@ from experiments.backends.k8s_report import (
     pod_index,
     rank_zero,
 )
-from experiments.backends.kubernetes import KubernetesBackend
 from experiments.model.plan import Cell
 from experiments.model.render import (
     DEFAULT_IMAGE,

@@ -18,8 +18,8 @@ from strict_schema import crd_schema, validate_strictly
 from typer.testing import CliRunner
 
 from experiments.backends.base import BackendError, QueuedCell
-from experiments.backends.k8s_api import RetryPolicy
-from experiments.backends.k8s_pod_watch import StartLimits
+from experiments.backends.kubernetes.api import RetryPolicy
+from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.cli import app
 from experiments.formats.labels import current_owner
 from experiments.formats.nested_frame import format_frame, split_frames
@@ -43,14 +43,14 @@ def fast(apiserver: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Cells that succeed; the CLI's backend with short backoffs, pod looks and log reads."""
     apiserver.cluster.scenario = Scenario(log=STEP_LOG)
     monkeypatch.setattr(
-        "experiments.backends.kubernetes.RetryPolicy",
+        "experiments.backends.kubernetes.backend.RetryPolicy",
         functools.partial(RetryPolicy, backoff_s=0.01, max_backoff_s=0.05),
     )
     monkeypatch.setattr(
-        "experiments.backends.kubernetes.StartLimits",
+        "experiments.backends.kubernetes.backend.StartLimits",
         functools.partial(StartLimits, check_every_s=0.05),
     )
-    monkeypatch.setattr("experiments.backends.k8s_nested.NestedLayout.log_every_s", 0.05)
+    monkeypatch.setattr("experiments.backends.kubernetes.nested.NestedLayout.log_every_s", 0.05)
 
 
 def _run(raw: Path, *args: str) -> Any:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from experiments.backends import BackendError
-from experiments.backends.k8s_pod_watch import StartLimits
+from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.errors import UserError
 
 GROUP_PATH = "/apis/flux-framework.org/v1alpha2"

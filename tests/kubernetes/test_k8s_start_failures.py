@@ -14,9 +14,9 @@ import pytest
 from fake_apiserver import Scenario
 from typer.testing import CliRunner
 
-from experiments.backends.k8s_api import RetryPolicy
-from experiments.backends.k8s_minicluster import unique_name
-from experiments.backends.k8s_pod_watch import StartLimits
+from experiments.backends.kubernetes.api import RetryPolicy
+from experiments.backends.kubernetes.minicluster import unique_name
+from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.cli import app
 from experiments.execution.outcome import judge
 from experiments.formats.labels import current_owner
@@ -217,9 +217,9 @@ def test_a_sweep_stops_after_the_same_start_failure_twice(
     apiserver: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fast = functools.partial(RetryPolicy, backoff_s=0.01, max_backoff_s=0.05)
-    monkeypatch.setattr("experiments.backends.kubernetes.RetryPolicy", fast)
+    monkeypatch.setattr("experiments.backends.kubernetes.backend.RetryPolicy", fast)
     monkeypatch.setattr(
-        "experiments.backends.kubernetes.StartLimits",
+        "experiments.backends.kubernetes.backend.StartLimits",
         functools.partial(StartLimits, check_every_s=0.05),
     )
     apiserver.cluster.scenario = Scenario(outcome="never", waiting="ImagePullBackOff", log="")

@@ -33,7 +33,12 @@ def test_kary_parse_starts_without_the_sweep_and_cluster_machinery() -> None:
     ).stdout
     loaded = out.strip().splitlines()[-1]
     assert "experiments.cli.analysis" in loaded
-    for heavy in ("experiments.sweep", "experiments.clusters", "experiments.cli.run", "pandas"):
+    for heavy in (
+        "experiments.sweep",
+        "experiments.clusters",
+        "experiments.cli.run",
+        "pandas",
+    ):
         assert f"'{heavy}'" not in loaded, heavy
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from experiments.backends.local import parse_faults
+from experiments.backends.emulator.backend import parse_faults
 from experiments.cli import app
 from experiments.emulator.instance import _faults as emulator_faults
 

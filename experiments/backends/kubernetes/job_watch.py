@@ -7,7 +7,7 @@ window that ran out quietly resets the count); a 410 (the resourceVersion is
 too old) lists again at once; 401/403 stop at once.  If the operator makes no
 Job within `start_timeout_s`, it is probably not running: that is an error
 saying where to look, not a long wait for the cell's timeout.  `check` (the
-pods' watch, k8s_pod_watch) runs before each window and after each event; with
+pods' watch, pod_watch) runs before each window and after each event; with
 it, a window is at most `check_every_s` long, so a stuck pod is seen in time.
 """
 
@@ -22,14 +22,14 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
 from experiments.backends.base import BackendError
-from experiments.backends.k8s_api import (
+from experiments.backends.kubernetes.api import (
     OPERATOR_NAMESPACE,
     ApiUnavailable,
     KubeApi,
     RetryPolicy,
     is_transient,
 )
-from experiments.backends.k8s_report import JOB_LIST, WATCH_EVENT, dig, job_outcome
+from experiments.backends.kubernetes.objects import JOB_LIST, WATCH_EVENT, dig, job_outcome
 from experiments.tool_output import ToolOutputError, read_json
 
 __all__ = ["wait_for_job"]

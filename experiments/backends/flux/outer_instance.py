@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from experiments.backends.base import BackendError
-from experiments.backends.session_guard import stop_guard
+from experiments.backends.flux.session_guard import stop_guard
 
 __all__ = ["OuterInstance"]
 
@@ -57,7 +57,7 @@ class OuterInstance:
         command = [
             sys.executable,
             "-m",
-            "experiments.backends.session_guard",
+            "experiments.backends.flux.session_guard",
             "--",
             self.flux,
             "start",

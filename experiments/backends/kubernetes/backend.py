@@ -1,12 +1,12 @@
 """The kubernetes backend: cells as Flux Operator MiniClusters on the current context.
 
 By default (`layout` nested) one MiniCluster per node count runs every cell of
-that node count as a nested Flux instance: k8s_nested has that flow. With
+that node count as a nested Flux instance: nested has that flow. With
 `--layout per-cell`, as the seed's sweeps ran, per cell: create the
 MiniCluster (a name of its own, labelled with owner, sweep and cell), wait for
 the indexed Job the operator makes under the same name to turn Complete or
 Failed (a watch, re-listed with bounded retries and backoff when the API
-fails) while watching its pods fail fast on what never heals (k8s_pod_watch:
+fails) while watching its pods fail fast on what never heals (pod_watch:
 Pending past a deadline, image pull back-off, crash loops, brokers that never
 join, ranks sharing a node), read the index-0 pod's log, then delete the
 MiniCluster and wait, for a bounded time, for its pods to go. A Job that
@@ -15,9 +15,9 @@ recent events in the result for run.json.
 
 This module is the Backend: connecting, checking the cluster, and one cell's
 order of steps, with the guarantee that nothing of a cell outlives run().  The
-steps live beside it: k8s_api (the client and its retries), k8s_minicluster
-(manifest, create, delete), k8s_job_watch (waiting for the Job), k8s_pod_watch
-(its pods), k8s_collect (log, provenance, diagnostics) and k8s_report
+steps live beside it: api (the client and its retries), minicluster
+(manifest, create, delete), job_watch (waiting for the Job), pod_watch
+(its pods), collect (log, provenance, diagnostics) and objects
 (reading the API's JSON).
 """
 
@@ -36,7 +36,7 @@ from experiments.backends.base import (
     RunResult,
     by_node_count,
 )
-from experiments.backends.k8s_api import (
+from experiments.backends.kubernetes.api import (
     CRD_GROUP,
     CRD_PLURAL,
     CRD_VERSION,
@@ -47,14 +47,14 @@ from experiments.backends.k8s_api import (
     api_message,
     connect,
 )
-from experiments.backends.k8s_collect import (
+from experiments.backends.kubernetes.collect import (
     CellCheck,
     NodeCatalog,
     collect_result,
     operator_facts,
 )
-from experiments.backends.k8s_job_watch import wait_for_job
-from experiments.backends.k8s_minicluster import (
+from experiments.backends.kubernetes.job_watch import wait_for_job
+from experiments.backends.kubernetes.minicluster import (
     NotOurs,
     Teardown,
     build_manifest,
@@ -63,9 +63,9 @@ from experiments.backends.k8s_minicluster import (
     reap_leftovers,
     unique_name,
 )
-from experiments.backends.k8s_nested import NestedLayout
-from experiments.backends.k8s_pod_watch import PodWatch, StartFailure, StartLimits
-from experiments.backends.k8s_report import CRD_RESOURCES, VERSION
+from experiments.backends.kubernetes.nested import NestedLayout
+from experiments.backends.kubernetes.objects import CRD_RESOURCES, VERSION
+from experiments.backends.kubernetes.pod_watch import PodWatch, StartFailure, StartLimits
 from experiments.errors import UserError
 from experiments.formats.run_record import NESTED, PER_CELL
 from experiments.model.layout import effective_layout
@@ -121,7 +121,7 @@ class KubernetesBackend(Backend):
         self.start_limits = start_limits or StartLimits()
         # --name -> this cell's MiniCluster name (a fresh suffix per cell).
         self.name_cell = name_cell
-        # nested: a MiniCluster per node count, each cell a nested instance (k8s_nested).
+        # nested: a MiniCluster per node count, each cell a nested instance (nested).
         self.layout = layout
         self.log_every_s = log_every_s
         self.nested_grace_s = nested_grace_s

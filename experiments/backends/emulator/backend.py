@@ -33,12 +33,12 @@ from experiments.emulator import FIDELITY, LINKS_FIDELITY
 from experiments.emulator.calibration import Calibration, calibrated_costs, fidelity_here
 from experiments.emulator.content import DEFAULT_PURGE_TARGET_SIZE
 from experiments.emulator.instance import STARTUP_FAILED, group_members
-from experiments.emulator.units import parse_bandwidth, parse_latency
 from experiments.errors import UserError
 from experiments.model.plan import Cell
 from experiments.model.render import Rendered
+from experiments.model.units import parse_bandwidth, parse_latency
 
-__all__ = ["FAULT_SYNTAX", "LocalBackend", "check_fault_ranks", "parse_faults"]
+__all__ = ["FAULT_SYNTAX", "EmulatorBackend", "check_fault_ranks", "parse_faults"]
 
 _GRACE_S = 3.0
 _MAX_SOCKET_PATH = 100
@@ -92,7 +92,7 @@ def check_fault_ranks(texts: Sequence[str], cells: Sequence[Cell]) -> None:
             )
 
 
-class LocalBackend(Backend):
+class EmulatorBackend(Backend):
     """Cells run on the emulator (see experiments/emulator); timings are the emulator's."""
 
     name = "local"
@@ -121,7 +121,7 @@ class LocalBackend(Backend):
         self.cpu_scale = cpu_scale
 
     @classmethod
-    def from_settings(cls, settings: BackendSettings) -> LocalBackend:
+    def from_settings(cls, settings: BackendSettings) -> EmulatorBackend:
         return cls(
             minicluster_name=settings.render.name if settings.render else "flux-sample",
             link_bandwidth=settings.link_bandwidth,

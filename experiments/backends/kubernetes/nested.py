@@ -17,7 +17,7 @@ What can go wrong, and what happens:
   the driver itself hang, kary gives up `grace_s` after the limit: the cell
   is timed out and the MiniCluster deleted; the next cell starts a new one
   for the cells still to run;
-- the pods cannot start (k8s_pod_watch) or the Job ends before the cell's
+- the pods cannot start (pod_watch) or the Job ends before the cell's
   end frame (a broker died): the cell fails with the reason and the
   MiniCluster is deleted; the next cell starts a new one;
 - Ctrl-C / SIGTERM / any error out of `run()`: the MiniCluster is deleted,
@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any
 from kubernetes.client.exceptions import ApiException
 
 from experiments.backends.base import QueuedCell, RunResult
-from experiments.backends.k8s_api import ApiUnavailable, KubeApi, RetryPolicy
-from experiments.backends.k8s_collect import (
+from experiments.backends.kubernetes.api import ApiUnavailable, KubeApi, RetryPolicy
+from experiments.backends.kubernetes.collect import (
     CellCheck,
     NodeCatalog,
     cell_problems,
@@ -49,8 +49,8 @@ from experiments.backends.k8s_collect import (
     pod_facts,
     rank_zero_log,
 )
-from experiments.backends.k8s_job_watch import wait_for_job
-from experiments.backends.k8s_minicluster import (
+from experiments.backends.kubernetes.job_watch import wait_for_job
+from experiments.backends.kubernetes.minicluster import (
     NotOurs,
     Teardown,
     build_manifest,
@@ -58,8 +58,8 @@ from experiments.backends.k8s_minicluster import (
     delete_minicluster,
     job_pods,
 )
-from experiments.backends.k8s_pod_watch import PodWatch, StartFailure, StartLimits
-from experiments.backends.k8s_report import rank_zero
+from experiments.backends.kubernetes.objects import rank_zero
+from experiments.backends.kubernetes.pod_watch import PodWatch, StartFailure, StartLimits
 from experiments.formats.nested_frame import CellFrame, Frames, split_frames
 from experiments.model.render_nested import NestedCell, NestedMiniCluster, render_nested
 

@@ -42,8 +42,8 @@ from experiments.backends.base import (
     RunResult,
     by_node_count,
 )
-from experiments.backends.flux_outer import OuterInstance
-from experiments.backends.session_guard import stop_guard
+from experiments.backends.flux.outer_instance import OuterInstance
+from experiments.backends.flux.session_guard import stop_guard
 from experiments.backends.waiting import communicate_or_stop
 from experiments.box.launch import box_spec, read_link_bytes
 from experiments.box.layout import BoxLayout, new_run_id
@@ -391,7 +391,7 @@ class FluxBackend(Backend):
         timeout: float | None,
     ) -> RunResult:
         """Run `command` under the session guard: nothing it starts outlives the cell."""
-        guarded = [sys.executable, "-m", "experiments.backends.session_guard", "--", *command]
+        guarded = [sys.executable, "-m", "experiments.backends.flux.session_guard", "--", *command]
         started = time.monotonic()
         try:
             guard = subprocess.Popen(

@@ -1,6 +1,6 @@
 """Run one command so that nothing it starts outlives it, kary, or a signal.
 
-    python -m experiments.backends.session_guard -- flux start --test-size=8 ...
+    python -m experiments.backends.flux.session_guard -- flux start --test-size=8 ...
 
 `flux start --test-size` forks its brokers and, on SIGTERM, exits at once
 without stopping them (flux-core 0.88: the brokers, their Python modules and the

@@ -19,16 +19,15 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from experiments.backends.base import RunResult
-from experiments.backends.k8s_api import (
+from experiments.backends.kubernetes.api import (
     OPERATOR_DEPLOYMENT,
     OPERATOR_NAMESPACE,
     ApiUnavailable,
     KubeApi,
     api_message,
 )
-from experiments.backends.k8s_minicluster import job_pods
-from experiments.backends.k8s_pod_watch import StartFailure, shared_nodes, shared_nodes_problem
-from experiments.backends.k8s_report import (
+from experiments.backends.kubernetes.minicluster import job_pods
+from experiments.backends.kubernetes.objects import (
     DEPLOYMENT,
     EVENT_LIST,
     NODE_LIST,
@@ -40,6 +39,11 @@ from experiments.backends.k8s_report import (
     image_digest,
     log_container,
     rank_zero,
+)
+from experiments.backends.kubernetes.pod_watch import (
+    StartFailure,
+    shared_nodes,
+    shared_nodes_problem,
 )
 from experiments.formats.kary_line import meta_record
 from experiments.redact import redact

@@ -31,9 +31,9 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from experiments.backends.k8s_api import ApiUnavailable, KubeApi
-from experiments.backends.k8s_minicluster import job_pods
-from experiments.backends.k8s_report import dig, log_container, pod_index
+from experiments.backends.kubernetes.api import ApiUnavailable, KubeApi
+from experiments.backends.kubernetes.minicluster import job_pods
+from experiments.backends.kubernetes.objects import dig, log_container, pod_index
 from experiments.formats.kary_line import meta_record
 
 __all__ = [

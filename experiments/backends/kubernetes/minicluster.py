@@ -24,7 +24,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from experiments.backends.base import BackendError
-from experiments.backends.k8s_api import (
+from experiments.backends.kubernetes.api import (
     CRD_GROUP,
     CRD_PLURAL,
     CRD_VERSION,
@@ -33,7 +33,7 @@ from experiments.backends.k8s_api import (
     KubeApi,
     api_message,
 )
-from experiments.backends.k8s_report import MINICLUSTER, MINICLUSTER_LIST, POD_LIST, dig
+from experiments.backends.kubernetes.objects import MINICLUSTER, MINICLUSTER_LIST, POD_LIST, dig
 from experiments.errors import UserError
 from experiments.formats.labels import current_owner
 

@@ -1,0 +1,1 @@
+"""The emulator's backend (`--backend local`): cells on kary's emulated Flux on this machine."""

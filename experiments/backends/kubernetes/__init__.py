@@ -1,0 +1,1 @@
+"""The kubernetes backend: cells as Flux Operator MiniClusters on a cluster."""
