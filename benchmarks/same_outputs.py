@@ -209,7 +209,12 @@ _VOLATILE = {
 }
 # A MiniCluster's random name suffix and the sweep id it is labelled with.
 _MANIFEST_IDS = re.compile(r"(-[0-9a-f]{8}\b|kary/sweep: \S+)")
-_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")
+# Keys a nested Kubernetes cell has or lacks by when kary looked: rank 0's container has
+# ended (it carries an exit code) by the group's last cell, and maybe by an earlier one.
+_RACY = {"container_exit_code"}
+_TIMESTAMP = re.compile(
+    r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?|\d{4}-\d\d-\d\d \d\d:\d\d UTC"
+)
 
 
 def _kary(
@@ -242,7 +247,7 @@ def _shape(value: Any, key: str = "") -> Any:
     if key in _VOLATILE:
         return f"<{type(value).__name__}>"
     if isinstance(value, dict):
-        return {k: _shape(v, k) for k, v in sorted(value.items())}
+        return {k: _shape(v, k) for k, v in sorted(value.items()) if k not in _RACY}
     if isinstance(value, list):
         return [_shape(v) for v in value]
     if isinstance(value, float):
