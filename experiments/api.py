@@ -95,7 +95,7 @@ class PlannedSweep:
         """A warning when box cells would measure this machine's cores, not its links."""
         if self.place != BOX or not self.ledger.to_run:
             return None
-        from experiments.backends.flux.backend import box_bottlenecks
+        from experiments.backends.flux.box import box_bottlenecks
         from experiments.box.links import link_settings
 
         links = link_settings(

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from strict_schema import crd_schema, validate_strictly
 
-from experiments.backends.kubernetes.backend import KubernetesBackend
+from experiments.backends.kubernetes.minicluster import build_manifest
 from experiments.backends.kubernetes.objects import (
     container_state,
     describe_pods,
@@ -34,19 +34,14 @@ def test_the_labelled_minicluster_validates_against_the_crd(
     minicluster_crd: Path, cell: Any, rendered: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KARY_OWNER", "Jane.Doe")
-    body = KubernetesBackend(labels={"kary/sweep": "s1"})._manifest(cell, rendered)
+    body = build_manifest(rendered.minicluster_yaml, cell.id, "default", {"kary/sweep": "s1"})
     validate_strictly(body, crd_schema(minicluster_crd))
     assert body["metadata"]["namespace"] == "default"
     # The render's own labels win; the backend adds what is missing.
     assert body["metadata"]["labels"]["kary/owner"] == "tester"
     assert body["metadata"]["labels"]["kary/cell"] == "4_kary-2_0"
-    bare = KubernetesBackend()._manifest(
-        cell,
-        type(rendered)(
-            rendered.minicluster_yaml.replace('    kary/owner: "tester"\n', ""),
-            rendered.entrypoint_sh,
-            rendered.template_hash,
-        ),
+    bare = build_manifest(
+        rendered.minicluster_yaml.replace('    kary/owner: "tester"\n', ""), cell.id, "default", {}
     )
     assert bare["metadata"]["labels"]["kary/owner"] == "jane-doe"
 

@@ -1,24 +1,19 @@
 """The kubernetes backend: cells as Flux Operator MiniClusters on the current context.
 
-By default (`layout` nested) one MiniCluster per node count runs every cell of
-that node count as a nested Flux instance: nested has that flow. With
-`--layout per-cell`, as the seed's sweeps ran, per cell: create the
-MiniCluster (a name of its own, labelled with owner, sweep and cell), wait for
-the indexed Job the operator makes under the same name to turn Complete or
-Failed (a watch, re-listed with bounded retries and backoff when the API
-fails) while watching its pods fail fast on what never heals (pod_watch:
-Pending past a deadline, image pull back-off, crash loops, brokers that never
-join, ranks sharing a node), read the index-0 pod's log, then delete the
-MiniCluster and wait, for a bounded time, for its pods to go. A Job that
-fails, times out or cannot start leaves its pod phases, container states and
-recent events in the result for run.json.
+This module is the Backend: connecting (api), checking that the API answers
+and the MiniCluster CRD exists, noting the cluster's facts (collect), removing
+what an interrupted run of kary left (minicluster.reap_leftovers), and handing
+each cell to its layout with the guarantee that nothing of a cell outlives
+`run()`:
 
-This module is the Backend: connecting, checking the cluster, and one cell's
-order of steps, with the guarantee that nothing of a cell outlives run().  The
-steps live beside it: api (the client and its retries), minicluster
-(manifest, create, delete), job_watch (waiting for the Job), pod_watch
-(its pods), collect (log, provenance, diagnostics) and objects
-(reading the API's JSON).
+- nested (the default; nested.py): one MiniCluster per node count runs every
+  cell of that node count as a nested Flux instance;
+- per-cell (`--layout per-cell`, as the seed's sweeps ran; per_cell.py): a
+  MiniCluster of its own per cell.
+
+Both create and delete MiniClusters (minicluster), wait for the operator's Job
+(job_watch) while watching its pods fail fast on what never heals (pod_watch),
+and read back the result (collect, over the API's objects: objects).
 """
 
 from __future__ import annotations
@@ -48,24 +43,20 @@ from experiments.backends.kubernetes.api import (
     connect,
 )
 from experiments.backends.kubernetes.collect import (
-    CellCheck,
     NodeCatalog,
-    collect_result,
     operator_facts,
 )
-from experiments.backends.kubernetes.job_watch import wait_for_job
+from experiments.backends.kubernetes.context import ClusterContext
 from experiments.backends.kubernetes.minicluster import (
     NotOurs,
     Teardown,
-    build_manifest,
-    create_minicluster,
-    delete_minicluster,
     reap_leftovers,
     unique_name,
 )
 from experiments.backends.kubernetes.nested import NestedLayout
 from experiments.backends.kubernetes.objects import CRD_RESOURCES, VERSION
-from experiments.backends.kubernetes.pod_watch import PodWatch, StartFailure, StartLimits
+from experiments.backends.kubernetes.per_cell import PerCellLayout
+from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.errors import UserError
 from experiments.formats.run_record import NESTED, PER_CELL
 from experiments.model.layout import effective_layout
@@ -241,23 +232,26 @@ class KubernetesBackend(Backend):
     def queue(self, cells: Sequence[QueuedCell]) -> None:
         self._queued = list(cells)
 
+    def _cluster(self, api: KubeApi) -> ClusterContext:
+        return ClusterContext(
+            api,
+            self.namespace,
+            self.labels,
+            self.name_cell,
+            self._teardown(),
+            self.policy,
+            self.start_limits,
+            self._nodes,
+            self.job_start_timeout_s,
+            self.watch_window_s,
+            default_timeout_s=self.default_timeout_s,
+            sleep=self.sleep,
+        )
+
     def _nested_layout(self, api: KubeApi) -> NestedLayout:
         if self._nested is None:
             self._nested = NestedLayout(
-                api,
-                self.namespace,
-                self.labels,
-                self.name_cell,
-                self._teardown(),
-                self.policy,
-                self.start_limits,
-                self._nodes,
-                self.job_start_timeout_s,
-                self.watch_window_s,
-                log_every_s=self.log_every_s,
-                grace_s=self.nested_grace_s,
-                default_timeout_s=self.default_timeout_s,
-                sleep=self.sleep,
+                self._cluster(api), log_every_s=self.log_every_s, grace_s=self.nested_grace_s
             )
         self._nested.queued = self._queued
         return self._nested
@@ -269,11 +263,6 @@ class KubernetesBackend(Backend):
             self.up()
         assert self._api is not None
         return self._api
-
-    def _manifest(self, cell: Cell, rendered: Rendered) -> dict[str, Any]:
-        body = build_manifest(rendered.minicluster_yaml, cell.id, self.namespace, self.labels)
-        body["metadata"]["name"] = self.name_cell(body["metadata"]["name"])
-        return body
 
     def _teardown(self) -> Teardown:
         return Teardown(self.delete_timeout_s, self.poll_s, self.sleep)
@@ -301,45 +290,4 @@ class KubernetesBackend(Backend):
                 raise BackendError(str(err)) from None
             except ApiException as err:
                 raise BackendError(f"nested layout: {api_message(err)}") from None
-        body = self._manifest(cell, rendered)
-        name, ns = body["metadata"]["name"], body["metadata"]["namespace"]
-        limit = timeout if timeout is not None else self.default_timeout_s
-        provenance = self._provenance()
-        provenance.update({"namespace": ns, "minicluster": name})
-        ours = True  # from the create request on, a MiniCluster of ours may exist
-        leftover = None
-        try:
-            create_minicluster(api, ns, name, body, self._teardown())
-            pods = PodWatch(api, ns, name, int(body["spec"]["size"]), self.start_limits)
-            outcome: tuple[str, str] | StartFailure | None
-            try:
-                outcome = wait_for_job(
-                    api,
-                    ns,
-                    name,
-                    time.monotonic() + limit,
-                    start_timeout_s=self.job_start_timeout_s,
-                    window_s=self.watch_window_s,
-                    policy=self.policy,
-                    sleep=self.sleep,
-                    check=pods.check,
-                    check_every_s=self.start_limits.check_every_s,
-                )
-            except StartFailure as failure:
-                outcome = failure
-            check = CellCheck(cell.id, self.start_limits.allow_shared_nodes)
-            result = collect_result(api, ns, name, outcome, limit, provenance, self._nodes, check)
-        except NotOurs as err:
-            ours = False
-            raise BackendError(str(err)) from None
-        except ApiUnavailable as err:
-            raise BackendError(str(err)) from None
-        except ApiException as err:
-            raise BackendError(f"MiniCluster {name}: {api_message(err)}") from None
-        finally:
-            # Also on Ctrl-C / SIGTERM: nothing of the cell may outlive run().
-            if ours:
-                leftover = delete_minicluster(api, ns, name, self._teardown())
-        if leftover:
-            result.provenance["cleanup"] = leftover
-        return result
+        return PerCellLayout(self._cluster(api)).run(cell, rendered, timeout, self._provenance())

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -40,26 +39,25 @@ from typing import TYPE_CHECKING, Any
 from kubernetes.client.exceptions import ApiException
 
 from experiments.backends.base import QueuedCell, RunResult
-from experiments.backends.kubernetes.api import ApiUnavailable, KubeApi, RetryPolicy
+from experiments.backends.kubernetes.api import ApiUnavailable
 from experiments.backends.kubernetes.collect import (
     CellCheck,
-    NodeCatalog,
     cell_problems,
     diagnostics,
     pod_facts,
     rank_zero_log,
 )
+from experiments.backends.kubernetes.context import ClusterContext
 from experiments.backends.kubernetes.job_watch import wait_for_job
 from experiments.backends.kubernetes.minicluster import (
     NotOurs,
-    Teardown,
     build_manifest,
     create_minicluster,
     delete_minicluster,
     job_pods,
 )
 from experiments.backends.kubernetes.objects import rank_zero
-from experiments.backends.kubernetes.pod_watch import PodWatch, StartFailure, StartLimits
+from experiments.backends.kubernetes.pod_watch import PodWatch, StartFailure
 from experiments.formats.nested_frame import CellFrame, Frames, split_frames
 from experiments.model.render_nested import NestedCell, NestedMiniCluster, render_nested
 
@@ -117,20 +115,9 @@ class _Group:
 class NestedLayout:
     """Runs queued cells as nested instances, a MiniCluster per node count (module doc)."""
 
-    api: KubeApi
-    namespace: str
-    labels: dict[str, str]
-    name_group: Callable[[str], str]
-    teardown: Teardown
-    policy: RetryPolicy
-    limits: StartLimits
-    nodes: NodeCatalog
-    job_start_timeout_s: float
-    window_s: float
+    cluster: ClusterContext
     log_every_s: float = 10.0
     grace_s: float = 120.0
-    default_timeout_s: float = 6 * 3600.0
-    sleep: Callable[[float], None] = time.sleep
     queued: list[QueuedCell] = field(default_factory=list)
     group: _Group | None = None
 
@@ -138,7 +125,8 @@ class NestedLayout:
         self, cell: Cell, rendered: Rendered, timeout: float | None, facts: dict[str, Any]
     ) -> RunResult:
         """Run one queued cell (or, not queued, a group of its own); see the module doc."""
-        limit = timeout if timeout is not None else self.default_timeout_s
+        cluster = self.cluster
+        limit = timeout if timeout is not None else cluster.default_timeout_s
         try:
             group = self._group_for(cell, rendered, limit)
             result, broken = self._wait(group, cell, limit, dict(facts))
@@ -155,21 +143,23 @@ class NestedLayout:
 
     def end(self) -> str | None:
         """Delete the current group's MiniCluster (if any); what would not go, else None."""
+        cluster = self.cluster
         group, self.group = self.group, None
         if group is None:
             return None
-        return delete_minicluster(self.api, self.namespace, group.name, self.teardown)
+        return delete_minicluster(cluster.api, cluster.namespace, group.name, cluster.teardown)
 
     # -- the group a cell runs in --------------------------------------------------
 
     def _group_for(self, cell: Cell, rendered: Rendered, limit: float) -> _Group:
+        cluster = self.cluster
         group = self.group
         if group is not None and cell.id in group.cell_ids and cell.id not in group.delivered:
             return group
         self.end()
         cells = self._still_to_run(cell, rendered, limit)
         # Labelled as every MiniCluster kary makes (owner, sweep): reap_leftovers finds it.
-        base = build_manifest(rendered.minicluster_yaml, cell.id, self.namespace, self.labels)
+        base = build_manifest(rendered.minicluster_yaml, cell.id, cluster.namespace, cluster.labels)
         manifest = render_nested(
             base,
             cell.nodes,
@@ -180,18 +170,18 @@ class NestedLayout:
         )
         body = manifest.body
         meta = body["metadata"]
-        meta["name"] = self.name_group(f"{meta['name']}-n{cell.nodes}")
+        meta["name"] = cluster.name_cell(f"{meta['name']}-n{cell.nodes}")
         size = int(body["spec"]["size"])
         # From the create request on, the MiniCluster may exist: end() deletes it.
         self.group = _Group(
             meta["name"],
             cell.nodes,
             manifest,
-            PodWatch(self.api, self.namespace, meta["name"], size, self.limits),
+            PodWatch(cluster.api, cluster.namespace, meta["name"], size, cluster.limits),
             datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
         try:
-            create_minicluster(self.api, self.namespace, meta["name"], body, self.teardown)
+            create_minicluster(cluster.api, cluster.namespace, meta["name"], body, cluster.teardown)
         except NotOurs:
             self.group = None  # someone else's of that name: never delete it
             raise
@@ -216,6 +206,7 @@ class NestedLayout:
         self, group: _Group, cell: Cell, limit: float, provenance: dict[str, Any]
     ) -> tuple[RunResult, bool]:
         """The cell's result, and whether its MiniCluster broke (no end frame came)."""
+        cluster = self.cluster
         next_look = [0.0]
 
         def look() -> None:
@@ -237,16 +228,16 @@ class NestedLayout:
         seen: _RankZero | None = None
         try:
             outcome = wait_for_job(
-                self.api,
-                self.namespace,
+                cluster.api,
+                cluster.namespace,
                 group.name,
                 time.monotonic() + limit + self.grace_s,
-                start_timeout_s=self.job_start_timeout_s,
-                window_s=self.window_s,
-                policy=self.policy,
-                sleep=self.sleep,
+                start_timeout_s=cluster.job_start_timeout_s,
+                window_s=cluster.window_s,
+                policy=cluster.policy,
+                sleep=cluster.sleep,
                 check=look,
-                check_every_s=min(self.limits.check_every_s, self.log_every_s),
+                check_every_s=min(cluster.limits.check_every_s, self.log_every_s),
             )
         except _CellEnded as ended:
             outcome, seen = "ended", ended.seen
@@ -255,9 +246,10 @@ class NestedLayout:
         return self._result(group, cell, limit, outcome, provenance, seen)
 
     def _rank_zero(self, name: str) -> _RankZero:
-        pods = job_pods(self.api, self.namespace, name)
+        cluster = self.cluster
+        pods = job_pods(cluster.api, cluster.namespace, name)
         pod0 = rank_zero(pods, name)
-        log, log_error = rank_zero_log(self.api, self.namespace, name, pod0)
+        log, log_error = rank_zero_log(cluster.api, cluster.namespace, name, pod0)
         return _RankZero(pods, pod0, log, log_error)
 
     def _result(
@@ -270,10 +262,11 @@ class NestedLayout:
         seen: _RankZero | None,
     ) -> tuple[RunResult, bool]:
         """`seen`: the look that found the cell's end, else None (look again now)."""
+        cluster = self.cluster
         name = group.name
         seen = seen or self._rank_zero(name)
         pods, log, log_error = seen.pods, seen.log, seen.log_error
-        provenance.update(pod_facts(self.api, pods, seen.pod0, log, self.nodes))
+        provenance.update(pod_facts(cluster.api, pods, seen.pod0, log, cluster.nodes))
         provenance.update(
             {"minicluster": name, "layout": "nested", "nested_in": group.record(cell.id)}
         )
@@ -316,7 +309,7 @@ class NestedLayout:
             errors.append(f"timed out after {limit:g} s (Flux ended the nested job)")
             rc = None
         errors += cell_problems(
-            text, pods, name, CellCheck(cell.id, self.limits.allow_shared_nodes), provenance
+            text, pods, name, CellCheck(cell.id, cluster.limits.allow_shared_nodes), provenance
         )
         result = RunResult(
             text,
@@ -331,7 +324,8 @@ class NestedLayout:
 
     def _failed(self, result: RunResult, name: str, pods: list[dict[str, Any]]) -> RunResult:
         """The result with the pods' states and recent events, so a failure explains itself."""
-        result.provenance["diagnostics"] = diagnostics(self.api, self.namespace, name, pods)
+        cluster = self.cluster
+        result.provenance["diagnostics"] = diagnostics(cluster.api, cluster.namespace, name, pods)
         return result
 
 

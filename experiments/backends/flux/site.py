@@ -1,0 +1,135 @@
+"""Which flux-core the flux backend runs, and where: what `up()` found, shared by every place.
+
+`FluxSite` is that finding (the `flux` command, its version, the place and
+layout, whether ranks share a filesystem); each place's module (test_instance,
+allocation, box, nested) takes one and runs a cell with it.  The small pieces
+they all use live here too: the environment a flux command gets, running a
+short flux command, and what run.json says of every flux cell.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments.backends.base import BackendError
+from experiments.errors import UserError
+from experiments.formats.run_record import ALLOCATION, NESTED, PER_CELL, TEST_INSTANCE
+from experiments.model.plan import Cell
+
+__all__ = [
+    "HOW_TO_GET_FLUX",
+    "FluxSite",
+    "flux_env",
+    "last_line",
+    "messages",
+    "parse_flux_version",
+    "run_flux",
+]
+
+HOW_TO_GET_FLUX = (
+    "put flux-core's `flux` on PATH: your site's install (e.g. `module load flux`), "
+    "`spack install flux-core`, your distribution's flux-core package, or build it "
+    "from source (see the README, 'Real Flux')"
+)
+_QUERY_TIMEOUT_S = 60.0
+# flux start's rundir (and its socket paths) go under TMPDIR=folder, and unix
+# socket paths must stay under ~107 bytes.
+_MAX_SCRATCH_CHARS = 60
+
+
+@dataclass
+class FluxSite:
+    """The flux a cell runs on and where: `place` and `layout` as run.json says them.
+
+    `shared_filesystem`: every rank sees one filesystem (a test instance, a box,
+    or an allocation whose hostlist repeats a host), so each rank needs a folder
+    of its own.  `instance_nodes`: the allocation's size (None elsewhere).
+    """
+
+    flux: str
+    version: str | None
+    place: str
+    layout: str = PER_CELL
+    shared_filesystem: bool = True
+    instance_nodes: int | None = None
+    workdir: Path | None = None
+
+    def scratch_base(self) -> str:
+        """A folder short enough for Flux's socket paths (the workdir, TMPDIR or /tmp)."""
+        for base in (self.workdir, tempfile.gettempdir(), "/tmp"):
+            if base is not None and len(str(base)) < _MAX_SCRATCH_CHARS:
+                return str(base)
+        raise UserError("no short scratch folder for Flux's sockets: set TMPDIR to a short path")
+
+    def provenance(self, cell: Cell, wall: float, **extra: Any) -> dict[str, Any]:
+        """What run.json says of a cell run here; `extra` goes under `flux`."""
+        return {
+            # The host kary ran on: a login or first node in an allocation.
+            "cluster": f"flux:{socket.gethostname()}",
+            "flux_version": self.version,
+            "place": self.place,
+            # Inside a user's allocation every cell is nested in it already.
+            "layout": {ALLOCATION: NESTED, TEST_INSTANCE: self.layout}.get(self.place, PER_CELL),
+            "image": None,  # no container: the flux on PATH ran it
+            "instance_type": None,
+            "flux": {"brokers": cell.nodes, "wall_seconds": round(wall, 3), **extra},
+        }
+
+
+def parse_flux_version(text: str) -> str:
+    """The `commands:` version from `flux version` output; ValueError if it has none."""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "commands" and value.split():
+            return value.split()[0]
+    raise ValueError("no 'commands:' line")
+
+
+def flux_env(base: os._Environ[str] | dict[str, str], drop_uri: bool = False) -> dict[str, str]:
+    """The environment of a flux command kary runs."""
+    env = dict(base)
+    # A caller's rank settings would send every rank to one folder; a test instance
+    # must not find the caller's instance.  ASCII job ids are easy to check.
+    for name in (
+        "KARY_RANK_PREFIX",
+        "KARY_RANK_ROOT",
+        "KARY_DIRECT_HOST",
+        *(("FLUX_URI",) if drop_uri else ()),
+    ):
+        env.pop(name, None)
+    env["FLUX_F58_FORCE_ASCII"] = "1"
+    return env
+
+
+def run_flux(command: list[str], env: dict[str, str], shown: str) -> str:
+    """stdout of a short flux command; BackendError `shown: why` when it fails."""
+    try:
+        done = subprocess.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=_QUERY_TIMEOUT_S,
+            env=env,
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise BackendError(f"{shown}: {err}") from None
+    if done.returncode != 0:
+        raise BackendError(f"{shown}: {last_line(done.stderr) or f'exit status {done.returncode}'}")
+    return done.stdout
+
+
+def messages(err: bytes) -> list[str]:
+    """The non-blank lines a command printed on stderr."""
+    return [line for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
+
+
+def last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
