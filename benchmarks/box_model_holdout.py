@@ -35,6 +35,7 @@ from experiments.estimate.box_network import (  # noqa: E402
 from experiments.estimate.defaults import default_time_model  # noqa: E402
 from experiments.estimate.parameters import GIB  # noqa: E402
 from experiments.estimate.plan_estimate import with_emulated_links  # noqa: E402
+from experiments.model.links import link_settings  # noqa: E402
 from experiments.model.topology import build_tree  # noqa: E402
 
 PASS_SHARE = 0.7
@@ -42,9 +43,8 @@ PASS_SHARE = 0.7
 
 def default_prediction(o: BoxObservation) -> float:
     """The plan's distribute seconds from its stated defaults on these links (no fit)."""
-    model = with_emulated_links(
-        default_time_model("flux", place="box"), f"{o.bandwidth * 8:.0f}bit", None
-    )
+    links = link_settings(f"{o.bandwidth * 8:.0f}bit", None)
+    model = with_emulated_links(default_time_model("flux", place="box"), links)
     tree = build_tree(o.topo, o.nodes)
     gb = o.size_bytes / GIB
     per_gb = model.distribute_s_per_gb(tree.max_fanout, tree.depth, o.nodes - 1)

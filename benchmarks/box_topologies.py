@@ -48,8 +48,7 @@ from analysis import parse  # noqa: E402
 from analysis.tables.stats import rank_test, smallest_p  # noqa: E402
 from experiments import Sweep, run  # noqa: E402
 from experiments.execution.progress import SilentReporter  # noqa: E402
-from experiments.model.units import parse_bandwidth  # noqa: E402
-from experiments.model.validate import parse_size  # noqa: E402
+from experiments.model.units import parse_bandwidth, parse_size  # noqa: E402
 
 EVENT = "distribute-all-nodes"
 ALPHA = 0.05

@@ -39,16 +39,17 @@ import numpy as np  # noqa: E402
 
 from analysis.tables.stats import rank_test  # noqa: E402
 from experiments.backends.base import Backend  # noqa: E402
-from experiments.backends.emulator.backend import EmulatorBackend  # noqa: E402
-from experiments.backends.flux.backend import FluxBackend, flux_on_path  # noqa: E402
+from experiments.backends.emulator import EmulatorBackend  # noqa: E402
+from experiments.backends.flux import FluxBackend  # noqa: E402
 from experiments.emulator.calibration import record_fidelity  # noqa: E402
 from experiments.execution.outcome import judge  # noqa: E402
 from experiments.formats.cell_layout import format_size  # noqa: E402
 from experiments.formats.events import strategy_events  # noqa: E402
 from experiments.formats.kary_line import step_problem  # noqa: E402
+from experiments.model.places import flux_on_path  # noqa: E402
 from experiments.model.plan import Cell  # noqa: E402
 from experiments.model.render import RenderOptions, render_cell  # noqa: E402
-from experiments.model.validate import parse_size  # noqa: E402
+from experiments.model.units import parse_size  # noqa: E402
 
 # The cells run one strategy; the timing compared is its (single) distribution.
 STRATEGY = "all"

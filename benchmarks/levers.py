@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO))
 from machine_load import CpuMeter  # noqa: E402
 
 from experiments.backends.flux.outer_instance import OuterInstance  # noqa: E402
-from experiments.model.validate import parse_size  # noqa: E402
+from experiments.model.units import parse_size  # noqa: E402
 
 GIB = 2**30
 BLOB = (

@@ -29,12 +29,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from experiments.backends.emulator.backend import EmulatorBackend  # noqa: E402
+from experiments.backends.emulator import EmulatorBackend  # noqa: E402
 from experiments.execution.runner import run_plan  # noqa: E402
 from experiments.formats.cell_layout import format_size  # noqa: E402
 from experiments.model.plan import ExperimentSpec, plan_experiment  # noqa: E402
 from experiments.model.render import RenderOptions  # noqa: E402
-from experiments.model.validate import parse_size  # noqa: E402
+from experiments.model.units import parse_size  # noqa: E402
 
 EXTRACT = (
     'mkdir -p "${KARY_RANK_PREFIX:-}/tmp/x" && flux archive extract --name "$1" '

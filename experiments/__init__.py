@@ -11,28 +11,26 @@ times per cell) does not pay for the whole library.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from experiments.lazy import lazy_exports
 from experiments.version import __version__
 
 if TYPE_CHECKING:
-    from experiments.api import PlannedSweep, plan, run
+    from experiments.api import plan, run
     from experiments.execution.summary import RunSummary
-    from experiments.sweep import Sweep
+    from experiments.model.sweep import Sweep
+    from experiments.planned import PlannedSweep
 
 __all__ = ["PlannedSweep", "RunSummary", "Sweep", "__version__", "plan", "run"]
 
-_LAZY = {
-    "PlannedSweep": "experiments.api",
-    "Sweep": "experiments.sweep",
-    "plan": "experiments.api",
-    "run": "experiments.api",
-    "RunSummary": "experiments.execution.summary",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'experiments' has no attribute {name!r}")
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "PlannedSweep": "experiments.planned",
+        "Sweep": "experiments.model.sweep",
+        "plan": "experiments.api",
+        "run": "experiments.api",
+        "RunSummary": "experiments.execution.summary",
+    },
+)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiments.backends import UNBILLED, describe_backend
-from experiments.backends.flux.backend import current_place
 from experiments.estimate.layouts import LayoutEstimate
 from experiments.estimate.time_model import Estimate
 from experiments.execution.ledger import Ledger
 from experiments.formats.cell_layout import format_size
 from experiments.formats.run_record import ALLOCATION
+from experiments.model.places import UNBILLED, describe_backend
 from experiments.model.plan import ExperimentSpec, Plan
 
 __all__ = ["format_duration", "layout_lines", "plan_json", "plan_text"]
@@ -175,7 +174,7 @@ def plan_json(
 
 
 def _unpriced_cost_line(backend: str, place: str | None = None) -> str:
-    if backend == "flux" and (place or current_place()) == ALLOCATION:
+    if backend == "flux" and place == ALLOCATION:
         return (
             "cost: not billed by kary (runs in your Flux allocation; "
             "your site's accounting applies)"

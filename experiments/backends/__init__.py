@@ -1,75 +1,52 @@
 """Backends by name: where a rendered cell runs (see `base.Backend` for the contract).
 
-Modules are imported only when their backend is asked for, so a missing cloud
-client never breaks a local run.
+One package per backend, each exporting its Backend class:
+
+- `flux` (flux/): real flux-core, in a test instance, an allocation or a box;
+- `local` (emulator/): kary's emulated Flux on this machine;
+- `kubernetes` (kubernetes/): Flux Operator MiniClusters on a cluster.
+
+`make_backend(name, settings)` builds one from settings the plan has already
+checked (model/sweep_check.py).  A backend's package is imported only when it
+is asked for, so a missing cloud client never breaks a local run; backends
+never import each other (pyproject's import contracts).  The names, and which
+are billed, are the model's (model/places.py).
 """
 
 from __future__ import annotations
 
 import importlib
 
-from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
-from experiments.errors import UserError
-from experiments.formats.run_record import ALLOCATION, BOX
+from experiments.backends.base import (
+    Backend,
+    BackendError,
+    BackendSettings,
+    QueuedCell,
+    RunResult,
+)
+from experiments.model.places import BACKENDS, check_backend_name
 
 __all__ = [
     "BACKENDS",
-    "UNBILLED",
     "Backend",
     "BackendError",
     "BackendSettings",
+    "QueuedCell",
     "RunResult",
     "backend_class",
-    "check_backend_name",
-    "default_backend",
-    "describe_backend",
     "make_backend",
 ]
 
-# name -> "module:Class".  The local default is `default_backend()`.
+# name -> "package:Class"; every name in model.places.BACKENDS has one.
 _REGISTRY: dict[str, str] = {
-    "flux": "experiments.backends.flux.backend:FluxBackend",
-    "local": "experiments.backends.emulator.backend:EmulatorBackend",
-    "kubernetes": "experiments.backends.kubernetes.backend:KubernetesBackend",
+    "flux": "experiments.backends.flux:FluxBackend",
+    "local": "experiments.backends.emulator:EmulatorBackend",
+    "kubernetes": "experiments.backends.kubernetes:KubernetesBackend",
 }
-BACKENDS: tuple[str, ...] = tuple(_REGISTRY)
-# Backends kary never bills: they run where kary runs (this machine, or the Flux
-# allocation kary was started in, whose site does its own accounting).
-UNBILLED: tuple[str, ...] = ("local", "flux")
-
-
-def default_backend() -> str:
-    """Real Flux when flux-core's `flux` is on PATH, otherwise the emulator ("local")."""
-    from experiments.backends.flux.backend import flux_on_path
-
-    return "flux" if flux_on_path() else "local"
-
-
-def describe_backend(name: str, place: str | None = None) -> str:
-    """Where cells of backend `name` run (flux: at `place`), in words for the plan and run line."""
-    if name == "local":
-        return "emulated Flux on this machine"
-    if name == "flux":
-        from experiments.backends.flux.backend import current_place
-
-        if place == BOX:
-            return (
-                "real Flux in a box on this machine (a network namespace per broker, shaped links)"
-            )
-        if (place or current_place()) == ALLOCATION:
-            return "real Flux, nested in this Flux allocation"
-        return "real Flux (flux start --test-size) on this machine"
-    return name
-
-
-def check_backend_name(name: str) -> str:
-    """`name` if it is a known backend; otherwise a UserError listing the valid ones."""
-    if name not in _REGISTRY:
-        raise UserError(f"unknown backend {name!r}: choose from {', '.join(BACKENDS)}")
-    return name
 
 
 def backend_class(name: str) -> type[Backend]:
+    """The Backend class of backend `name`; a UserError lists the valid names."""
     module_name, _, class_name = _REGISTRY[check_backend_name(name)].partition(":")
     cls: type[Backend] = getattr(importlib.import_module(module_name), class_name)
     return cls

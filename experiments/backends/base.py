@@ -22,6 +22,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from experiments.model.links import LinkSettings
+
 if TYPE_CHECKING:
     from experiments.model.cluster_spec import ClusterSpec
     from experiments.model.plan import Cell
@@ -83,24 +85,22 @@ class QueuedCell:
 class BackendSettings:
     """Everything a backend may be configured with; each backend reads what it needs.
 
-    `render` is what the cells are rendered with (MiniCluster name, namespace,
-    image).  `cluster` is the --cluster file, if any.  `link_bandwidth` /
-    `link_latency` / `root_link_bandwidth` are text as given on the command
-    line ("1Gbit", "200us"): the emulator's links, or a box's (flux backend),
-    where `group_size` / `group_link_bandwidth` also make a two-level network.
-    `place` is where the flux backend runs a cell (None: it chooses).
-    `layout` is `nested` (one outer instance or MiniCluster per node count, each
-    cell a nested instance in it) or `per-cell` (None: the backend's default).
-    `workdir` is where a backend may keep scratch files (None: a fresh temporary folder).
+    Every value arrives checked (model/sweep_check.py): a backend never parses
+    a flag.  `render` is what the cells are rendered with (MiniCluster name,
+    namespace, image).  `cluster` is the --cluster file, if any.  `links` are
+    the shaped links: the emulator's, or a box's (flux backend), maybe in two
+    levels.  `place` is where the flux backend runs a cell (None: where kary
+    is).  `layout` is `nested` (one outer instance or MiniCluster per node
+    count, each cell a nested instance in it) or `per-cell` (None: the
+    backend's default).  `workdir` is where a backend may keep scratch files
+    (None: a fresh temporary folder).  `options`: `sweep_id` (labels what a run
+    creates), `allow_shared_nodes` (kubernetes), `faults` (the emulator's,
+    as typed).
     """
 
     render: RenderOptions | None = None
     cluster: ClusterSpec | None = None
-    link_bandwidth: str | None = None
-    link_latency: str | None = None
-    root_link_bandwidth: str | None = None
-    group_size: int | None = None
-    group_link_bandwidth: str | None = None
+    links: LinkSettings = field(default_factory=LinkSettings)
     place: str | None = None
     layout: str | None = None
     workdir: Path | None = None

@@ -12,7 +12,8 @@ from typing import Any
 
 from experiments.box.init import BoxSpec
 from experiments.box.layout import BOX_PREFIX_LENGTH, BoxLayout
-from experiments.box.links import LinkSettings, qdisc_commands
+from experiments.box.shaping import qdisc_commands
+from experiments.model.links import LinkSettings
 
 __all__ = ["box_spec", "read_link_bytes"]
 

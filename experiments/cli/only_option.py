@@ -1,7 +1,7 @@
 """`--only`: the cell filter plan, run and parse share.
 
 Its own module so that `kary parse` imports it without the sweep machinery
-(experiments.sweep, its renderer and cluster specs) that `sweep_options` needs.
+(experiments.model.sweep, its renderer and cluster specs) that `sweep_options` needs.
 """
 
 from __future__ import annotations

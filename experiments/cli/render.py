@@ -17,7 +17,8 @@ from experiments.formats.cell_layout import Knobs
 from experiments.model.axes import knob_flag
 from experiments.model.plan import Cell
 from experiments.model.render import RenderOptions, render_cell
-from experiments.model.validate import image_ref, node_count, parse_sizes
+from experiments.model.units import parse_sizes
+from experiments.model.validate import image_ref, node_count
 
 D = o.DEFAULT
 

@@ -1,7 +1,7 @@
 """The sweep flags `kary plan`, `kary run` and `kary render` share, declared once.
 
 Each is a type alias a command uses as a parameter annotation; the defaults are
-the Python API's (`experiments.sweep.Sweep`), so the command line and a notebook
+the Python API's (`experiments.model.sweep.Sweep`), so the command line and a notebook
 can never disagree on them.  The seed's runner names are kept (--data,
 --exact-nodes, --max-nodes, --min-size, --max-size, --topo, --iters, --data-dir).
 
@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from experiments.cli.only_option import Only as Only  # shared with `kary parse`
-from experiments.sweep import Sweep, load_sweep
+from experiments.model.sweep import Sweep, load_sweep
 
 __all__ = ["sweep_from_flags"]
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from experiments.backends.kubernetes.api import OPERATOR_MANIFEST
 from experiments.clusters.lease import Lease
 from experiments.clusters.shell import Command, Shell
 from experiments.errors import UserError
 from experiments.model.cluster_spec import ClusterSpec
+from experiments.model.operator import OPERATOR_DEPLOYMENT, OPERATOR_MANIFEST, OPERATOR_NAMESPACE
 from experiments.tool_output import read_json
 
 __all__ = [
@@ -35,8 +35,6 @@ __all__ = [
     "operator_steps",
 ]
 
-OPERATOR_NAMESPACE = "operator-system"
-OPERATOR_DEPLOYMENT = "operator-controller-manager"
 KUBECTL_WHY = "it installs the Flux Operator"
 DEAD_MAN_NAME = "kary-expire"
 

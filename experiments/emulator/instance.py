@@ -33,6 +33,8 @@ from experiments.emulator.broker import BrokerConfig, run_broker
 from experiments.emulator.content import DEFAULT_PURGE_TARGET_SIZE
 from experiments.emulator.cpu import CLIENT_ENV, DEFAULT_COSTS, CpuCosts
 from experiments.emulator.wire import uri_for
+from experiments.errors import UserError
+from experiments.model.faults import parse_faults
 from experiments.model.topology import build_tree
 from experiments.model.units import parse_bandwidth, parse_latency
 from experiments.proctable import live_members
@@ -122,20 +124,6 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _faults(specs: list[str]) -> dict[int, dict[str, object]]:
-    out: dict[int, dict[str, object]] = {}
-    for spec in specs:
-        kind, _, rest = spec.partition(":")
-        if kind == "corrupt":
-            out.setdefault(int(rest), {})["corrupt"] = True
-        elif kind == "kill":
-            rank, _, loads = rest.partition(":")
-            out.setdefault(int(rank), {})["kill_after_loads"] = int(loads or 0)
-        else:
-            raise SystemExit(f"kary-emulator: unknown fault {spec!r}")
-    return out
-
-
 def _say(message: str) -> None:
     print(f"kary-emulator: {message}", file=sys.stderr, flush=True)
 
@@ -152,7 +140,7 @@ def _start_brokers(args: argparse.Namespace, root: Path) -> tuple[dict[int, int]
     bandwidth = parse_bandwidth(args.bandwidth) if args.bandwidth else None
     cpu = args.cpu
     latency = parse_latency(args.latency) if args.latency else 0.0
-    faults = _faults(args.fault)
+    faults: dict[int, dict[str, object]] = args.faults
     ready_r, ready_w = os.pipe()
     pids: dict[int, int] = {}
     for rank in range(args.size):
@@ -247,6 +235,12 @@ def _on_signal(signum: int, _frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    try:
+        # Read with the rules the plan checked them by (model/faults.py).
+        args.faults = parse_faults(args.fault)
+    except UserError as err:
+        _say(f"error: {err}")
+        return STARTUP_FAILED
     root = args.root.resolve()
     for sub in ("sock", "content", "bin"):
         (root / sub).mkdir(parents=True, exist_ok=True)

@@ -14,11 +14,16 @@ each cell's run.json.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from experiments.estimate.defaults import default_time_model
 from experiments.estimate.parameters import GIB, TimeModel
+from experiments.formats.run_record import BOX
+from experiments.model.links import LinkSettings
+from experiments.model.plan import Cell
 from experiments.model.topology import build_tree
 
-__all__ = ["CPU_BOUND_SHARE", "Bottleneck", "bottleneck"]
+__all__ = ["CPU_BOUND_SHARE", "Bottleneck", "bottleneck", "box_bottlenecks"]
 
 # CPU at half the links' floor or more: the cores shape the result.
 CPU_BOUND_SHARE = 0.5
@@ -65,3 +70,15 @@ def bottleneck(
             link_s = max(link_s, len(children) * size_bytes / rate)
     cpu_s = (nodes - 1) * model.shared_cpu_s_per_gb * size_bytes / GIB
     return Bottleneck(size_bytes, link_s, cpu_s)
+
+
+def box_bottlenecks(cell: Cell, links: LinkSettings) -> list[dict[str, Any]]:
+    """Per size of a box cell: its links' floor against the CPU every rank shares, for
+    run.json and the plan's warning."""
+    model = default_time_model("flux", place=BOX)
+    return [
+        bottleneck(
+            cell.nodes, cell.topo, size, model, links.bandwidth, links.root_bandwidth
+        ).record(model.source)
+        for size in cell.sizes
+    ]

@@ -14,13 +14,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from experiments.errors import UserError
 from experiments.estimate.coverage import Environment
 from experiments.estimate.defaults import default_coverage, default_time_model
 from experiments.estimate.prices import load_price_catalog
 from experiments.estimate.time_model import Estimate, TimeModel, estimate_plan
 from experiments.formats.run_record import ALLOCATION, BOX, TEST_INSTANCE
 from experiments.model.cluster_spec import ClusterSpec
+from experiments.model.links import LinkSettings
 from experiments.model.plan import Cell
 
 __all__ = [
@@ -59,8 +59,7 @@ def _plan_model(
     backend: str,
     cluster: ClusterSpec | None,
     catalog_path: Path | None,
-    link_bandwidth: str | None,
-    link_latency: str | None,
+    links: LinkSettings | None,
     image: str | None,
     flux_view: str | None,
     place: str | None,
@@ -71,8 +70,8 @@ def _plan_model(
     model = default_time_model(
         backend, link_gbps=link, image=image, flux_view=flux_view, place=place
     )
-    if link_bandwidth or link_latency:
-        model = with_emulated_links(model, link_bandwidth, link_latency)
+    if links is not None and (links.bandwidth or links.latency):
+        model = with_emulated_links(model, links)
     if cluster is not None:
         create, delete = PROVISION_SECONDS[cluster.provider]
         model = model.model_copy(update={"provision_s": create, "teardown_s": delete})
@@ -115,15 +114,15 @@ def estimate_for(
     up: bool = False,
     down: bool = False,
     catalog_path: Path | None = None,
-    link_bandwidth: str | None = None,
-    link_latency: str | None = None,
+    links: LinkSettings | None = None,
     image: str | None = None,
     flux_view: str | None = None,
     place: str | None = None,
     totals: Mapping[str, float] | None = None,
     plan_env: Environment | None = None,
 ) -> Estimate:
-    """The estimate for the cells to run; `place` is where a flux backend runs (run_record).
+    """The estimate for the cells to run; `place` is where a flux backend runs (run_record),
+    `links` the links shaped where it runs (a box's, or the emulator's).
 
     `totals` gives known wall times of whole history sweeps (parsed directory
     -> seconds, e.g. the seed's EKS sweep's 9,716 s) where run.json has none.
@@ -132,9 +131,7 @@ def estimate_for(
     """
     from experiments.estimate.interval import choose_candidates
 
-    model = _plan_model(
-        backend, cluster, catalog_path, link_bandwidth, link_latency, image, flux_view, place
-    )
+    model = _plan_model(backend, cluster, catalog_path, links, image, flux_view, place)
     environment = plan_env or plan_environment(backend, cluster, place)
     if place == BOX and isinstance(history, Path):
         model = with_box_network(model, history)
@@ -174,19 +171,13 @@ def with_box_network(model: TimeModel, history: Path) -> TimeModel:
     return model.model_copy(update={"box_terms": fit.coefficients, "source": source})
 
 
-def with_emulated_links(
-    model: TimeModel, link_bandwidth: str | None, link_latency: str | None
-) -> TimeModel:
-    """The model on the emulator's shaped links (--link-bandwidth / --link-latency)."""
-    from experiments.model.units import parse_bandwidth, parse_latency
-
+def with_emulated_links(model: TimeModel, links: LinkSettings) -> TimeModel:
+    """The model on shaped links (--link-bandwidth / --link-latency)."""
     update: dict[str, float] = {}
-    try:
-        if link_bandwidth:
-            update["link_gbps"] = parse_bandwidth(link_bandwidth) * 8 / 1e9
-        if link_latency:
-            update["link_latency_s"] = parse_latency(link_latency)
-    except ValueError as err:
-        raise UserError(str(err)) from None
-    source = f"{model.source}; links {link_bandwidth or 'unshaped'}, {link_latency or 'no'} latency"
+    if links.bandwidth:
+        update["link_gbps"] = links.bandwidth * 8 / 1e9
+    if links.latency:
+        update["link_latency_s"] = links.latency
+    bandwidth, latency = links.typed("link_bandwidth"), links.typed("link_latency")
+    source = f"{model.source}; links {bandwidth or 'unshaped'}, {latency or 'no'} latency"
     return model.model_copy(update={**update, "source": source, "emulated_links": True})

@@ -16,7 +16,8 @@ from typing import Any
 from experiments.errors import UserError
 from experiments.formats.cell_layout import KNOB_NAMES, Knobs, knob_label
 from experiments.model.topology import parse_topology
-from experiments.model.validate import node_count, parse_size
+from experiments.model.units import parse_size
+from experiments.model.validate import node_count
 
 __all__ = ["AXES", "KNOB_NAMES", "axis_text", "axis_value", "knob_flag", "knobs_of", "points"]
 

@@ -14,7 +14,7 @@
 Axes (nodes, topo, chunksize, mmap, purge_target_size; experiments/model/axes.py)
 go under `matrix` or `zip`; an axis written at the top level is a matrix
 axis (`nodes: 30` is `matrix: {nodes: [30]}`).  The other keys are the
-sweep's flags under their Python names (experiments.sweep.Sweep).  Paths are
+sweep's flags under their Python names (experiments.model.sweep.Sweep).  Paths are
 relative to the file's folder, so a study runs the same from anywhere.
 
 Every mistake is one line, `FILE:LINE: what is wrong`.  PyYAML's composer
@@ -37,7 +37,8 @@ import yaml
 from experiments.errors import UserError
 from experiments.formats.events import EXPERIMENTS, STRATEGIES
 from experiments.model.axes import AXES, axis_value, points
-from experiments.model.validate import dns1123_name, image_ref, parse_size
+from experiments.model.units import parse_size
+from experiments.model.validate import dns1123_name, image_ref
 
 __all__ = ["FILE_KEYS", "SweepFile", "load_sweep_file"]
 

@@ -1,16 +1,28 @@
-"""Link settings as people type them: `1Gbit`, `100mbit`, `50MBps`; `200us`, `1ms`, `0.5s`.
+"""Units as people type them: sizes, link bandwidths and latencies, each read one way.
 
-Bandwidth units follow tc(8): `bit`, `kbit`, `mbit`, `gbit`, `tbit` are bits
-per second and `bps`, `kbps`, `mbps`, `gbps` bytes per second (decimal
-prefixes, case-insensitive).  Latency takes `ns`, `us`, `ms` or `s`.
+- Sizes are binary and whole bytes: `512M`, `4G`, `1.5G` (K, M, G, T; `GiB`
+  and `GB` read the same).
+- Bandwidths follow tc(8): `bit`, `kbit`, `mbit`, `gbit`, `tbit` are bits per
+  second and `bps`, `kbps`, `mbps`, `gbps` bytes per second (decimal prefixes,
+  case-insensitive): `1Gbit`, `100mbit`, `50MBps`.
+- Latencies take `ns`, `us`, `ms` or `s`: `200us`, `1ms`, `0.5s`.
+
+Each returns the value in bytes, bytes per second or seconds, or raises
+UserError with one line saying what was wrong and what would be right.  The
+plan checks every flag with these before anything starts; the emulator's
+launcher and the time model read the same texts with them again.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["parse_bandwidth", "parse_latency"]
+from experiments.errors import UserError
 
+__all__ = ["parse_bandwidth", "parse_latency", "parse_size", "parse_sizes"]
+
+_SIZE_UNITS = {"": None, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+_SIZE = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>[KMGT]?)(?:i?B)?$", re.IGNORECASE)
 _NUMBER = r"(?P<num>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>[a-zA-Z/]*)"
 _BANDWIDTH = {
     "bit": 1 / 8,
@@ -26,12 +38,37 @@ _BANDWIDTH = {
 _LATENCY = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
+def parse_size(text: str) -> int:
+    """`512M` -> 536870912. Units are binary (K, M, G, T; `GiB`/`GB` read the same)."""
+    match = _SIZE.match(text.strip()) if isinstance(text, str) else None
+    if match is None:
+        raise UserError(f"invalid size {text!r}: expected a number with a unit, e.g. 512M or 4G")
+    unit = _SIZE_UNITS[match.group("unit").upper()]
+    if unit is None:
+        raise UserError(f"invalid size {text!r}: give a unit (K, M, G or T), e.g. {text}G")
+    size = float(match.group("num")) * unit
+    if size < 1 or size != int(size):
+        raise UserError(f"invalid size {text!r}: must be a whole number of bytes >= 1")
+    return int(size)
+
+
+def parse_sizes(text: str) -> list[int]:
+    """`512M,2G` -> sizes in bytes, in the order given, duplicates refused."""
+    parts = [p for p in (s.strip() for s in text.split(",")) if p]
+    if not parts:
+        raise UserError(f"invalid sizes {text!r}: expected a list such as 512M,2G")
+    sizes = [parse_size(p) for p in parts]
+    if len(set(sizes)) != len(sizes):
+        raise UserError(f"invalid sizes {text!r}: a size is listed twice")
+    return sizes
+
+
 def parse_bandwidth(text: str) -> float:
-    """Bytes per second; ValueError with the accepted forms if `text` is not one."""
+    """Bytes per second; UserError with the accepted forms if `text` is not one."""
     match = re.fullmatch(_NUMBER, text.strip())
     unit = match.group("unit").lower() if match else ""
     if match is None or unit not in _BANDWIDTH or float(match.group("num")) <= 0:
-        raise ValueError(
+        raise UserError(
             f"invalid bandwidth {text!r}: expected e.g. 1Gbit, 100mbit or 50MBps "
             "(bit/kbit/mbit/gbit/tbit or bps/kbps/mbps/gbps)"
         )
@@ -39,9 +76,9 @@ def parse_bandwidth(text: str) -> float:
 
 
 def parse_latency(text: str) -> float:
-    """Seconds; ValueError with the accepted forms if `text` is not one."""
+    """Seconds; UserError with the accepted forms if `text` is not one."""
     match = re.fullmatch(_NUMBER, text.strip())
     unit = match.group("unit").lower() if match else ""
     if match is None or unit not in _LATENCY:
-        raise ValueError(f"invalid latency {text!r}: expected e.g. 200us, 1ms or 0.5s")
+        raise UserError(f"invalid latency {text!r}: expected e.g. 200us, 1ms or 0.5s")
     return float(match.group("num")) * _LATENCY[unit]

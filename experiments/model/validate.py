@@ -1,4 +1,5 @@
-"""Checks that run before anything reaches a template, a shell or a cluster.
+"""Names, images, paths and node counts, checked before anything reaches a template, a
+shell or a cluster (sizes and the other units: units.py).
 
 Each returns the clean value or raises UserError with one line saying what was
 wrong and what would be right.
@@ -17,8 +18,6 @@ __all__ = [
     "image_ref",
     "label_value",
     "node_count",
-    "parse_size",
-    "parse_sizes",
     "pinned_digest",
     "safe_path",
 ]
@@ -26,8 +25,6 @@ __all__ = [
 # Flux itself scales further, but a node count beyond this is a typo, not a plan.
 MAX_NODES = 100_000
 
-_UNITS = {"": None, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-_SIZE = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>[KMGT]?)(?:i?B)?$", re.IGNORECASE)
 _IMAGE = re.compile(
     r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(@sha256:[a-f0-9]{64})?$"
 )
@@ -35,31 +32,6 @@ _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # Characters a shell or YAML would read as syntax; never allowed in a path we render.
 _UNSAFE_PATH = re.compile(r"[\x00-\x1f\x7f;&|`$<>\"'\\*?!{}()\[\]#~\s]")
-
-
-def parse_size(text: str) -> int:
-    """`512M` -> 536870912. Units are binary (K, M, G, T; `GiB`/`GB` read the same)."""
-    match = _SIZE.match(text.strip()) if isinstance(text, str) else None
-    if match is None:
-        raise UserError(f"invalid size {text!r}: expected a number with a unit, e.g. 512M or 4G")
-    unit = _UNITS[match.group("unit").upper()]
-    if unit is None:
-        raise UserError(f"invalid size {text!r}: give a unit (K, M, G or T), e.g. {text}G")
-    size = float(match.group("num")) * unit
-    if size < 1 or size != int(size):
-        raise UserError(f"invalid size {text!r}: must be a whole number of bytes >= 1")
-    return int(size)
-
-
-def parse_sizes(text: str) -> list[int]:
-    """`512M,2G` -> sizes in bytes, in the order given, duplicates refused."""
-    parts = [p for p in (s.strip() for s in text.split(",")) if p]
-    if not parts:
-        raise UserError(f"invalid sizes {text!r}: expected a list such as 512M,2G")
-    sizes = [parse_size(p) for p in parts]
-    if len(set(sizes)) != len(sizes):
-        raise UserError(f"invalid sizes {text!r}: a size is listed twice")
-    return sizes
 
 
 def node_count(value: int, flag: str = "--nodes") -> int:

@@ -9,7 +9,9 @@ import tomllib
 
 from experiments.box.launch import box_spec
 from experiments.box.layout import BoxLayout, new_run_id, owner_of
-from experiments.box.links import link_settings, qdisc_commands
+from experiments.box.shaping import qdisc_commands
+from experiments.errors import UserError
+from experiments.model.links import link_settings
 
 
 def test_the_broker_config_lists_every_rank_on_its_own_address() -> None:
@@ -61,7 +63,7 @@ def test_links_are_shaped_with_tbf_and_netem_as_tc_takes_them() -> None:
         "qdisc add dev h3 parent 1:1 handle 10: tbf rate 10000000bit burst 65536 latency 50ms",
     ]
     assert qdisc_commands("eth0", None, None) == []
-    with pytest.raises(ValueError, match="invalid bandwidth"):
+    with pytest.raises(UserError, match="invalid bandwidth"):
         link_settings("fast", None)
 
 

@@ -17,14 +17,17 @@ from types import FrameType
 import pytest
 from emulator_helpers import processes_mentioning, wait_for_no_processes
 
+from experiments.api import plan
 from experiments.backends.emulator.backend import EmulatorBackend
 from experiments.emulator.calibration import calibrated_costs
 from experiments.errors import UserError
 from experiments.execution.outcome import judge
 from experiments.formats.cell_layout import Knobs
 from experiments.formats.kary_line import kary_records
+from experiments.model.links import link_settings
 from experiments.model.plan import Cell
 from experiments.model.render import Rendered, RenderOptions, render_cell
+from experiments.model.sweep import Sweep
 from experiments.model.topology import build_tree, render_overlay
 
 MIB = 2**20
@@ -164,11 +167,11 @@ def test_a_killed_parent_takes_the_instance_with_it(short_tmp: Path) -> None:
     assert wait_for_no_processes(str(short_tmp)) == []
 
 
-def test_bad_link_settings_are_user_errors() -> None:
+def test_bad_link_settings_are_refused_by_the_plan_before_a_backend_exists() -> None:
     with pytest.raises(UserError, match="invalid bandwidth '1G'"):
-        EmulatorBackend(link_bandwidth="1G").up()
+        plan(Sweep(backend="local", exact_nodes=4, link_bandwidth="1G"))
     with pytest.raises(UserError, match="invalid latency '5'"):
-        EmulatorBackend(link_latency="5").up()
+        plan(Sweep(backend="local", exact_nodes=4, link_latency="5"))
 
 
 def test_every_distribution_starts_cold_and_none_beats_the_link(short_tmp: Path) -> None:
@@ -180,7 +183,7 @@ def test_every_distribution_starts_cold_and_none_beats_the_link(short_tmp: Path)
         7, "kary:2", [size], ["all", "leaves", "middle"], cell.id,
         RenderOptions(verify=True), knobs=Knobs(purge_target_size=64 * MIB),
     )  # fmt: skip
-    backend = EmulatorBackend(workdir=short_tmp, link_bandwidth="200Mbit")
+    backend = EmulatorBackend(workdir=short_tmp, links=link_settings("200Mbit", None))
     with backend:
         result = backend.run(cell, rendered, timeout=120)
     verdict = judge(result)
@@ -197,7 +200,7 @@ def test_every_distribution_starts_cold_and_none_beats_the_link(short_tmp: Path)
 
 def test_an_emulated_cell_on_shaped_links_states_its_gap_to_the_box(short_tmp: Path) -> None:
     cell = Cell(3, "kary:1", 0, (MIB,), ("all",))
-    backend = EmulatorBackend(workdir=short_tmp, link_bandwidth="1Gbit")
+    backend = EmulatorBackend(workdir=short_tmp, links=link_settings("1Gbit", None))
     with backend:
         result = backend.run(cell, _rendered(cell), timeout=120)
     assert judge(result).state == "succeeded"

@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from analysis.tree import parse_tree
 from experiments.backends.emulator.backend import EmulatorBackend
 from experiments.cli import app
-from experiments.errors import UserError
 from experiments.model.plan import Cell
+from experiments.model.render import RenderOptions, render_cell
 
 runner = CliRunner()
 CELL = "5/kary-2/0"
@@ -124,12 +124,15 @@ def test_a_run_without_faults_records_none(tmp_path: Path) -> None:
     assert set(events["status"]) == {"ok"}
 
 
-def test_the_backend_checks_faults_itself_when_used_as_a_library() -> None:
-    with pytest.raises(UserError, match="invalid --emulator-fault 'kill:x'"):
-        EmulatorBackend(faults=("kill:x",)).up()
-    backend = EmulatorBackend(faults=("corrupt:6",))
-    backend.up()
-    with pytest.raises(UserError, match="cell 4/kary-2/0 has no rank 6"):
-        backend.check_cells(
-            [Cell(8, "kary:2", 0, (1,), ("all",)), Cell(4, "kary:2", 0, (1,), ("all",))]
-        )
+def test_a_fault_the_plan_would_refuse_fails_the_cell_in_the_launcher(tmp_path: Path) -> None:
+    # A backend built by hand skips plan()'s checks: the launcher reads the fault with
+    # the same rules (model/faults.py) and says why it cannot start.
+    cell = Cell(4, "kary:2", 0, (2**20,), ("all",))
+    rendered = render_cell(4, "kary:2", [2**20], ["all"], cell.id, RenderOptions())
+    with EmulatorBackend(workdir=tmp_path, faults=("kill:x",)) as backend:
+        result = backend.run(cell, rendered, timeout=60)
+    assert result.rc is None
+    assert result.error == (
+        "emulator failed to start: error: invalid --emulator-fault 'kill:x': "
+        "expected corrupt:RANK or kill:RANK[:LOADS]"
+    )

@@ -1,4 +1,4 @@
-"""The emulator's pieces in-process: cache, link, shared upstream loads, units, idsets, options."""
+"""The emulator's pieces in-process: cache, link, shared upstream loads, idsets, options."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from experiments.emulator.broker import Broker, BrokerConfig, BrokerError
 from experiments.emulator.client import FluxError, parse_options
 from experiments.emulator.content import ContentCache, Egress
 from experiments.emulator.idset import encode_idset, parse_idset
-from experiments.model.units import parse_bandwidth, parse_latency
 
 
 def test_cache_evicts_least_recently_used_down_to_the_limit() -> None:
@@ -104,25 +103,6 @@ def test_a_broker_without_its_parent_says_so() -> None:
 
     with pytest.raises(BrokerError, match="no parent broker"):
         asyncio.run(main())
-
-
-@pytest.mark.parametrize(
-    ("text", "bytes_per_s"),
-    [("1Gbit", 125e6), ("100mbit", 12.5e6), ("50MBps", 50e6), ("8bit", 1.0), ("2.5gbit", 312.5e6)],
-)
-def test_bandwidth_units(text: str, bytes_per_s: float) -> None:
-    assert parse_bandwidth(text) == pytest.approx(bytes_per_s)
-
-
-@pytest.mark.parametrize(("text", "seconds"), [("200us", 2e-4), ("1ms", 1e-3), ("0.5s", 0.5)])
-def test_latency_units(text: str, seconds: float) -> None:
-    assert parse_latency(text) == pytest.approx(seconds)
-
-
-@pytest.mark.parametrize("text", ["1G", "fast", "0mbit", "-1gbit", ""])
-def test_bad_bandwidth_says_what_is_accepted(text: str) -> None:
-    with pytest.raises(ValueError, match="expected e.g. 1Gbit"):
-        parse_bandwidth(text)
 
 
 def test_idsets() -> None:

@@ -199,8 +199,8 @@ def test_a_cluster_files_worker_group_is_rendered_as_the_operator_reads_it(
 
 def test_a_plan_with_a_cluster_file_renders_its_worker_group(tmp_path: Path) -> None:
     from experiments import api
+    from experiments.model.sweep import Sweep
     from experiments.resources import resource_dir
-    from experiments.sweep import Sweep
 
     sweep = Sweep(
         exact_nodes=4,

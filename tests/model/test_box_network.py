@@ -14,6 +14,7 @@ from experiments.estimate.box_network import BoxObservation, fit_box_network
 from experiments.estimate.defaults import default_time_model
 from experiments.estimate.plan_estimate import with_emulated_links
 from experiments.estimate.structure import cell_steps, step_seconds
+from experiments.model.links import link_settings
 from experiments.model.plan import Cell
 
 MIB = 2**20
@@ -85,7 +86,8 @@ def test_too_few_distributions_cannot_be_fitted() -> None:
 
 def test_a_model_with_box_terms_prices_a_distribution_from_them() -> None:
 
-    model = with_emulated_links(default_time_model("flux", place="box"), "100Mbit", None)
+    links = link_settings("100Mbit", None)
+    model = with_emulated_links(default_time_model("flux", place="box"), links)
     fitted = model.model_copy(update={"box_terms": (1.5, 2.0, 3.0, 0.5)})
     (step,) = [
         s

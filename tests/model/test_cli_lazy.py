@@ -34,7 +34,7 @@ def test_kary_parse_starts_without_the_sweep_and_cluster_machinery() -> None:
     loaded = out.strip().splitlines()[-1]
     assert "experiments.cli.analysis" in loaded
     for heavy in (
-        "experiments.sweep",
+        "experiments.model.sweep",
         "experiments.clusters",
         "experiments.cli.run",
         "pandas",

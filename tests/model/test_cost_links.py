@@ -11,6 +11,7 @@ import pytest
 
 from experiments.estimate.plan_estimate import with_emulated_links
 from experiments.estimate.time_model import CellTime, default_time_model, predict_cell
+from experiments.model.links import link_settings
 from experiments.model.plan import Cell
 
 MIB = 2**20
@@ -26,7 +27,7 @@ def _predict(
 ) -> CellTime:
     model = default_time_model("local")
     if bandwidth or latency:
-        model = with_emulated_links(model, bandwidth, latency)
+        model = with_emulated_links(model, link_settings(bandwidth, latency))
     return predict_cell(Cell(nodes, topo, 0, (size,), strategies), model, verify=True)
 
 
@@ -60,7 +61,7 @@ def test_half_the_bandwidth_doubles_a_link_bound_distribution() -> None:
 
 def test_each_level_below_the_root_adds_one_blob_per_child() -> None:
     # Store and forward: a level can pass a blob on only once it has it all.
-    model = with_emulated_links(default_time_model("local"), "200Mbit", None)
+    model = with_emulated_links(default_time_model("local"), link_settings("200Mbit", None))
     blob = MIB * 8 / 200e6
     assert model.distribute_wave_s(fanout=2, depth=3) == pytest.approx(
         model.distribute_s + 2 * 2 * blob

@@ -13,20 +13,28 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from experiments.backends.emulator.backend import parse_faults
 from experiments.cli import app
-from experiments.emulator.instance import _faults as emulator_faults
+from experiments.model.faults import parse_faults
 
 runner = CliRunner()
 SMALL = ["--exact-nodes", "5", "--topo", "kary:2", "--sizes", "1M"]
 
 
 @pytest.mark.parametrize(
-    "texts",
-    [["corrupt:3"], ["kill:1"], ["kill:1:0"], ["kill:4:17"], ["corrupt:2", "kill:2:5", "kill:3"]],
+    ("texts", "by_rank"),
+    [
+        (["corrupt:3"], {3: {"corrupt": True}}),
+        (["kill:1"], {1: {"kill_after_loads": 0}}),
+        (["kill:4:17"], {4: {"kill_after_loads": 17}}),
+        (
+            ["corrupt:2", "kill:2:5", "kill:3"],
+            {2: {"corrupt": True, "kill_after_loads": 5}, 3: {"kill_after_loads": 0}},
+        ),
+    ],
 )
-def test_faults_mean_what_the_emulator_makes_of_them(texts: list[str]) -> None:
-    assert parse_faults(texts) == emulator_faults(texts)
+def test_faults_by_rank(texts: list[str], by_rank: dict[int, dict[str, object]]) -> None:
+    # The one reader of the syntax, for the plan and the emulator's launcher alike.
+    assert parse_faults(texts) == by_rank
 
 
 SYNTAX = "expected corrupt:RANK or kill:RANK[:LOADS]"

@@ -27,7 +27,8 @@ def test_the_timeout_follows_a_slow_link(tmp_path: Path, monkeypatch: pytest.Mon
 
     def make_backend(name: str, settings: BackendSettings | None = None) -> Backend:
         assert name == "local" and settings is not None
-        assert settings.link_bandwidth == "10Mbit"
+        assert settings.links.typed("link_bandwidth") == "10Mbit"
+        assert settings.links.bandwidth == 10e6 / 8
         return fake
 
     monkeypatch.setattr(experiments.backends, "make_backend", make_backend)

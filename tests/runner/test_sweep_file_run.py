@@ -14,7 +14,7 @@ from experiments.cli import app
 from experiments.errors import UserError
 from experiments.formats.cell_layout import Knobs, sweep_copy_path
 from experiments.formats.run_record import read_record
-from experiments.sweep import load_sweep
+from experiments.model.sweep import load_sweep
 
 runner = CliRunner()
 

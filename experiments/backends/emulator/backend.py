@@ -1,4 +1,4 @@
-"""The local backend: each cell runs on an emulated Flux instance on this machine.
+"""The emulator's backend (`--backend local`): each cell on an emulated Flux instance here.
 
 `run()` starts `python -m experiments.emulator.instance` as a session leader in
 a fresh temporary folder; the instance forks one broker per rank and runs the
@@ -6,16 +6,14 @@ rendered entrypoint under bash as rank 0.  Whatever happens (exit, timeout,
 Ctrl-C), the whole process group is killed and the folder removed before
 `run()` returns or raises.
 
-Faults (`--emulator-fault`, a testing aid) are checked here with the rules the
-emulator's launcher applies, so a bad one is a one-line error before anything
-starts rather than an emulator that fails to come up.
+Links and faults (`--emulator-fault`, a testing aid) arrive checked by the plan
+(model/links.py, model/faults.py); the launcher reads them with the same rules.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import signal
 import socket
@@ -23,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,62 +31,15 @@ from experiments.emulator.calibration import Calibration, calibrated_costs, fide
 from experiments.emulator.content import DEFAULT_PURGE_TARGET_SIZE
 from experiments.emulator.instance import STARTUP_FAILED, group_members
 from experiments.errors import UserError
+from experiments.model.links import LinkSettings
 from experiments.model.plan import Cell
 from experiments.model.render import Rendered
-from experiments.model.units import parse_bandwidth, parse_latency
 
-__all__ = ["FAULT_SYNTAX", "EmulatorBackend", "check_fault_ranks", "parse_faults"]
+__all__ = ["EmulatorBackend"]
 
 _GRACE_S = 3.0
 _MAX_SOCKET_PATH = 100
 _REAP_S = 5.0
-
-# What experiments/emulator/instance.py accepts as `--fault`; see its `_faults`.
-FAULT_SYNTAX = "corrupt:RANK or kill:RANK[:LOADS]"
-_FAULT = re.compile(r"corrupt:(?P<corrupt>[0-9]+)|kill:(?P<kill>[0-9]+)(?::(?P<loads>[0-9]+))?")
-
-
-def parse_faults(texts: Sequence[str]) -> dict[int, dict[str, object]]:
-    """Emulator faults as the launcher reads them ({rank: {"corrupt": True, ...}}).
-
-    `corrupt:RANK`: every blob RANK's broker hands to a command on RANK (flux
-    archive extract) has its first byte flipped, so verify fails there.
-    `kill:RANK[:LOADS]`: RANK's broker is SIGKILLed when such a command asks
-    for blob LOADS+1 (LOADS defaults to 0: the first).  A UserError names a
-    value the launcher would refuse or misread, and one fault given twice.
-    """
-    out: dict[int, dict[str, object]] = {}
-    for text in texts:
-        match = _FAULT.fullmatch(text)
-        if match is None:
-            raise UserError(f"invalid --emulator-fault {text!r}: expected {FAULT_SYNTAX}")
-        value: object
-        if match["corrupt"] is not None:
-            rank, key, value = int(match["corrupt"]), "corrupt", True
-        else:
-            rank, key = int(match["kill"]), "kill_after_loads"
-            value = int(match["loads"] or 0)
-        if key in out.get(rank, {}):
-            raise UserError(
-                f"--emulator-fault {text}: rank {rank} already has a {text.split(':')[0]} fault"
-            )
-        out.setdefault(rank, {})[key] = value
-    return out
-
-
-def check_fault_ranks(texts: Sequence[str], cells: Sequence[Cell]) -> None:
-    """Every fault names a rank of every cell: a rank outside an instance would do nothing."""
-    parse_faults(texts)
-    if not cells:
-        return
-    smallest = min(cells, key=lambda c: c.nodes)
-    for text in texts:
-        [rank] = parse_faults([text])
-        if rank >= smallest.nodes:
-            raise UserError(
-                f"--emulator-fault {text}: cell {smallest.id} has no rank {rank} "
-                f"(ranks 0-{smallest.nodes - 1})"
-            )
 
 
 class EmulatorBackend(Backend):
@@ -101,16 +51,17 @@ class EmulatorBackend(Backend):
         self,
         *,
         minicluster_name: str = "flux-sample",
-        link_bandwidth: str | None = None,
-        link_latency: str | None = None,
+        links: LinkSettings | None = None,
         workdir: Path | None = None,
         faults: tuple[str, ...] = (),
         purge_target_size: int | None = None,
         cpu_scale: float = 1.0,
     ) -> None:
         self.minicluster_name = minicluster_name
-        self.link_bandwidth = link_bandwidth
-        self.link_latency = link_latency
+        # The links as typed: the launcher reads the same text (model/units.py).
+        links = links or LinkSettings()
+        self.link_bandwidth = links.typed("link_bandwidth")
+        self.link_latency = links.typed("link_latency")
         self.workdir = workdir
         self.faults = tuple(faults)
         self.purge_target_size = purge_target_size or DEFAULT_PURGE_TARGET_SIZE
@@ -124,22 +75,13 @@ class EmulatorBackend(Backend):
     def from_settings(cls, settings: BackendSettings) -> EmulatorBackend:
         return cls(
             minicluster_name=settings.render.name if settings.render else "flux-sample",
-            link_bandwidth=settings.link_bandwidth,
-            link_latency=settings.link_latency,
+            links=settings.links,
             workdir=settings.workdir,
             faults=tuple(settings.options.get("faults", ())),
         )
 
     def up(self) -> None:
-        """Check what a run needs: link settings and faults that parse, bash, Linux."""
-        parse_faults(self.faults)
-        try:
-            if self.link_bandwidth:
-                parse_bandwidth(self.link_bandwidth)
-            if self.link_latency:
-                parse_latency(self.link_latency)
-        except ValueError as err:
-            raise UserError(str(err)) from None
+        """Check what a run needs here (bash, Linux) and calibrate the CPU costs."""
         if shutil.which("bash") is None:
             raise UserError("the local backend runs the entrypoint with bash: install bash")
         if not hasattr(os, "fork") or not os.path.isdir("/proc"):
@@ -153,9 +95,6 @@ class EmulatorBackend(Backend):
 
     def _costs(self) -> str:
         return self._calibrated().costs.scaled(self.cpu_scale).text()
-
-    def check_cells(self, cells: Sequence[Cell]) -> None:
-        check_fault_ranks(self.faults, cells)
 
     def _command(self, cell: Cell, root: Path, entrypoint: Path) -> list[str]:
         cmd = [

@@ -45,55 +45,20 @@ from experiments.backends.flux.site import (
 )
 from experiments.backends.flux.test_instance import run_in_test_instance
 from experiments.box.layout import BoxLayout, new_run_id
-from experiments.box.links import LinkSettings, link_settings
 from experiments.errors import UserError
 from experiments.formats.run_record import (
     ALLOCATION,
     BOX,
     NESTED,
     PER_CELL,
-    PLACES,
     TEST_INSTANCE,
 )
+from experiments.model.links import LinkSettings
+from experiments.model.places import Here, default_place, flux_on_path
 from experiments.model.plan import Cell
 from experiments.model.render import Rendered
 
-__all__ = [
-    "ALLOCATION",
-    "BOX",
-    "HOW_TO_GET_FLUX",
-    "TEST_INSTANCE",
-    "FluxBackend",
-    "current_place",
-    "flux_on_path",
-    "parse_flux_version",
-]
-
-
-def flux_on_path() -> str | None:
-    """Where `flux` (flux-core) is on PATH, or None."""
-    return shutil.which("flux")
-
-
-def current_place() -> str:
-    """Where a cell would run now: inside the Flux instance of FLUX_URI, or a test instance."""
-    return ALLOCATION if os.environ.get("FLUX_URI") else TEST_INSTANCE
-
-
-def choose_place(requested: str | None, *, shaped: bool) -> str:
-    """The place a flux cell runs: as asked, a box where links are shaped, else where kary is."""
-    if requested is not None and requested not in PLACES:
-        raise UserError(f"unknown place {requested!r}: choose from {', '.join(PLACES)}")
-    if shaped and requested not in (None, BOX):
-        raise UserError(
-            "--link-bandwidth / --link-latency shape the box's links: "
-            f"use --place box, not {requested}"
-        )
-    if requested == ALLOCATION and not os.environ.get("FLUX_URI"):
-        raise UserError("--place allocation needs a Flux allocation (FLUX_URI is not set)")
-    if requested is not None:
-        return requested
-    return BOX if shaped else current_place()
+__all__ = ["FluxBackend"]
 
 
 class FluxBackend(Backend):
@@ -121,20 +86,10 @@ class FluxBackend(Backend):
 
     @classmethod
     def from_settings(cls, settings: BackendSettings) -> FluxBackend:
-        try:
-            links = link_settings(
-                settings.link_bandwidth,
-                settings.link_latency,
-                settings.root_link_bandwidth,
-                settings.group_size,
-                settings.group_link_bandwidth,
-            )
-        except ValueError as err:
-            raise UserError(str(err)) from None
         return cls(
             workdir=settings.workdir,
             place=settings.place,
-            links=links,
+            links=settings.links,
             host_prefix=settings.render.name if settings.render else "flux-sample",
             layout=settings.layout,
         )
@@ -157,7 +112,10 @@ class FluxBackend(Backend):
             raise UserError(
                 f"`{flux} version` printed no 'commands: <version>' line: is this flux-core's flux?"
             ) from None
-        place = choose_place(self.requested_place, shaped=self.links.shaped)
+        # The plan checked an asked-for place (model/sweep_check.py); none: where kary is.
+        place = self.requested_place or default_place(
+            shaped=self.links.shaped, in_allocation=Here.now().in_allocation
+        )
         site = FluxSite(flux, version, place, self.layout, workdir=self.workdir)
         if place == BOX:
             self.box_prefix = prepare_box(self.links, Path(site.scratch_base()))

@@ -20,15 +20,13 @@ from experiments.backends.flux.site import FluxSite, flux_env, run_flux
 from experiments.backends.flux.test_instance import run_guarded
 from experiments.box.launch import box_spec, read_link_bytes
 from experiments.box.layout import BoxLayout
-from experiments.box.links import LinkSettings
 from experiments.box.privileges import box_command_prefix
 from experiments.box.reap import reap_dead_boxes
-from experiments.estimate.bottleneck import bottleneck
-from experiments.estimate.defaults import default_time_model
-from experiments.formats.run_record import BOX
+from experiments.estimate.bottleneck import box_bottlenecks
+from experiments.model.links import LinkSettings
 from experiments.model.plan import Cell
 
-__all__ = ["box_bottlenecks", "prepare_box", "run_in_box"]
+__all__ = ["prepare_box", "run_in_box"]
 
 
 def prepare_box(links: LinkSettings, scratch: Path) -> list[str]:
@@ -79,14 +77,3 @@ def run_in_box(
     }
     result.provenance["box"] = record
     return result
-
-
-def box_bottlenecks(cell: Cell, links: LinkSettings) -> list[dict[str, Any]]:
-    """Per size: the links' floor against the CPU every rank shares (estimate.bottleneck)."""
-    model = default_time_model("flux", place=BOX)
-    return [
-        bottleneck(
-            cell.nodes, cell.topo, size, model, links.bandwidth, links.root_bandwidth
-        ).record(model.source)
-        for size in cell.sizes
-    ]

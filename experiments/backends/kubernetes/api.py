@@ -24,13 +24,6 @@ from experiments.errors import UserError
 from experiments.tool_output import Shape, ToolOutputError, read_json
 
 __all__ = [
-    "CRD_GROUP",
-    "CRD_PLURAL",
-    "CRD_VERSION",
-    "INSTALL_OPERATOR",
-    "OPERATOR_DEPLOYMENT",
-    "OPERATOR_MANIFEST",
-    "OPERATOR_NAMESPACE",
     "ApiUnavailable",
     "KubeApi",
     "RetryPolicy",
@@ -39,23 +32,6 @@ __all__ = [
     "is_transient",
 ]
 
-CRD_GROUP = "flux-framework.org"
-CRD_VERSION = "v1alpha2"
-CRD_PLURAL = "miniclusters"
-# The operator's manifest at the commit whose MiniCluster CRD is the one kary's
-# tests validate against (../shared/reference/flux-operator, 2026-06-27): its
-# newest release tag, 0.2.1 (2024-08), has an older CRD, and `main` moves.
-# That manifest still runs the controller image `:latest` (pull Always): kary
-# records the digest that ran (run.json operator_digest) but cannot pin it.
-OPERATOR_COMMIT = "0d75cef855dee5351d68e32ec139a70e892b5268"
-OPERATOR_MANIFEST = (
-    "https://raw.githubusercontent.com/flux-framework/flux-operator/"
-    f"{OPERATOR_COMMIT}/examples/dist/flux-operator.yaml"
-)
-INSTALL_OPERATOR = f"kubectl apply -f {OPERATOR_MANIFEST}"
-# Where INSTALL_OPERATOR puts the operator's controller.
-OPERATOR_NAMESPACE = "operator-system"
-OPERATOR_DEPLOYMENT = "operator-controller-manager"
 _TRANSIENT_STATUS = {429, 500, 502, 503, 504}
 
 

@@ -32,10 +32,6 @@ from experiments.backends.base import (
     by_node_count,
 )
 from experiments.backends.kubernetes.api import (
-    CRD_GROUP,
-    CRD_PLURAL,
-    CRD_VERSION,
-    INSTALL_OPERATOR,
     ApiUnavailable,
     KubeApi,
     RetryPolicy,
@@ -60,6 +56,7 @@ from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.errors import UserError
 from experiments.formats.run_record import NESTED, PER_CELL
 from experiments.model.layout import effective_layout
+from experiments.model.operator import CRD_GROUP, CRD_PLURAL, CRD_VERSION, INSTALL_OPERATOR
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

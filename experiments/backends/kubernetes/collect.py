@@ -20,8 +20,6 @@ from kubernetes.client.exceptions import ApiException
 
 from experiments.backends.base import RunResult
 from experiments.backends.kubernetes.api import (
-    OPERATOR_DEPLOYMENT,
-    OPERATOR_NAMESPACE,
     ApiUnavailable,
     KubeApi,
     api_message,
@@ -46,6 +44,7 @@ from experiments.backends.kubernetes.pod_watch import (
     shared_nodes_problem,
 )
 from experiments.formats.kary_line import meta_record
+from experiments.model.operator import OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE
 from experiments.redact import redact
 
 __all__ = [

@@ -23,13 +23,13 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from experiments.backends.base import BackendError
 from experiments.backends.kubernetes.api import (
-    OPERATOR_NAMESPACE,
     ApiUnavailable,
     KubeApi,
     RetryPolicy,
     is_transient,
 )
 from experiments.backends.kubernetes.objects import JOB_LIST, WATCH_EVENT, dig, job_outcome
+from experiments.model.operator import OPERATOR_NAMESPACE
 from experiments.tool_output import ToolOutputError, read_json
 
 __all__ = ["wait_for_job"]

@@ -25,10 +25,6 @@ from kubernetes.client.exceptions import ApiException
 
 from experiments.backends.base import BackendError
 from experiments.backends.kubernetes.api import (
-    CRD_GROUP,
-    CRD_PLURAL,
-    CRD_VERSION,
-    INSTALL_OPERATOR,
     ApiUnavailable,
     KubeApi,
     api_message,
@@ -36,6 +32,7 @@ from experiments.backends.kubernetes.api import (
 from experiments.backends.kubernetes.objects import MINICLUSTER, MINICLUSTER_LIST, POD_LIST, dig
 from experiments.errors import UserError
 from experiments.formats.labels import current_owner
+from experiments.model.operator import CRD_GROUP, CRD_PLURAL, CRD_VERSION, INSTALL_OPERATOR
 
 __all__ = [
     "MANAGED_BY",

@@ -1,22 +1,20 @@
-"""A box's links: what each node's link carries, and the `tc` commands that shape it.
+"""A sweep's links: what each node's link carries, as the flags give them, checked once.
 
-Every node has one link to the box's switch (a veth pair: `eth0` in the
-node's namespace, `h<rank>` on the bridge).  A link is shaped in both
-directions, as a NIC and its switch port are: the node's side limits what the
-node sends, the switch's side what it receives.  A byte from rank A to rank B
-crosses A's link and then B's, so a one-way `latency` per link is 2 x latency
-between two nodes, and a flat tree's rank 0 pushes every copy through its own
-one link.
+Every node has one link to its switch, shaped in both directions as a NIC and
+its switch port are: `bandwidth` (bytes/s) and a one-way `latency` (seconds),
+so a byte from rank A to rank B crosses A's link and then B's (2 x latency
+between two nodes), and a flat tree's rank 0 pushes every copy through its
+own one link.  `root_bandwidth` gives rank 0 a link of its own.
 
 A two-level network (`group_size`, `group_bandwidth`): ranks 0..g-1 are one
 group, g..2g-1 the next, and so on; each group's nodes hang off a switch of
-their own, whose uplink to the core switch (a veth pair, shaped the same way
-in both directions) carries everything between that group and the others, as
-a rack's uplink does.  A byte between groups crosses the sender's link, its
-group's uplink, the receiver's group's uplink and the receiver's link.
+their own, whose uplink to the core switch carries everything between that
+group and the others, as a rack's uplink does.  A byte between groups crosses
+the sender's link, its group's uplink, the receiver's group's uplink and the
+receiver's link.
 
-Bandwidth uses tbf (token bucket), latency netem.  Some kernels build neither
-(`privileges` probes for what a cell asks, before anything starts).
+The box builds these with `tc` (experiments/box/shaping.py), the emulator
+with its own pacing; the time model reads them too.
 """
 
 from __future__ import annotations
@@ -24,17 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from experiments.errors import UserError
 from experiments.model.units import parse_bandwidth, parse_latency
 
-__all__ = ["LinkSettings", "link_settings", "qdisc_commands"]
-
-# tbf's queue: how long a packet may wait for tokens before it is dropped.  TCP
-# needs room for a window at the link's rate; 50 ms is far above the box's RTT.
-_QUEUE_SECONDS = 0.05
-# tbf's bucket must hold at least one segment veth hands it (GSO: up to 64 KiB)
-# and a few ms of the rate, or the rate is not reached.
-_MIN_BURST_BYTES = 64 * 1024
-_BURST_SECONDS = 0.004
+__all__ = ["LinkSettings", "link_settings"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +43,10 @@ class LinkSettings:
     @property
     def shaped(self) -> bool:
         return bool(self.bandwidth or self.latency or self.root_bandwidth or self.group_size)
+
+    def typed(self, name: str) -> str | None:
+        """A flag's value as typed (`link_bandwidth`, `link_latency`, ...), or None."""
+        return (self.text or {}).get(name)
 
     def group_of(self, rank: int) -> int | None:
         """The rank's group in a two-level network; None in a one-switch box."""
@@ -88,11 +83,11 @@ def link_settings(
     group_size: int | None = None,
     group_bandwidth: str | None = None,
 ) -> LinkSettings:
-    """LinkSettings from flags as typed; ValueError (the accepted forms) on a bad one."""
+    """LinkSettings from flags as typed; UserError (the accepted forms) on a bad one."""
     if group_size is not None and group_size < 1:
-        raise ValueError(f"--group-size must be at least 1, got {group_size}")
+        raise UserError(f"--group-size must be at least 1, got {group_size}")
     if bool(group_size) != bool(group_bandwidth):
-        raise ValueError("a two-level network needs both --group-size and --group-link-bandwidth")
+        raise UserError("a two-level network needs both --group-size and --group-link-bandwidth")
     text = {
         "link_bandwidth": bandwidth,
         "link_latency": latency,
@@ -108,23 +103,3 @@ def link_settings(
         group_bandwidth=parse_bandwidth(group_bandwidth) if group_bandwidth else None,
         text=text,
     )
-
-
-def qdisc_commands(device: str, bandwidth: float | None, latency: float | None) -> list[str]:
-    """`tc -batch` lines that shape `device`'s egress; [] when nothing is shaped."""
-    rate = (
-        f"tbf rate {round(bandwidth * 8)}bit burst {_burst(bandwidth)} "
-        f"latency {round(_QUEUE_SECONDS * 1000)}ms"
-        if bandwidth
-        else None
-    )
-    if latency:
-        lines = [f"qdisc add dev {device} root handle 1: netem delay {round(latency * 1e6)}us"]
-        if rate:
-            lines.append(f"qdisc add dev {device} parent 1:1 handle 10: {rate}")
-        return lines
-    return [f"qdisc add dev {device} root {rate}"] if rate else []
-
-
-def _burst(bandwidth: float) -> int:
-    return max(_MIN_BURST_BYTES, round(bandwidth * _BURST_SECONDS))

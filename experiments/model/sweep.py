@@ -2,7 +2,8 @@
 
 `Sweep`'s fields are `kary plan` / `kary run`'s flags with the same defaults;
 `Sweep.from_file` reads a sweep file (experiments/model/sweep_file.py) and
-`override` lays flags over it as the command line does.
+`override` lays flags over it as the command line does.  A Sweep is taken as
+given; sweep_check.py checks it, once, when it is planned.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from experiments.errors import UserError
+from experiments.model.places import check_backend_name
 from experiments.model.render import DEFAULT_IMAGE
 from experiments.model.sweep_file import SweepFile, load_sweep_file
-from experiments.model.validate import parse_size, parse_sizes
 
-__all__ = ["Sweep", "check_sweep", "load_sweep", "sweep_sizes", "sweep_strategies"]
+__all__ = ["Sweep", "load_sweep"]
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,6 @@ _AXIS_FIELDS = {
 
 def load_sweep(path: Path) -> Sweep:
     """Read a sweep file into a Sweep; a mistake is one UserError line with its line number."""
-    from experiments.backends import check_backend_name
-
     file = load_sweep_file(path)
     values = dict(file.values)
     if "backend" in values:
@@ -133,34 +132,3 @@ def load_sweep(path: Path) -> Sweep:
         except UserError as err:
             raise file.error("backend", str(err)) from None
     return Sweep(**values, file=file)
-
-
-def sweep_sizes(sizes: str | Sequence[str | int] | None) -> list[int] | None:
-    if sizes is None:
-        return None
-    if isinstance(sizes, str):
-        return parse_sizes(sizes) if sizes.strip() else None
-    return [s if isinstance(s, int) else parse_size(s) for s in sizes]
-
-
-def sweep_strategies(values: Sequence[str]) -> list[str]:
-    """Strategies as given: a list, and each item may be a comma list (the CLI's form)."""
-    return [s.strip() for v in values for s in v.split(",") if s.strip()] or ["all"]
-
-
-def check_sweep(sweep: Sweep) -> None:
-    if sweep.iterations < 1:
-        raise UserError(f"invalid --iters {sweep.iterations}: must be >= 1")
-    if sweep.order not in ("given", "random"):
-        raise UserError(f"invalid --order {sweep.order!r}: choose given or random")
-    if sweep.template is not None and not (sweep.template / "entrypoint.sh.j2").is_file():
-        raise UserError(
-            f"--template {sweep.template}: expected a folder with minicluster.yaml.j2 "
-            "and entrypoint.sh.j2"
-        )
-    if (sweep.up or sweep.down) and sweep.cluster is None:
-        raise UserError("--up and --down need --cluster FILE")
-    if sweep.emulator_faults:
-        from experiments.backends.emulator.backend import parse_faults
-
-        parse_faults(sweep.emulator_faults)

@@ -1,0 +1,178 @@
+"""A planned sweep: its cells, which still run, what they cost, and how the plan is shown.
+
+`experiments.api.plan()` makes one; `experiments.api.run()` runs it.  Its
+`text()` is what `kary plan` prints and `to_json()` what `kary plan --json`
+prints; `guard()` is the cluster session and spending cap around the run.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from experiments.estimate.bottleneck import box_bottlenecks
+from experiments.estimate.layouts import LayoutEstimate, layout_estimates
+from experiments.estimate.time_model import Estimate
+from experiments.execution.ledger import Ledger
+from experiments.formats.run_record import BOX, NESTED
+from experiments.model.cell_filter import parse_only
+from experiments.model.cluster_spec import ClusterSpec
+from experiments.model.places import UNBILLED
+from experiments.model.plan import Plan
+from experiments.model.render import RenderOptions
+from experiments.model.sweep import Sweep
+from experiments.model.sweep_check import CheckedSweep
+from experiments.plan_view import layout_lines, plan_json, plan_text
+
+__all__ = ["PlannedSweep", "cells_text", "faults_line", "stderr_line"]
+
+
+@dataclass(frozen=True)
+class PlannedSweep:
+    """A validated, priced sweep: every cell, which still run (the ledger), and the estimate."""
+
+    sweep: Sweep
+    plan: Plan
+    ledger: Ledger
+    estimate: Estimate
+    render: RenderOptions
+    # The sweep's flags as the checks left them (model/sweep_check.py).
+    checked: CheckedSweep
+
+    @property
+    def backend(self) -> str:
+        return self.plan.spec.backend
+
+    @property
+    def cluster(self) -> ClusterSpec | None:
+        """The --cluster file's spec, if any."""
+        return self.checked.cluster
+
+    @property
+    def place(self) -> str | None:
+        """Where the flux backend runs the cells (box, test-instance, allocation); else None."""
+        return self.checked.place
+
+    @property
+    def _cluster_name(self) -> str | None:
+        return self.cluster.name if self.cluster else None
+
+    @property
+    def billed(self) -> bool:
+        return self.backend not in UNBILLED
+
+    def layouts(self) -> list[LayoutEstimate]:
+        """The cells priced per layout: on a cluster, or where --layout nested is asked."""
+        if self.backend != "kubernetes" and self.sweep.layout != NESTED:
+            return []
+        return layout_estimates(self.estimate)
+
+    def cpu_bound_line(self) -> str | None:
+        """A warning when box cells would measure this machine's cores, not its links."""
+        if self.place != BOX or not self.ledger.to_run:
+            return None
+        links = self.checked.links
+        bound = [
+            c for c in self.ledger.to_run if any(b["cpu_bound"] for b in box_bottlenecks(c, links))
+        ]
+        if not bound:
+            return None
+        return (
+            f"warning: {cells_text(len(bound))} of {len(self.ledger.to_run)} would be CPU-bound in "
+            "the box (every broker shares this machine's cores: at 5 s/GB per rank, the CPU is "
+            "at least half the links' floor), so they measure the machine as much as the "
+            "network; slower --link-bandwidth or fewer nodes make the links the bottleneck"
+        )
+
+    def text(self, max_cost: float | None = None, max_hours: float | None = None) -> str:
+        """The plan as `kary plan` prints it (with what --up/--down will run)."""
+        lines = plan_text(
+            self.plan, self.ledger, self.estimate, self._cluster_name, self.place
+        ).splitlines()
+        if warning := self.cpu_bound_line():
+            lines.append(warning)
+        if self.sweep.group_size:
+            lines.append(
+                "note: the time model has no term for the groups' uplinks: where a tree "
+                "crosses them more than its links' floor says, cells take longer than planned"
+            )
+        lines += layout_lines(self.layouts(), self.checked.layout)
+        lines += self.guard(max_cost, max_hours).plan_lines()
+        if self.sweep.emulator_faults:
+            lines.append(faults_line(self.sweep.emulator_faults))
+        lines += self._sweep_lines()
+        return "\n".join(lines) + "\n"
+
+    def _sweep_lines(self) -> list[str]:
+        """Where the cells came from: the sweep file (by hash) and the --only filter."""
+        lines = []
+        if self.sweep.file is not None:
+            lines.append(
+                f"sweep file: {self.sweep.file.path} (sha256 {self.sweep.file.sha256[:12]})"
+            )
+        chosen = parse_only(self.sweep.only)
+        if chosen is not None:
+            lines.append(f"only: {chosen.text}")
+        return lines
+
+    def to_json(self, max_cost: float | None = None, max_hours: float | None = None) -> Any:
+        """The plan as `kary plan --json` prints it."""
+        data = plan_json(self.plan, self.ledger, self.estimate, self._cluster_name)
+        if layouts := self.layouts():
+            data["layouts"] = [layout.record() for layout in layouts]
+        cluster_lines = self.guard(max_cost, max_hours).plan_lines()
+        if cluster_lines:
+            data["cluster_lifecycle"] = cluster_lines
+        if self.sweep.emulator_faults:
+            data["emulator_faults"] = list(self.sweep.emulator_faults)
+        if self.sweep.file is not None:
+            data["sweep_file"] = {
+                "path": str(self.sweep.file.path),
+                "sha256": self.sweep.file.sha256,
+            }
+        chosen = parse_only(self.sweep.only)
+        if chosen is not None:
+            data["only"] = chosen.text
+        return data
+
+    def check_cost(self, max_cost: float | None, max_hours: float | None = None) -> None:
+        """Refuse (UserError) when the estimate's high end passes `max_cost` (--max-cost)."""
+        guard = self.guard(max_cost, max_hours)
+        guard.cap.check_plan(self.estimate.cost_usd_high, high_end=True)
+
+    def guard(
+        self,
+        max_cost: float | None = None,
+        max_hours: float | None = None,
+        echo: Callable[[str], None] | None = None,
+    ) -> Any:
+        """The cluster session (--up/--down) and spending cap around this sweep."""
+        from experiments.clusters.session import sweep_guard
+
+        return sweep_guard(
+            self.cluster,
+            self.estimate,
+            up=self.sweep.up,
+            down=self.sweep.down,
+            max_hours=max_hours,
+            max_cost=max_cost,
+            echo=echo or stderr_line,
+        )
+
+
+def faults_line(faults: Sequence[str]) -> str:
+    return (
+        f"emulator faults: {', '.join(faults)} (a testing aid: these cells test the "
+        "template, they measure nothing)"
+    )
+
+
+def stderr_line(line: str) -> None:
+    """Print one line on stderr at once: kary's notes beside a progress bar."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def cells_text(count: int) -> str:
+    return f"{count} cell" if count == 1 else f"{count} cells"
