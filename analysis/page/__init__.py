@@ -8,3 +8,5 @@ templates/report.html.j2).  Named `page`, not `report`: `analysis.report` is
 the public function that writes it, and a sub-package of that name would
 replace it as an attribute of `analysis` once imported.
 """
+
+__all__ = ["baselines", "builder", "facts", "inline_plots", "results", "svg", "view"]

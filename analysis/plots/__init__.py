@@ -5,3 +5,5 @@ topology heatmaps, per-iteration strips; `knobs`: a Flux knob's effect), all
 drawn with one look (`theme`) and the same marks for medians, intervals and
 failures (`parts`).  `process` starts the drawing before pandas is imported.
 """
+
+__all__ = ["figures", "knobs", "parts", "process", "theme"]

@@ -8,3 +8,5 @@ a failure) and `records` (the small records they produce), with `workers` to
 run independent reads in forked processes.  Never imports pandas or matplotlib:
 a parse's workers start before either is loaded.
 """
+
+__all__ = ["cell", "kary_log", "log_text", "records", "seed_log", "verify", "walk", "workers"]

@@ -8,3 +8,17 @@ pandas-free, and `frames`), summary.csv (`summary_rows`, `group_stats`,
 directory on disk (`parsed_dir`, over experiments.formats.parsed, which owns
 its file names, columns and format).
 """
+
+__all__ = [
+    "csv_cells",
+    "csv_text",
+    "frames",
+    "group_stats",
+    "knobs",
+    "parsed_dir",
+    "parsed_rows",
+    "rows",
+    "sources",
+    "stats",
+    "summary_rows",
+]

@@ -6,7 +6,9 @@ to each other over veth links through one bridge, and `tc` shapes every link
 in both directions.  So on one machine a cell measures links, not only CPU.
 
 - `layout`: the run id, names, the address plan and the broker config (pure).
-- `links`: link settings and the `tc` commands that apply them (pure).
+- `shaping`: the `tc` commands that shape a link (pure; the links themselves
+  are experiments/model/links.py's).
+- `launch`: what the flux backend hands a box's init, and what it reads back.
 - `privileges`: can this machine build a box at all (checked before anything starts).
 - `init`: the program that builds one box, runs the cell and tears it down;
   it runs as PID 1 of its own PID, mount and network namespaces, so the
@@ -16,3 +18,5 @@ in both directions.  So on one machine a cell measures links, not only CPU.
 """
 
 from __future__ import annotations
+
+__all__ = ["init", "launch", "layout", "privileges", "reap", "shaping"]

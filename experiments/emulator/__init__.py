@@ -6,11 +6,31 @@
   remote exec (`rexec`), over unix sockets wired in the TBON shape.
 - `flux`: the `flux` command the benchmark calls (`archive`, `exec` in
   `flux_exec`, ...), with its plumbing in `client`.
-- `wire`, `content`, `units`, `idset`: the small pieces they share.
+- `wire`, `content`, `idset`, `routing`, `kvs`, `cpu`: the small pieces they
+  share; `calibration` scales the CPU costs to this machine.
 
 The flux client imports almost nothing (built-in modules, see `wire`), so a
 call costs little more than the interpreter's own start.
 """
+
+__all__ = [
+    "FIDELITY",
+    "LINKS_FIDELITY",
+    "broker",
+    "calibration",
+    "client",
+    "content",
+    "cpu",
+    "flux",
+    "flux_exec",
+    "flux_ping",
+    "idset",
+    "instance",
+    "kvs",
+    "rexec",
+    "routing",
+    "wire",
+]
 
 # How close the emulator's timings are to real Flux, as benchmarks/fidelity.py
 # last measured it; every run.json and report of emulated cells carries it.

@@ -1,1 +1,31 @@
-"""What a plan will cost: the time model (fitted from history, with an interval) and prices."""
+"""What a plan will cost: the time model (fitted from history, with an interval) and prices.
+
+- `parameters`, `defaults`, `structure`, `time_model`: the model's terms, their
+  stated defaults per backend and place, and a cell's predicted time;
+- `history`, `fit`, `coverage`, `interval`: sweeps read from parsed
+  directories, fitted per environment, and the 80% interval around a plan;
+- `box_network`, `bottleneck`: a box's network terms, and whether a box cell
+  measures its links or this machine's cores;
+- `layouts`: the same cells per layout (per-cell, nested, nested + --mmap);
+- `prices`, `price_refresh`: the dated price catalog and its refresh;
+- `plan_estimate`: a plan's estimate from all of these; `model_check`: each
+  parsed sweep predicted from the others.
+"""
+
+__all__ = [
+    "bottleneck",
+    "box_network",
+    "coverage",
+    "defaults",
+    "fit",
+    "history",
+    "interval",
+    "layouts",
+    "model_check",
+    "parameters",
+    "plan_estimate",
+    "price_refresh",
+    "prices",
+    "structure",
+    "time_model",
+]

@@ -1,2 +1,34 @@
-"""The pure model of a sweep: TBON topologies, design sets, validation, the plan of
-cells and the templates rendered for each.  Nothing here runs, provisions or bills."""
+"""The pure model of a sweep: everything kary checks and plans before anything runs.
+
+- a sweep and its checks: `sweep` (the spec), `sweep_file`, `sweep_check` (every
+  flag checked in one pass), `units` (sizes, bandwidths, latencies), `links`,
+  `faults`, `places` (backends and the flux backend's places), `layout`,
+  `axes` and `cell_filter` (--only), `validate` (names, images, paths, node
+  counts), `cluster_spec` (a --cluster file), `operator` (the Flux Operator);
+- TBON topologies (`topology`) and design sets (`designs`);
+- the plan of cells (`plan`) and the templates rendered for each (`render`,
+  `render_nested`).
+
+Nothing here runs, provisions or bills (pyproject's import contracts).
+"""
+
+__all__ = [
+    "axes",
+    "cell_filter",
+    "cluster_spec",
+    "designs",
+    "faults",
+    "layout",
+    "links",
+    "operator",
+    "places",
+    "plan",
+    "render",
+    "render_nested",
+    "sweep",
+    "sweep_check",
+    "sweep_file",
+    "topology",
+    "units",
+    "validate",
+]
