@@ -54,7 +54,7 @@ from experiments.formats.run_record import (
     TEST_INSTANCE,
 )
 from experiments.model.links import LinkSettings
-from experiments.model.places import Here, default_place, flux_on_path
+from experiments.model.places import Here, default_place
 from experiments.model.plan import Cell
 from experiments.model.render import Rendered
 
@@ -102,7 +102,8 @@ class FluxBackend(Backend):
     # ---- up: which flux, where ------------------------------------------
 
     def up(self) -> None:
-        flux = flux_on_path()
+        here = Here.now()
+        flux = here.flux
         if flux is None:
             raise UserError(f"--backend flux needs flux-core: {HOW_TO_GET_FLUX}")
         text = self._query(flux, ["version"], "its version")
@@ -114,7 +115,7 @@ class FluxBackend(Backend):
             ) from None
         # The plan checked an asked-for place (model/sweep_check.py); none: where kary is.
         place = self.requested_place or default_place(
-            shaped=self.links.shaped, in_allocation=Here.now().in_allocation
+            shaped=self.links.shaped, in_allocation=here.in_allocation
         )
         site = FluxSite(flux, version, place, self.layout, workdir=self.workdir)
         if place == BOX:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from experiments.backends.base import BackendError
 from experiments.backends.flux.session_guard import stop_guard
+from experiments.backends.flux.site import last_line
 
 __all__ = ["OuterInstance"]
 
@@ -91,7 +92,7 @@ class OuterInstance:
         deadline = began + _URI_WAIT_S
         while not uri_file.exists():
             if self._guard.poll() is not None:
-                why = _last_line(errors.read_bytes())
+                why = last_line(errors.read_bytes().decode("utf-8", "replace"))[:200]
                 self.stop()
                 raise BackendError(
                     f"the outer {self.nodes}-broker instance ended before it was up"
@@ -132,8 +133,3 @@ class OuterInstance:
         with contextlib.suppress(subprocess.TimeoutExpired):
             guard.wait(timeout=_CLOSE_WAIT_S)
         return stop_guard(guard, _CLOSE_WAIT_S)
-
-
-def _last_line(err: bytes) -> str:
-    lines = [line.strip() for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
-    return lines[-1][:200] if lines else ""

@@ -131,5 +131,6 @@ def messages(err: bytes) -> list[str]:
 
 
 def last_line(text: str) -> str:
+    """The last non-blank line of `text`, stripped ("" when there is none)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1] if lines else ""
