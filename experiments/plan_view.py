@@ -97,9 +97,14 @@ def plan_text(
     if estimate.instance_type is None:
         lines.append(_unpriced_cost_line(backend, place))
     else:
+        disks = (
+            f" + disks ({estimate.disk_detail} = ${estimate.disk_usd_per_hour:.2f}/h)"
+            if estimate.disk_detail
+            else ""
+        )
         lines.append(
             f"cost: {estimate.nodes_billed} nodes ({estimate.instance_type} workers)"
-            " + control plane"
+            f" + control plane{disks}"
             f" = ${estimate.hourly_usd:.2f}/h (prices as of {estimate.price_as_of})"
             f" -> ${estimate.cost_usd:.2f}"
             f" (${estimate.cost_usd_low:.2f} - ${estimate.cost_usd_high:.2f})"
@@ -153,6 +158,8 @@ def plan_json(
         "estimated_seconds": round(estimate.seconds, 3),
         "breakdown_seconds": {k: round(v, 3) for k, v in estimate.parts.items()},
         "hourly_usd": round(estimate.hourly_usd, 4),
+        "disk_usd_per_hour": round(estimate.disk_usd_per_hour, 4),
+        "disks": estimate.disk_detail or None,
         "estimated_cost_usd": round(estimate.cost_usd, 2),
         "estimated_seconds_low": round(estimate.seconds_low, 3),
         "estimated_seconds_high": round(estimate.seconds_high, 3),

@@ -143,6 +143,12 @@ class GkeProvider(Provider):
             argv.append(f"--threads-per-core={gke.threads_per_core}")
         if gke.gvnic:
             argv.append("--enable-gvnic")
+        # Rank 0's pod keeps every blob and a cell's content store (model/disk.py):
+        # GKE's 100 GB default boot disk is too small for the seed's sizes nested.
+        if gke.disk_size is not None:
+            argv += ["--disk-size", str(gke.disk_size)]
+        if gke.disk_type is not None:
+            argv += ["--disk-type", gke.disk_type]
         if gke.network:
             argv += ["--network", gke.network]
         if gke.cluster_version:

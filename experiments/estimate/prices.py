@@ -5,13 +5,14 @@ control plane, at the extended-support rate once the cluster's Kubernetes
 version is past its end of standard support in the catalog's calendar): the
 plan's estimate, `kary cluster` (up's confirmation, status,
 the cost lines of a plan) and the report's cost of a finished sweep all use it,
-so they cannot disagree about what the same nodes cost.
+so they cannot disagree about what the same nodes cost.  `cluster_hourly_price`
+adds each node's boot disk, billed per GB-month while the node exists.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from experiments.model.cluster_spec import ClusterSpec
 
 __all__ = [
     "DEFAULT_CONTROL_PLANE_USD_PER_HOUR",
+    "HOURS_PER_MONTH",
     "HourlyPrice",
     "PriceCatalog",
     "PricedInterval",
@@ -34,6 +36,8 @@ __all__ = [
 
 # A provider the catalog does not list is charged what EKS and GKE charge.
 DEFAULT_CONTROL_PLANE_USD_PER_HOUR = 0.10
+# A month of a disk's GB-month price: both AWS's and Google's calculators count 730 h.
+HOURS_PER_MONTH = 730.0
 
 
 class PriceCatalog(BaseModel):
@@ -43,6 +47,18 @@ class PriceCatalog(BaseModel):
     regions: dict[str, dict[str, Any]]
     # provider -> {as_of, source, extended_usd_per_hour, standard_support_ends: {ver: date}}
     kubernetes_support: dict[str, dict[str, Any]] = {}
+    # region -> {disk type: USD per GB-month}, with the section's as_of and source
+    disk_usd_per_gb_month: dict[str, Any] = {}
+
+    def disk_price(self, region: str, disk_type: str) -> float:
+        """USD per GB-month of a `disk_type` boot disk in `region`, or a UserError."""
+        prices = (self.disk_usd_per_gb_month.get("regions") or {}).get(region) or {}
+        if disk_type not in prices:
+            raise UserError(
+                f"no price for {disk_type} disks in {region} in {self.path}: add it under "
+                f"disk_usd_per_gb_month.regions.{region} (USD per GB-month)"
+            )
+        return float(prices[disk_type])
 
     def control_plane_price(
         self, provider: str, version: str | None, on: date
@@ -108,7 +124,25 @@ def load_price_catalog(path: Path | None = None) -> PriceCatalog:
         network_gbps=raw.get("network_gbps", {}),
         regions=raw["regions"],
         kubernetes_support=_support_calendar(raw.get("kubernetes_support"), Path(path)),
+        disk_usd_per_gb_month=_disk_prices(raw.get("disk_usd_per_gb_month"), Path(path)),
     )
+
+
+def _disk_prices(raw: Any, path: Path) -> dict[str, Any]:
+    """The catalog's disk prices, checked here so a bad one is one line, not later."""
+    if raw is None:
+        return {}
+    try:
+        for prices in raw["regions"].values():
+            for usd in prices.values():
+                if isinstance(usd, bool) or float(usd) < 0:
+                    raise ValueError(usd)
+    except (AttributeError, KeyError, TypeError, ValueError) as err:
+        raise UserError(
+            f"price catalog {path}: disk_usd_per_gb_month needs regions: {{region: "
+            f"{{disk type: USD per GB-month}}}} ({err!r})"
+        ) from None
+    return dict(raw)
 
 
 def _day(value: Any) -> date:
@@ -145,6 +179,9 @@ class HourlyPrice:
     nodes_billed: int
     as_of: str | None  # the catalog's date for the (last) instance type priced
     detail: str  # "6 x c5a.4xlarge at $0.6160/h + control plane $0.10/h"
+    # The nodes' boot disks, included in usd_per_hour (cluster_hourly_price).
+    disk_usd_per_hour: float = 0.0
+    disk_detail: str = ""  # "30 x 200 GB pd-balanced at $0.0274/h"
 
 
 def hourly_price(
@@ -182,10 +219,25 @@ def hourly_price(
 def cluster_hourly_price(
     cluster: ClusterSpec, catalog: PriceCatalog, on: date | None = None
 ) -> HourlyPrice:
-    """What the cluster bills per hour on day `on` (default today): node groups, control plane."""
+    """What the cluster bills per hour on day `on` (default today): node groups, control
+    plane, and each node's boot disk (the cluster file's, else the provider's default)."""
     groups = [(group.instance_type, group.count) for group in cluster.node_groups]
-    return hourly_price(
+    price = hourly_price(
         catalog, groups, cluster.region, cluster.provider, cluster.kubernetes_version, on
+    )
+    disk_usd, parts = 0.0, []
+    for group in cluster.node_groups:
+        disk = cluster.disk_of(group.disk)
+        per_node = disk.gb * catalog.disk_price(cluster.region, disk.type) / HOURS_PER_MONTH
+        disk_usd += per_node * group.count
+        parts.append(f"{group.count} x {disk.gb} GB {disk.type} at ${per_node:.4f}/h")
+    detail = " + ".join(parts)
+    return replace(
+        price,
+        usd_per_hour=price.usd_per_hour + disk_usd,
+        detail=f"{price.detail} + disks {detail}",
+        disk_usd_per_hour=disk_usd,
+        disk_detail=detail,
     )
 
 

@@ -1,6 +1,6 @@
 """Time model + prices -> what a plan will cost in seconds and dollars, with an interval.
 
-estimate = hourly(nodes x instance price + control plane) x
+estimate = hourly(nodes x (instance price + boot disk) + control plane) x
            (provision + image pull + sum over cells of predicted run time + teardown)
 
 The pieces: parameters.py (what the model's numbers are), structure.py (a
@@ -85,6 +85,9 @@ class Estimate(PricedInterval):
     extrapolated: list[str] = field(default_factory=list)
     level: float = LEVEL
     sources: list[str] = field(default_factory=list)  # every model the cells are predicted with
+    # The nodes' boot disks, a part of hourly_usd: $/h and "30 x 200 GB pd-balanced at ...".
+    disk_usd_per_hour: float = 0.0
+    disk_detail: str = ""
 
 
 def estimate_plan(
@@ -125,10 +128,11 @@ def estimate_plan(
         if value > 0:
             detail = f"{name} {value:.0f} s: {_FIXED_PARTS[name]}"
             assumptions.append(Assumption(name, detail, value / seconds))
-    hourly, as_of, billed = 0.0, None, 0
+    hourly, as_of, billed, disk_usd, disk_detail = 0.0, None, 0, 0.0, ""
     if cluster is not None:
         price = cluster_hourly_price(cluster, catalog or load_price_catalog())
         hourly, as_of, billed = price.usd_per_hour, price.as_of, price.nodes_billed
+        disk_usd, disk_detail = price.disk_usd_per_hour, price.disk_detail
     return Estimate(
         cells=spread.cells,
         seconds=seconds,
@@ -150,4 +154,6 @@ def estimate_plan(
         assumptions=assumptions,
         extrapolated=spread.extrapolated,
         sources=spread.sources,
+        disk_usd_per_hour=disk_usd,
+        disk_detail=disk_detail,
     )

@@ -4,7 +4,8 @@
   flag checked in one pass), `units` (sizes, bandwidths, latencies), `links`,
   `faults`, `places` (backends and the flux backend's places), `layout`,
   `axes` and `cell_filter` (--only), `validate` (names, images, paths, node
-  counts), `cluster_spec` (a --cluster file), `operator` (the Flux Operator);
+  counts), `cluster_spec` (a --cluster file), `disk` (the disk a sweep needs on
+  a node, checked against the cluster file's), `operator` (the Flux Operator);
 - TBON topologies (`topology`) and design sets (`designs`);
 - the plan of cells (`plan`) and the templates rendered for each (`render`,
   `render_nested`).
@@ -17,6 +18,7 @@ __all__ = [
     "cell_filter",
     "cluster_spec",
     "designs",
+    "disk",
     "faults",
     "layout",
     "links",

@@ -11,20 +11,63 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from experiments.errors import UserError
 from experiments.files import read_document
 
-__all__ = ["ClusterSpec", "GkeSpec", "NodeGroup", "load_cluster_spec"]
+__all__ = [
+    "DEFAULT_DISK",
+    "DISK_TYPES",
+    "ClusterSpec",
+    "Disk",
+    "GkeSpec",
+    "NodeGroup",
+    "load_cluster_spec",
+]
+
+# Each worker's boot disk when the cluster file names none (GiB; GCE and EBS both
+# count a disk's "GB" as 2**30 bytes).  GKE: `gcloud container clusters create
+# --disk-size` "defaults to 100GB", pd-balanced since GKE 1.24 (GKE's "Configuring
+# a custom boot disk").  EKS: eksctl's DefaultNodeVolumeSize = 80 and
+# DefaultNodeVolumeType = gp3 (pkg/apis/eksctl.io/v1alpha5/types.go, v0.230).
+DEFAULT_DISK = {"gke": (100, "pd-balanced"), "eks": (80, "gp3")}
+# The boot disk types each provider takes for a node (gcloud --disk-type; eksctl volumeType).
+GkeDiskType = Literal["pd-balanced", "pd-standard", "pd-ssd", "hyperdisk-balanced"]
+DISK_TYPES: dict[str, tuple[str, ...]] = {
+    "gke": get_args(GkeDiskType),
+    "eks": ("gp3", "gp2", "io1", "io2", "st1", "sc1", "standard"),
+}
+# GCE's smallest boot disk (gcloud refuses --disk-size below 10GB); EBS's largest volume.
+_MIN_DISK_GB, _MAX_DISK_GB = 10, 65536
+
+
+class Disk(BaseModel):
+    """Each worker's boot disk: size in GiB, type, and whether the file left it to the default."""
+
+    gb: int
+    type: str
+    default: bool = False
+
+    @property
+    def bytes(self) -> int:
+        return self.gb * 2**30
+
+    @property
+    def text(self) -> str:
+        return f"{self.gb} GB {self.type}" + (
+            " (the provider's default size)" if self.default else ""
+        )
 
 
 class NodeGroup(BaseModel):
     name: str
     instance_type: str
     count: int
+    # Each node's boot disk, priced with the node (None: the provider's default).
+    disk: Disk | None = None
 
 
 class ClusterSpec(BaseModel):
@@ -45,6 +88,20 @@ class ClusterSpec(BaseModel):
     # The MiniCluster's spec.pod.nodeSelector and spec.pod.tolerations for the workers.
     node_selector: dict[str, str] = Field(default_factory=dict)
     tolerations: list[dict[str, str]] = Field(default_factory=list)
+    # Each worker's boot disk: what kary's plan checks a sweep's disk against and prices.
+    disk: Disk | None = None
+
+    @property
+    def worker_disk(self) -> Disk:
+        """The workers' disk: as the file sets it, else the provider's default."""
+        return self.disk_of(self.disk)
+
+    def disk_of(self, disk: Disk | None) -> Disk:
+        """`disk` (a group's), else the provider's default."""
+        if disk is not None:
+            return disk
+        gb, kind = DEFAULT_DISK[self.provider]
+        return Disk(gb=gb, type=kind, default=True)
 
 
 class GkeSpec(BaseModel):
@@ -64,6 +121,11 @@ class GkeSpec(BaseModel):
     network: str | None = None
     cluster_version: str | None = Field(default=None, alias="clusterVersion")
     labels: dict[str, str] = Field(default_factory=dict)
+    # gcloud's --disk-size (GB) and --disk-type; unset, GKE's 100 GB pd-balanced.
+    disk_size: StrictInt | None = Field(
+        default=None, alias="diskSize", ge=_MIN_DISK_GB, le=_MAX_DISK_GB
+    )
+    disk_type: GkeDiskType | None = Field(default=None, alias="diskType")
 
     @property
     def region(self) -> str:
@@ -136,7 +198,12 @@ def _eks_spec(raw: dict[str, Any], path: Path) -> ClusterSpec:
         instance_type=workers["instanceType"],
         nodes=size_of(workers),
         node_groups=[
-            NodeGroup(name=g.get("name", "?"), instance_type=g["instanceType"], count=size_of(g))
+            NodeGroup(
+                name=g.get("name", "?"),
+                instance_type=g["instanceType"],
+                count=size_of(g),
+                disk=_eks_disk(g, path),
+            )
             for g in groups
             if g.get("instanceType") and size_of(g) > 0
         ],
@@ -145,7 +212,32 @@ def _eks_spec(raw: dict[str, Any], path: Path) -> ClusterSpec:
         kubernetes_version=_minor(meta.get("version")),
         node_selector={EKS_NODEGROUP_LABEL: str(workers.get("name"))},
         tolerations=_tolerations(workers, path),
+        disk=_eks_disk(workers, path),
     )
+
+
+def _eks_disk(group: dict[str, Any], path: Path) -> Disk | None:
+    """The worker group's volumeSize (GiB) and volumeType as eksctl reads them; None when
+    the file sets neither (eksctl's 80 GiB gp3 then)."""
+    size, kind = group.get("volumeSize"), group.get("volumeType")
+    where = f"{path}: node group {group.get('name')!r}"
+    if size is not None and (
+        isinstance(size, bool)
+        or not isinstance(size, int)
+        or not _MIN_DISK_GB <= size <= _MAX_DISK_GB
+    ):
+        raise UserError(
+            f"{where}: volumeSize {size!r} is not a whole number of GiB from "
+            f"{_MIN_DISK_GB} to {_MAX_DISK_GB}"
+        )
+    if kind is not None and kind not in DISK_TYPES["eks"]:
+        raise UserError(
+            f"{where}: volumeType {kind!r} is not one of {', '.join(DISK_TYPES['eks'])}"
+        )
+    if size is None and kind is None:
+        return None
+    default_gb, default_type = DEFAULT_DISK["eks"]
+    return Disk(gb=size or default_gb, type=kind or default_type, default=size is None)
 
 
 def _minor(version: Any) -> str | None:
@@ -156,6 +248,17 @@ def _minor(version: Any) -> str | None:
         version = f"{version:.2f}"
     match = re.match(r"^\s*(\d+)\.(\d+)", str(version))
     return f"{match.group(1)}.{match.group(2)}" if match else str(version)
+
+
+def _gke_disk(gke: GkeSpec) -> Disk | None:
+    if gke.disk_size is None and gke.disk_type is None:
+        return None
+    default_gb, default_type = DEFAULT_DISK["gke"]
+    return Disk(
+        gb=gke.disk_size or default_gb,
+        type=gke.disk_type or default_type,
+        default=gke.disk_size is None,
+    )
 
 
 def load_cluster_spec(path: Path) -> ClusterSpec:
@@ -179,12 +282,18 @@ def load_cluster_spec(path: Path) -> ClusterSpec:
             instance_type=gke.machine_type,
             nodes=gke.num_nodes,
             node_groups=[
-                NodeGroup(name="default-pool", instance_type=gke.machine_type, count=gke.num_nodes)
+                NodeGroup(
+                    name="default-pool",
+                    instance_type=gke.machine_type,
+                    count=gke.num_nodes,
+                    disk=_gke_disk(gke),
+                )
             ],
             path=path,
             raw=raw,
             kubernetes_version=_minor(gke.cluster_version),
             node_selector={GKE_NODEPOOL_LABEL: "default-pool"},
+            disk=_gke_disk(gke),
         )
     raise UserError(
         f"cluster file {path}: kind must be ClusterConfig (eksctl) or GKECluster, "

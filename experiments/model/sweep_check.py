@@ -16,8 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from experiments.errors import UserError
+from experiments.formats.run_record import NESTED, PER_CELL
 from experiments.model.axes import knob_flag
 from experiments.model.cluster_spec import ClusterSpec, load_cluster_spec
+from experiments.model.disk import check_disk, disk_need
 from experiments.model.faults import check_fault_ranks, parse_faults
 from experiments.model.layout import check_layout, effective_layout
 from experiments.model.links import LinkSettings, link_settings
@@ -87,7 +89,8 @@ def check_sweep(sweep: Sweep, here: Here) -> CheckedSweep:
 
 def check_cells(checked: CheckedSweep, cells: Sequence[Cell], max_nodes: int) -> None:
     """The checks that need the planned cells: faults name ranks every cell has, and a
-    cluster file has workers enough for the biggest cell."""
+    cluster file has workers enough for the biggest cell and disk enough on rank 0's
+    (model/disk.py: a pod out of disk is evicted mid-cell, not refused at the start)."""
     if checked.sweep.emulator_faults:
         check_fault_ranks(checked.sweep.emulator_faults, cells)
     cluster = checked.cluster
@@ -95,6 +98,10 @@ def check_cells(checked: CheckedSweep, cells: Sequence[Cell], max_nodes: int) ->
         raise UserError(
             f"the plan needs {max_nodes} nodes but {cluster.path} has {cluster.nodes} workers"
         )
+    if cluster is not None and checked.backend == "kubernetes":
+        needs = [disk_need(cells, layout, checked.image) for layout in (NESTED, PER_CELL)]
+        chosen = next(need for need in needs if need.layout == checked.layout)
+        check_disk(cluster, chosen, needs)
 
 
 def _check_flags(sweep: Sweep) -> None:

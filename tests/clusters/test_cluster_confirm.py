@@ -21,9 +21,13 @@ CLUSTERS = Path(__file__).resolve().parents[2] / "clusters"
 EKS_30 = CLUSTERS / "eks-30.yaml"
 GKE_30 = CLUSTERS / "gke-30.yaml"
 NAME = "kary-topology-30"
-EKS_COST = "cost: $18.58/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.10/h; prices as of "
-EKS_AT_MOST = "at most $74.32 if it lives until it expires (4 h, 2026-06-27 19:30 UTC)"
-EKS_QUESTION = f"Create {NAME}? It bills $18.58/h until it is deleted [y/N]:"
+# 30 x $0.616 + control plane $0.10 + 30 disks of 200 GB gp2 at $0.10 per GB-month / 730 h.
+EKS_COST = (
+    "cost: $19.40/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.10/h + disks 30 x 200 GB "
+    "gp2 at $0.0274/h; prices as of "
+)
+EKS_AT_MOST = "at most $77.61 if it lives until it expires (4 h, 2026-06-27 19:30 UTC)"
+EKS_QUESTION = f"Create {NAME}? It bills $19.40/h until it is deleted [y/N]:"
 
 
 def _terminal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -35,7 +39,7 @@ def test_without_a_terminal_or_yes_it_refuses_before_any_cloud_call(fake_cloud: 
     assert result.exit_code == 2
     err = result.stderr.splitlines()
     assert err[-1] == (
-        f"kary: error: creating {NAME} bills $18.58/h and there is no terminal to confirm it: "
+        f"kary: error: creating {NAME} bills $19.40/h and there is no terminal to confirm it: "
         "check the plan above and add --yes"
     )
     # The plan and both figures are on screen before the refusal.
@@ -65,7 +69,7 @@ def test_a_yes_at_the_question_creates_the_cluster(
     _terminal(monkeypatch)
     result = runner.invoke(app, ["cluster", "up", str(GKE_30), "--no-operator"], input="y\n")
     assert result.exit_code == 0, result.output
-    assert f"Create {NAME}? It bills $43.68/h until it is deleted [y/N]:" in result.stderr
+    assert f"Create {NAME}? It bills $44.51/h until it is deleted [y/N]:" in result.stderr
     assert f"gke:{NAME}" in fake_cloud.running()
 
 
@@ -74,8 +78,8 @@ def test_yes_skips_the_question_but_still_shows_the_cost(fake_cloud: Any) -> Non
     assert result.exit_code == 0, result.output
     err = result.stderr.splitlines()
     assert "[y/N]" not in result.stderr
-    assert any(line.startswith("cost: $43.68/h (30 x c2d-standard-32") for line in err)
-    assert any(line.startswith("at most $174.74 if it lives until it expires (4 h") for line in err)
+    assert any(line.startswith("cost: $44.51/h (30 x c2d-standard-32") for line in err)
+    assert any(line.startswith("at most $178.02 if it lives until it expires (4 h") for line in err)
     assert f"gke:{NAME}" in fake_cloud.running()
 
 
@@ -123,6 +127,6 @@ def test_on_a_real_terminal_it_asks_and_a_no_creates_nothing(fake_cloud: Any) ->
     text = screen.decode()
     # Not the tests' frozen clock: this kary runs on the real day, after EKS 1.33 left
     # standard support (2026-07-29), so its control plane bills $0.60/h, not $0.10/h.
-    assert "cost: $19.08/h" in text
-    assert "at most $76.32 if it lives until it expires (4 h, " in text
+    assert "cost: $19.90/h" in text  # disks included
+    assert "at most $79.61 if it lives until it expires (4 h, " in text
     assert fake_cloud.calls() == []

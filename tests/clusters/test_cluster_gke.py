@@ -42,7 +42,8 @@ def test_the_plan_is_the_exact_gcloud_commands() -> None:
         f"{NAME} expires 2026-06-27T19:30:00+00:00'   # dead-man switch",
         f"  gcloud container clusters create {NAME} --zone us-central1-a --num-nodes 30 "
         "--machine-type c2d-standard-32 --placement-type=COMPACT --threads-per-core=1 "
-        "--enable-gvnic --labels managed-by=kary,owner=tester,created=20260627t153000z,"
+        "--enable-gvnic --disk-size 200 --disk-type pd-balanced --labels "
+        "managed-by=kary,owner=tester,created=20260627t153000z,"
         "expires=20260627t193000z --quiet",
         f"  gcloud container clusters get-credentials {NAME} --zone us-central1-a",
         "  kubectl apply -f https://raw.githubusercontent.com/flux-framework/flux-operator/0d75cef855dee5351d68e32ec139a70e892b5268/"
@@ -101,8 +102,8 @@ def test_up_arms_the_switch_first_then_creates_and_down_removes_both(
     )
     assert later[2].startswith("dead-man switch: fires 2026-06-27 18:30 UTC (in 1 h 30 min): ")
     assert later[3] == (
-        "cost: $43.68/h (30 x c2d-standard-32 at $1.4528/h + control plane $0.10/h); "
-        "about $65.53 so far"
+        "cost: $44.51/h (30 x c2d-standard-32 at $1.4528/h + control plane $0.10/h + disks "
+        "30 x 200 GB pd-balanced at $0.0274/h); about $66.76 so far"
     )
     down = runner.invoke(app, ["cluster", "down", str(GKE_30)])
     assert down.exit_code == 0, down.output
@@ -254,11 +255,11 @@ def test_cluster_up_dry_run_prints_commands_and_cost_and_runs_nothing(fake_cloud
     ]
     assert out[2].startswith("lease: managed-by=kary owner=tester created=")
     assert out[-4:-2] == [
-        "cost: $43.68/h (30 x c2d-standard-32 at $1.4528/h + control plane $0.10/h; prices as "
-        "of 2025-07-01)",
-        "create: about 7 min 0 s ($5.10)",
+        "cost: $44.51/h (30 x c2d-standard-32 at $1.4528/h + control plane $0.10/h + disks "
+        "30 x 200 GB pd-balanced at $0.0274/h; prices as of 2025-07-01)",
+        "create: about 7 min 0 s ($5.19)",
     ]
-    assert out[-1].startswith("at most $87.37 if it lives until it expires (2 h, ")
+    assert out[-1].startswith("at most $89.01 if it lives until it expires (2 h, ")
     assert fake_cloud.calls() == []
 
 

@@ -40,6 +40,18 @@ def _control_plane(cluster: ClusterSpec) -> float:
     )[0]
 
 
+def _disks(cluster: ClusterSpec) -> float:
+    """The nodes' boot disks' $/h: GB x the catalog's $/GB-month / 730 h, per node."""
+    catalog = load_price_catalog()
+    return sum(
+        g.count
+        * cluster.disk_of(g.disk).gb
+        * catalog.disk_price(cluster.region, cluster.disk_of(g.disk).type)
+        / 730
+        for g in cluster.node_groups
+    )
+
+
 def _plan_hourly(cluster: ClusterSpec) -> float:
     """What `kary plan --json` says the cluster bills per hour."""
     args = ["plan", "--cluster", str(cluster.path), "--exact-nodes", "4", "--topo", "kary:2"]
@@ -68,10 +80,14 @@ def _report_cost(cluster: ClusterSpec, hours: int) -> str | None:
 def test_the_plan_and_the_cluster_commands_bill_a_cluster_alike(name: str) -> None:
     cluster = _cluster(name)
     catalog = load_price_catalog()
-    by_hand = sum(
-        catalog.instance_price(cluster.region, g.instance_type)[0] * g.count
-        for g in cluster.node_groups
-    ) + _control_plane(cluster)
+    by_hand = (
+        sum(
+            catalog.instance_price(cluster.region, g.instance_type)[0] * g.count
+            for g in cluster.node_groups
+        )
+        + _control_plane(cluster)
+        + _disks(cluster)
+    )
     assert _plan_hourly(cluster) == pytest.approx(by_hand, abs=1e-4)  # the JSON rounds
     assert hourly_cost(cluster).usd_per_hour == pytest.approx(by_hand)
 
@@ -80,7 +96,8 @@ def test_the_plan_and_the_cluster_commands_bill_a_cluster_alike(name: str) -> No
 def test_the_report_prices_node_hours_as_the_plan_does(name: str) -> None:
     cluster = _cluster(name)
     control = _control_plane(cluster)
-    nodes_per_hour = _plan_hourly(cluster) - control  # the report leaves the control plane out
+    # The report leaves the control plane and the disks out (run.json records no disk).
+    nodes_per_hour = _plan_hourly(cluster) - control - _disks(cluster)
     cost = _report_cost(cluster, hours=100)
     assert cost is not None
     assert cost.startswith(f"≈ ${100 * nodes_per_hour:,.2f}: cells' wall time × ")
@@ -138,8 +155,9 @@ def test_the_control_plane_bills_the_extended_rate_past_standard_support(
     assert on_day("gke", "1.20", date(2026, 11, 25))[0] == 0.10
     # The whole cluster, through the one sum the plan and `kary cluster` use.
     nodes = 30 * catalog.instance_price("us-east-2", "c5a.4xlarge")[0]
+    disks = 30 * 200 * 0.10 / 730  # eks-30.yaml: 200 GB gp2 each, $0.10 per GB-month
     assert cluster_hourly_price(eks_30, catalog, date(2026, 11, 25)).usd_per_hour == (
-        pytest.approx(nodes + 0.60)
+        pytest.approx(nodes + 0.60 + disks)
     )
 
 

@@ -1,0 +1,210 @@
+"""The disk a sweep needs on each pod's node, and the check against a cluster file's disks.
+
+Where the bytes go (templates/entrypoint.sh.j2, nested_driver.sh.j2), on rank 0:
+
+- **blob cache** (nested layout only): KARY_BLOB_CACHE keeps every size's blob
+  for the later cells of the node count, so it ends holding the sum of the
+  distinct sizes of the group.
+- **scratch**: the blob a cell works on.  Per cell it is the largest size (the
+  script removes each blob before the next size).  Nested, it is a hard link to
+  the cached blob (`ln`, same file system: /tmp of the same container), so it
+  adds nothing beyond the cache.
+- **content store**: each `flux archive create` copies the blob into rank 0's
+  content store, and `flux archive remove` drops only the name, not the blobs,
+  so a cell's store grows by every size it archives until its instance ends.
+  Content is addressed by hash: two strategies archiving the same blob store it
+  once, so a size counts once per cell.  `direct` archives nothing; `--mmap`
+  maps the blob instead of copying it (flux archive create --mmap).
+- **margin**: the images the node pulls, an allowance for the node's own use
+  (OS, kubelet and containerd state, system pods' images, logs), and the share
+  the kubelet keeps free: it evicts pods once less than 10% of the node's file
+  system is free (its default hard threshold nodefs.available<10%), so the
+  rest must fit in 90% of the disk.
+
+Every other rank holds one extracted size at a time (the clean step removes
+it; its content cache is in memory), plus the same margin.  Nested, rank 0's
+peak is the group's cache plus its biggest cell's content store; per cell, the
+biggest cell's store plus its largest blob.  A cell that times out can leave its
+store behind (issue 32, finding 5): not counted here, the disk the cluster
+files ask for leaves room for one.  Sizes are in bytes; "GB" in what is shown is
+2**30 bytes, as GCE and EBS count a disk's size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from experiments.errors import UserError
+from experiments.formats.run_record import NESTED, PER_CELL
+from experiments.model.cluster_spec import EKS_NODEGROUP_LABEL, ClusterSpec
+from experiments.model.plan import Cell
+from experiments.model.render import DEFAULT_IMAGE, image_info, images_pulled
+
+__all__ = [
+    "EVICTION_FREE_SHARE",
+    "SYSTEM_BYTES",
+    "DiskNeed",
+    "check_disk",
+    "disk_line",
+    "disk_need",
+    "format_gb",
+]
+
+GIB = 2**30
+# The node's own use of its boot disk beside the pods: an assumption, not a
+# measurement (the OS partitions, kubelet and containerd state, the system
+# pods' images, logs: a few GB each on GKE's COS and EKS's AL2023 nodes).
+SYSTEM_BYTES = 10 * GIB
+# The kubelet's default hard eviction threshold: nodefs.available<10%.
+EVICTION_FREE_SHARE = 0.10
+# An image kary's catalog does not list: estimate/defaults.py's UNKNOWN_IMAGE_BYTES.
+_UNKNOWN_IMAGE_BYTES = 2_000_000_000
+# Strategies that put the blob in the content store: all but `direct` (HTTP).
+_NO_ARCHIVE = {"direct"}
+
+
+def format_gb(size: int) -> str:
+    """Bytes as whole GB of 2**30, rounded up: the unit a cluster file's disk is in."""
+    return f"{math.ceil(size / GIB)} GB"
+
+
+@dataclass(frozen=True)
+class DiskNeed:
+    """Bytes a sweep needs on a node at its peak, by part (see the module doc)."""
+
+    layout: str
+    blob_cache: int
+    scratch: int
+    content_store: int
+    images: int
+    system: int
+    eviction_reserve: int  # rank 0's share the kubelet keeps free
+    other_ranks: int  # each other rank's whole need, its margin included
+    peak: str  # where rank 0's peak is: "the 30-node group", "cell 30/kary-16/0"
+
+    @property
+    def margin(self) -> int:
+        return self.images + self.system + self.eviction_reserve
+
+    @property
+    def rank0(self) -> int:
+        return self.blob_cache + self.scratch + self.content_store + self.margin
+
+    def parts(self) -> dict[str, int]:
+        return {
+            "blob cache": self.blob_cache,
+            "scratch": self.scratch,
+            "content store": self.content_store,
+            "margin": self.margin,
+        }
+
+    def text(self) -> str:
+        """`134 GB on rank 0 (nested, the 30-node group: blob cache 55 GB + ...)`."""
+        parts = " + ".join(f"{name} {format_gb(size)}" for name, size in self.parts().items())
+        return f"{format_gb(self.rank0)} on rank 0 ({self.layout}, {self.peak}: {parts})"
+
+
+def _image_bytes(image: str | None) -> int:
+    """What the images a node pulls for `image` take on its disk: their pull size once."""
+    return sum(
+        info.pull_bytes if (info := image_info(ref)) is not None else _UNKNOWN_IMAGE_BYTES
+        for ref in images_pulled(image or DEFAULT_IMAGE)
+    )
+
+
+def _sizes(cell: Cell) -> set[int]:
+    return set() if cell.experiment == "ping" else set(cell.sizes)
+
+
+def _archived(cell: Cell) -> int:
+    """What a cell leaves in its content store: each size once if any strategy archives it."""
+    if cell.knobs.mmap or not set(cell.strategies) - _NO_ARCHIVE:
+        return 0
+    return sum(_sizes(cell))
+
+
+def _with_margin(payload: int, images: int) -> tuple[int, int]:
+    """(whole need, eviction reserve): payload + images + system must fit below the
+    kubelet's threshold, in (1 - EVICTION_FREE_SHARE) of the disk."""
+    used = payload + images + SYSTEM_BYTES
+    whole = math.ceil(used / (1 - EVICTION_FREE_SHARE))
+    return whole, whole - used
+
+
+def disk_need(cells: Sequence[Cell], layout: str, image: str | None = None) -> DiskNeed:
+    """The disk `cells` need per node in `layout` (nested or per-cell), at rank 0's peak."""
+    if layout not in (NESTED, PER_CELL):
+        raise UserError(f"unknown layout {layout!r}: choose {NESTED} or {PER_CELL}")
+    images = _image_bytes(image)
+    cache, scratch, store, peak = 0, 0, 0, "no cells"
+    if layout == NESTED:
+        groups: dict[int, list[Cell]] = defaultdict(list)
+        for cell in cells:
+            groups[cell.nodes].append(cell)
+        best = -1
+        for nodes, group in sorted(groups.items()):
+            group_cache = sum(set().union(*(_sizes(c) for c in group)))
+            group_store = max(_archived(c) for c in group)
+            if group_cache + group_store > best:
+                best, cache, store = group_cache + group_store, group_cache, group_store
+                peak = f"the {nodes}-node group"
+    else:
+        best = -1
+        for cell in cells:
+            cell_scratch, cell_store = max(_sizes(cell), default=0), _archived(cell)
+            if cell_scratch + cell_store > best:
+                best, scratch, store = cell_scratch + cell_store, cell_scratch, cell_store
+                peak = f"cell {cell.id}"
+    _, reserve = _with_margin(cache + scratch + store, images)
+    largest = max((max(_sizes(c), default=0) for c in cells), default=0)
+    other, _ = _with_margin(largest, images)
+    return DiskNeed(
+        layout=layout,
+        blob_cache=cache,
+        scratch=scratch,
+        content_store=store,
+        images=images,
+        system=SYSTEM_BYTES,
+        eviction_reserve=reserve,
+        other_ranks=other,
+        peak=peak,
+    )
+
+
+def _how_to_set(cluster: ClusterSpec, gb: int) -> str:
+    if cluster.provider == "gke":
+        return f"set diskSize: {gb} (GB) or more in {cluster.path}"
+    group = cluster.node_selector.get(EKS_NODEGROUP_LABEL, "the workers'")
+    return f"set volumeSize: {gb} (GiB) or more on node group {group!r} in {cluster.path}"
+
+
+def check_disk(cluster: ClusterSpec, need: DiskNeed, alternatives: Iterable[DiskNeed] = ()) -> None:
+    """A one-line UserError when `need` does not fit each worker's disk in `cluster`:
+    need vs have, and how to fix it (the cluster file's option; a layout that fits)."""
+    have = cluster.worker_disk
+    if need.rank0 <= have.bytes:
+        return
+    gb = math.ceil(need.rank0 / GIB)
+    fits = [a for a in alternatives if a.layout != need.layout and a.rank0 <= have.bytes]
+    also = "".join(f", or --layout {a.layout} (needs {format_gb(a.rank0)})" for a in fits)
+    raise UserError(
+        f"the sweep needs {need.text()}, but {cluster.path} gives each worker "
+        f"{have.text}: {_how_to_set(cluster, gb)}{also}, or plan fewer or smaller sizes"
+    )
+
+
+def disk_line(
+    cluster: ClusterSpec | None, cells: Sequence[Cell], layout: str, image: str | None = None
+) -> str | None:
+    """The plan's line on disk: what rank 0 and the other ranks need, and what each worker
+    has; None off a cluster file (a plan that does not fit was refused before)."""
+    if cluster is None or layout not in (NESTED, PER_CELL):
+        return None
+    need = disk_need(cells, layout, image)
+    return (
+        f"disk: {need.text()}; {format_gb(need.other_ranks)} on every other rank; "
+        f"each worker has {cluster.worker_disk.text}"
+    )
