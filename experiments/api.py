@@ -24,6 +24,7 @@ from pathlib import Path
 
 from experiments.errors import UserError
 from experiments.estimate.plan_estimate import estimate_for
+from experiments.estimate.time_model import Estimate
 from experiments.execution.ledger import read_ledger
 from experiments.execution.progress import Reporter
 from experiments.execution.summary import RunSummary
@@ -32,13 +33,14 @@ from experiments.formats.cell_layout import sweep_copy_path
 from experiments.formats.labels import new_sweep_id
 from experiments.model.cell_filter import parse_only
 from experiments.model.places import UNBILLED, Here, describe_backend
-from experiments.model.plan import ExperimentSpec, plan_experiment
+from experiments.model.plan import Cell, ExperimentSpec, plan_experiment
 from experiments.model.render import RenderOptions, check_image_runs
 from experiments.model.sweep import Sweep, load_sweep
 from experiments.model.sweep_check import check_cells, check_sweep
 from experiments.model.sweep_file import SweepFile
 from experiments.plan_view import format_duration
 from experiments.planned import PlannedSweep, cells_text, faults_line, stderr_line
+from experiments.smoke import plan_smoke, run_smoke
 
 __all__ = ["PlannedSweep", "Sweep", "load_sweep", "plan", "run"]
 
@@ -92,20 +94,35 @@ def plan(sweep: Sweep) -> PlannedSweep:
     )
     if backend not in UNBILLED:  # a cluster's backend runs the image's own Flux (or a view's)
         check_image_runs(render.image, sorted({cell.topo for cell in cells.cells}))
-    estimate = estimate_for(
+
+    def priced(to_run: list[Cell], verify: bool, up: bool, down: bool) -> Estimate:
+        return estimate_for(
+            to_run,
+            backend,
+            verify,
+            cluster,
+            sweep.history,
+            up=up,
+            down=down,
+            links=checked.links,
+            image=render.image,
+            flux_view=render.flux_view,
+            place=checked.place,
+        )
+
+    estimate = priced(ledger.to_run, verify, sweep.up, sweep.down)
+    smoke = plan_smoke(
+        sweep,
+        cells.cells,
         ledger.to_run,
-        backend,
-        verify,
-        cluster,
-        sweep.history,
-        up=sweep.up,
-        down=sweep.down,
-        links=checked.links,
-        image=render.image,
-        flux_view=render.flux_view,
-        place=checked.place,
+        billed=backend not in UNBILLED,
+        render=render,
+        cluster=cluster.name if cluster else None,
+        data_dir=spec.data_dir,
+        # Priced as the study's cells are, with verify on, inside the study's session.
+        estimate=lambda chosen: priced(chosen, True, False, False),
     )
-    return PlannedSweep(sweep, cells, ledger, estimate, render, checked)
+    return PlannedSweep(sweep, cells, ledger, estimate, render, checked, smoke)
 
 
 def run(
@@ -125,6 +142,8 @@ def run(
     cell that would pass it; `max_hours` is the --up cluster's lease.  Progress
     goes to `reporter` (default: a progress bar); one-line notes to `echo`.
     Ctrl-C stops cleanly: the summary says `interrupted` and the same call resumes.
+    A billed sweep runs its smoke cell first (experiments/smoke.py); if that fails, no
+    cell runs and the summary's `stopped_because` says why.
     """
     from experiments.backends import BackendSettings, make_backend
     from experiments.execution.progress import RichReporter
@@ -135,7 +154,7 @@ def run(
         raise UserError(f"invalid --timeout {timeout:g}: must be > 0 seconds")
     # --up/--down and --max-cost: checked now, before anything starts or is billed.
     guard = planned.guard(max_cost, max_hours, echo)
-    guard.cap.check_plan(planned.estimate.cost_usd_high, high_end=True)
+    guard.cap.check_plan(planned.cost_usd_high, high_end=True)
     to_run, ledger = planned.ledger.to_run, planned.ledger
     if not to_run:
         message = f"nothing to run: {cells_text(len(ledger.done))} done"
@@ -183,6 +202,20 @@ def run(
     try:
         # --up creates the cluster before the backend comes up; --down deletes it after.
         with guard.session():
+            # A billed sweep's smoke cell first: if it fails, no study cell starts.
+            stopped = run_smoke(
+                planned.smoke,
+                backend=planned.backend,
+                settings=settings,
+                spec=spec,
+                ledger=ledger,
+                template_dir=planned.sweep.template,
+                cluster=cluster,
+                timeout=timeout,
+                echo=echo,
+            )
+            if stopped is not None:
+                return stopped
             return run_plan(
                 planned.plan,
                 backend,

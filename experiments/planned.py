@@ -25,6 +25,7 @@ from experiments.model.render import RenderOptions
 from experiments.model.sweep import Sweep
 from experiments.model.sweep_check import CheckedSweep
 from experiments.plan_view import layout_lines, plan_json, plan_text
+from experiments.smoke import NO_SMOKE, SmokePlan
 
 __all__ = ["PlannedSweep", "cells_text", "faults_line", "stderr_line"]
 
@@ -40,6 +41,8 @@ class PlannedSweep:
     render: RenderOptions
     # The sweep's flags as the checks left them (model/sweep_check.py).
     checked: CheckedSweep
+    # A billed sweep's smoke cell, run before the study's (experiments/smoke.py).
+    smoke: SmokePlan = NO_SMOKE
 
     @property
     def backend(self) -> str:
@@ -91,6 +94,7 @@ class PlannedSweep:
         lines = plan_text(
             self.plan, self.ledger, self.estimate, self._cluster_name, self.place
         ).splitlines()
+        lines += self.smoke.lines()
         if warning := self.cpu_bound_line():
             lines.append(warning)
         if self.sweep.group_size:
@@ -120,6 +124,7 @@ class PlannedSweep:
     def to_json(self, max_cost: float | None = None, max_hours: float | None = None) -> Any:
         """The plan as `kary plan --json` prints it."""
         data = plan_json(self.plan, self.ledger, self.estimate, self._cluster_name)
+        data["smoke"] = self.smoke.record()
         if layouts := self.layouts():
             data["layouts"] = [layout.record() for layout in layouts]
         cluster_lines = self.guard(max_cost, max_hours).plan_lines()
@@ -140,7 +145,12 @@ class PlannedSweep:
     def check_cost(self, max_cost: float | None, max_hours: float | None = None) -> None:
         """Refuse (UserError) when the estimate's high end passes `max_cost` (--max-cost)."""
         guard = self.guard(max_cost, max_hours)
-        guard.cap.check_plan(self.estimate.cost_usd_high, high_end=True)
+        guard.cap.check_plan(self.cost_usd_high, high_end=True)
+
+    @property
+    def cost_usd_high(self) -> float:
+        """What --max-cost holds the plan to: the high ends of the study's and smoke cell's."""
+        return self.estimate.cost_usd_high + self.smoke.cost_usd_high
 
     def guard(
         self,

@@ -6,6 +6,9 @@ A cell is a directory holding any of the files a run leaves (the log,
 as such (the seed's and kary's layout, experiments.formats.cell_layout), and is
 completed or corrected from the files themselves later (see `analysis.read.cell`).
 The sweep files a run keeps at `sweeps/<sha256>.yaml` are kary's too, not strays.
+A billed sweep's smoke cells (`smoke/` at the root, or any folder holding the
+`.kary-smoke` marker) are a check run before the study, not its data: the walk
+passes over them, so a parse holds exactly the study's cells.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from experiments.formats.cell_layout import (
     LOG_NAME,
     MINICLUSTER_NAME,
     RECORD_NAME,
+    SMOKE_DIR,
+    SMOKE_MARKER,
     SWEEPS_DIR,
     Knobs,
     cell_of_path,
@@ -74,6 +79,8 @@ def find_cells(
             if unreadable is not None:
                 unreadable.append((rel or ".", err.strerror or type(err).__name__))
             continue
+        if rel == SMOKE_DIR or any(name == SMOKE_MARKER for name, _, _ in entries):
+            continue  # the smoke cells: never the study's rows, nor strays
         names = {name for name, is_dir, _ in entries if not is_dir and name[0] != "."}
         is_cell = not names.isdisjoint(CELL_FILES)
         if rel == SWEEPS_DIR:  # the sweep files runs kept

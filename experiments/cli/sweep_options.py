@@ -91,6 +91,14 @@ Verify = Annotated[
     bool | None,
     typer.Option("--verify/--no-verify", help="sha256 every copy (default: on locally)."),
 ]
+Smoke = Annotated[
+    bool,
+    typer.Option(
+        "--smoke/--no-smoke",
+        help="On a billed cluster, first run one small cell (fewest nodes, two topologies, "
+        "16M, verify on) and stop if it fails; kept in the raw tree's smoke/, never parsed.",
+    ),
+]
 SweepFile = Annotated[
     Path | None,
     typer.Argument(

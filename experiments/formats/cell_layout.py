@@ -24,6 +24,10 @@ between knobs, only letters, digits and `-` within one, so that the id with
 A run planned from a sweep file keeps a copy of it at `sweeps/<sha256>.yaml`
 below the raw root; each cell's run.json names it by that hash.
 
+A billed sweep's smoke cell (experiments/model/smoke.py) is kept apart, in
+`smoke/` below the raw root (`smoke/<nodes>/<topology dir>/0`), marked by a
+hidden `.kary-smoke` file; `kary parse` never reads it as the study's cells.
+
 A size label is the shortest exact binary unit (`16M`, `1G`); the seed's logs
 label sizes as a bare number of GB (`1` .. `10`).
 """
@@ -42,6 +46,8 @@ __all__ = [
     "MINICLUSTER_NAME",
     "NO_KNOBS",
     "RECORD_NAME",
+    "SMOKE_DIR",
+    "SMOKE_MARKER",
     "SWEEPS_DIR",
     "Knobs",
     "cell_dir",
@@ -55,6 +61,7 @@ __all__ = [
     "knobs_of_path",
     "size_from_label",
     "size_text",
+    "smoke_root",
     "sweep_copy_path",
     "topo_from_dirname",
     "topology_dirname",
@@ -128,6 +135,17 @@ SWEEPS_DIR = "sweeps"
 def sweep_copy_path(data_dir: Path, sha256: str) -> Path:
     """Where the raw tree keeps the sweep file whose bytes have this sha256."""
     return Path(data_dir) / SWEEPS_DIR / f"{sha256}.yaml"
+
+
+# The smoke cell's own tree, <data>/smoke/, and the file that marks it at any depth
+# (a tree copied one folder down keeps its smoke cells out of the parse too).
+SMOKE_DIR = "smoke"
+SMOKE_MARKER = ".kary-smoke"
+
+
+def smoke_root(data_dir: Path) -> Path:
+    """Where a raw tree keeps its smoke cells, apart from the study's."""
+    return Path(data_dir) / SMOKE_DIR
 
 
 def _whole(text: str) -> int | None:

@@ -8,7 +8,7 @@
   a node, checked against the cluster file's), `operator` (the Flux Operator);
 - TBON topologies (`topology`) and design sets (`designs`);
 - the plan of cells (`plan`) and the templates rendered for each (`render`,
-  `render_nested`).
+  `render_nested`); a billed sweep's smoke cells (`smoke`).
 
 Nothing here runs, provisions or bills (pyproject's import contracts).
 """
@@ -27,6 +27,7 @@ __all__ = [
     "plan",
     "render",
     "render_nested",
+    "smoke",
     "sweep",
     "sweep_check",
     "sweep_file",

@@ -87,6 +87,9 @@ class Sweep:
     # Kubernetes: time a cell whose ranks share a node (else it fails, untimed).
     allow_shared_nodes: bool = False
     emulator_faults: Sequence[str] = ()
+    # A billed sweep runs a small smoke cell before its first cell (model/smoke.py);
+    # False skips it.  Unbilled backends never run one.
+    smoke: bool = True
 
     @classmethod
     def from_file(cls, path: str | Path, **overrides: Any) -> Sweep:

@@ -57,6 +57,7 @@ FILE_KEYS = (
     "seed",
     "backend",
     "verify",
+    "smoke",
     "image",
     "link_bandwidth",
     "link_latency",
@@ -210,9 +211,9 @@ def _plain(key: str, raw: Any) -> Any:
         if key == "iterations" and raw < 1:
             raise UserError(f"iterations must be >= 1, not {raw}")
         return raw
-    if key == "verify":
+    if key in ("verify", "smoke"):
         if not isinstance(raw, bool):
-            raise UserError(f"verify must be true or false, not {raw!r}")
+            raise UserError(f"{key} must be true or false, not {raw!r}")
         return raw
     if key == "sizes":
         sizes = _text_list(key, raw)

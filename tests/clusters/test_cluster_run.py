@@ -135,7 +135,12 @@ def test_up_run_down_end_to_end_leaves_a_result_and_no_cluster(
     # The MiniCluster carries the run's sweep id, as run.json records it.
     sweep = record["sweep"]
     assert re.fullmatch(r"[0-9]{8}t[0-9]{6}z-[0-9a-f]{4}", sweep), sweep
-    assert [m["metadata"]["labels"]["kary/sweep"] for m in apiserver.cluster.created] == [sweep]
+    # The smoke cell's MiniCluster first (a billed sweep's check, test_cluster_smoke.py).
+    created = [m["metadata"]["labels"] for m in apiserver.cluster.created]
+    assert [(labels["kary/sweep"], "kary/smoke" in labels) for labels in created] == [
+        (sweep, True),
+        (sweep, False),
+    ]
 
 
 def test_a_failed_up_runs_no_cell_and_leaves_nothing(

@@ -37,6 +37,8 @@ from analysis.tree import parse_tree  # noqa: E402
 from experiments.formats.kary_line import kary_records  # noqa: E402
 
 KARY = [sys.executable, "-c", "from experiments.cli import main; main()"]
+# The layout is under test here, not the smoke cell a billed sweep runs first.
+RUN = [*KARY, "run", "--backend", "kubernetes", "--exact-nodes", "4", "--no-smoke"]
 TOPOS = ["--topo", "kary:1", "--topo", "kary:2", "--topo", "kary:3"]
 CELLS = ["4/kary-1/0", "4/kary-2/0", "4/kary-3/0"]
 
@@ -57,7 +59,7 @@ def _env(scratch: Path) -> dict[str, str]:
 
 def _run(scratch: Path, args: list[str], timeout: float = 240) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*KARY, "run", "--backend", "kubernetes", "--exact-nodes", "4", *args, "--yes"],
+        [*RUN, *args, "--yes"],
         env=_env(scratch),
         cwd=REPO,
         capture_output=True,
@@ -140,7 +142,7 @@ def test_ctrl_c_deletes_the_minicluster_and_a_rerun_runs_only_what_is_left(
     template = template_with(scratch, {"kary:2": "sleep 600"})
     args = [*TOPOS, "--sizes", "1M", "--template", str(template), "--data-dir", str(data)]
     kary = subprocess.Popen(
-        [*KARY, "run", "--backend", "kubernetes", "--exact-nodes", "4", *args, "--yes"],
+        [*RUN, *args, "--yes"],
         env=_env(scratch),
         cwd=REPO,
         stdout=subprocess.PIPE,

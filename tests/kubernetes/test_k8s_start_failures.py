@@ -230,7 +230,7 @@ def test_a_sweep_stops_after_the_same_start_failure_twice(
         [
             "run", "--backend", "kubernetes", "--exact-nodes", "4", "--topo", "kary:1",
             "--topo", "kary:2", "--topo", "kary:3", "--sizes", "1M", "--data-dir", str(raw),
-            "--yes",
+            "--yes", "--no-smoke",  # the runner's own rule, not the smoke cell's
         ],
     )  # fmt: skip
     assert time.monotonic() - started < 30

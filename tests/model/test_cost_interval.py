@@ -131,6 +131,7 @@ def test_max_cost_is_checked_against_the_high_end(tmp_path: Path, flux_distribut
         *("plan", "--exact-nodes", "6", "--topo", "kary:2", "--sizes", "1G", "--json"),
         *("--cluster", str(resource_path("clusters", "eks-6.yaml"))),
         *("--history", str(flux_distribute / "parsed-eks-exact-6")),
+        "--no-smoke",  # the study's interval alone (the smoke cell's: test_cluster_smoke.py)
         *("--data-dir", str(tmp_path / "raw")),
     ]
     plan = json.loads(runner.invoke(app, args).stdout)
