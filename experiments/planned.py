@@ -19,6 +19,7 @@ from experiments.execution.ledger import Ledger
 from experiments.formats.run_record import BOX, NESTED
 from experiments.model.cell_filter import parse_only
 from experiments.model.cluster_spec import ClusterSpec
+from experiments.model.disk import disk_line
 from experiments.model.places import UNBILLED
 from experiments.model.plan import Plan
 from experiments.model.render import RenderOptions
@@ -95,6 +96,9 @@ class PlannedSweep:
             self.plan, self.ledger, self.estimate, self._cluster_name, self.place
         ).splitlines()
         lines += self.smoke.lines()
+        disk = disk_line(self.cluster, self.plan.cells, self.checked.layout, self.checked.image)
+        if disk is not None:
+            lines.append(disk)
         if warning := self.cpu_bound_line():
             lines.append(warning)
         if self.sweep.group_size:

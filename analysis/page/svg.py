@@ -8,7 +8,6 @@ into the markup is a number or passes through `_esc`.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -17,7 +16,6 @@ from experiments.model.topology import Tree
 
 __all__ = [
     "LEVEL_COLORS",
-    "overlay_parents",
     "strip_svg",
     "tree_svg",
 ]
@@ -128,29 +126,6 @@ def tree_svg(tree: Tree, max_width: int = 300, max_height: int = 260) -> str:
             )
     parts.append("</svg>")
     return "".join(parts)
-
-
-_OVERLAY_LINE = re.compile(r"^(?P<prefix>[│├└─ ]*)(?P<rank>[0-9]+) ")
-
-
-def overlay_parents(lines: Sequence[str]) -> list[int] | None:
-    """Parent per rank from logged `flux overlay status` text, or None if it does not read."""
-    parents: dict[int, int] = {}
-    stack: list[int] = []  # stack[d] is the latest rank seen at depth d
-    for line in lines:
-        match = _OVERLAY_LINE.match(line)
-        if match is None:
-            continue
-        rank = int(match.group("rank"))
-        depth = len(match.group("prefix")) // 3
-        if depth > len(stack) or (depth == 0 and stack):
-            return None
-        del stack[depth:]
-        parents[rank] = stack[-1] if stack else -1
-        stack.append(rank)
-    if not parents or sorted(parents) != list(range(len(parents))):
-        return None
-    return [parents[r] for r in range(len(parents))]
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,12 @@ from analysis.page.results import (
     strategy_stats,
     verdicts,
 )
-from analysis.page.svg import Scale, overlay_parents, strip_svg, tree_svg
+from analysis.page.svg import Scale, strip_svg, tree_svg
 from analysis.tables.parsed_dir import Parsed
 from analysis.tables.stats import ALPHA, MIN_RUNS, TEST_NAME, RankTest, runs_needed, smallest_p
 from experiments.errors import UserError
 from experiments.formats.cell_layout import size_text, topology_dirname
-from experiments.model.topology import build_tree
+from experiments.model.topology import build_tree, overlay_parents
 
 __all__ = ["coverage_text", "design_cards", "seconds", "strategy_views", "test_rule"]
 

@@ -16,9 +16,7 @@ cell identified from its other sources, and the rest of the tree is untouched.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from analysis.read.kary_log import parse_kary
@@ -29,7 +27,7 @@ from analysis.read.walk import LOG_NAME, RECORD_NAME, CellDir
 from experiments.errors import UserError
 from experiments.formats.cell_layout import NO_KNOBS, Knobs, knobs_from_labels, topo_from_dirname
 from experiments.formats.kary_line import has_kary_lines
-from experiments.model.topology import build_tree, parse_topology, render_overlay
+from experiments.model.topology import overlay_parents, overlay_problem, parse_topology
 
 if TYPE_CHECKING:
     from experiments.formats.run_record import RunRecord
@@ -193,32 +191,12 @@ def _pick(result: CellResult, what: str, sources: list[tuple[str, Any]]) -> Any:
     return first
 
 
-_OVERLAY_LINE = re.compile(r"^(?P<prefix>[ │├└─]*)(?P<rank>[0-9]+) ")
-
-
 def _check_overlay(result: CellResult) -> None:
     """Warn when the printed overlay is not the tree the cell claims to have run."""
     assert result.topo is not None and result.nodes is not None
-    expected = _expected_shape(result.topo, result.nodes)
-    if expected is not None and _shape(result.overlay) != expected:
+    unreadable = bool(result.overlay) and overlay_parents(result.overlay) is None
+    if unreadable or overlay_problem(result.overlay, result.topo, result.nodes) is not None:
         result.note("warning", f"printed overlay is not {result.topo} on {result.nodes} nodes")
-
-
-@lru_cache(maxsize=1024)
-def _expected_shape(topo: str, nodes: int) -> list[tuple[str, str]] | None:
-    try:
-        return _shape(render_overlay(build_tree(topo, nodes)).splitlines())
-    except UserError:
-        return None
-
-
-def _shape(lines: list[str]) -> list[tuple[str, str]]:
-    shape = []
-    for line in lines:
-        match = _OVERLAY_LINE.match(line)
-        if match is not None:
-            shape.append((match.group("prefix"), match.group("rank")))
-    return shape
 
 
 @dataclass(frozen=True)

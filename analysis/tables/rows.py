@@ -28,6 +28,7 @@ from analysis.tables.csv_cells import (
 )
 from experiments.formats.cell_layout import topology_dirname
 from experiments.formats.events import strategy_of
+from experiments.formats.kary_line import content_store_text
 from experiments.formats.parsed import (
     EVENT_COLUMNS,
     KNOB_COLUMNS,
@@ -136,6 +137,7 @@ def _record_texts(record: RunRecord | None) -> dict[str, str]:
         else "",
         layout=_text(extra.get("layout")),
         outer=_text(nested.get("name")),
+        content_store=content_store_text(extra.get("content_store")),
     )
     return texts
 

@@ -109,7 +109,12 @@ class BoxLayout:
             f"curve_cert = {_toml(curve_cert)}\n"
             f"hosts = [\n{hosts},\n]\n\n"
             "[tbon]\n"
-            f"topo = {_toml(self.topo)}\n"
+            f"topo = {_toml(self.topo)}\n\n"
+            "# The content store a Flux Operator pod's kept statedir gets; a temporary\n"
+            "# statedir would make it OFF/OFF (flux-core content-sqlite.c).\n"
+            "[content-sqlite]\n"
+            'journal_mode = "WAL"\n'
+            'synchronous = "NORMAL"\n'
         )
 
 

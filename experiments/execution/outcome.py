@@ -3,7 +3,8 @@
 A cell succeeded only when the entrypoint exited 0, the log holds at least
 one timed step, every `KARY {"event": ...}` step is a timing (rc 0 and a valid
 time, as experiments.formats.kary_line reads it for `kary parse` too), and the log ends
-with `KARY {"meta": "done", "failed_steps": 0}`.  Anything else is a failure
+with `KARY {"meta": "done", "failed_steps": 0}`, and the overlay Flux printed
+(`flux overlay status`) is the tree of the topology the cell names.  Anything else is a failure
 with a one-line reason: a failure is never recorded as a timing.  A void step
 (a failed precondition: the template also exits non-zero) is named in the
 reason apart from the failed ones.
@@ -11,13 +12,15 @@ reason apart from the failed ones.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from experiments.backends.base import RunResult
 from experiments.formats.kary_line import kary_records, step_problem, step_void
+from experiments.model.topology import overlay_problem
 
-__all__ = ["LogSummary", "Verdict", "judge", "summarize_log"]
+__all__ = ["LogSummary", "Verdict", "judge", "overlay_mismatch", "summarize_log"]
 
 _SHOWN_STEPS = 3
 
@@ -66,6 +69,22 @@ def summarize_log(log: str) -> LogSummary:
     return LogSummary(steps, done, meta)
 
 
+# The entrypoint prints `flux overlay status` between these two lines.
+_OVERLAY_SECTION = re.compile(
+    r"^TOPOLOGY diagram[ \t]*\n(.*?)^TOPOLOGY description[ \t]*$", re.M | re.S
+)
+
+
+def overlay_mismatch(log: str, meta: dict[str, Any] | None) -> str | None:
+    """Why the tree Flux built for the cell is not the topology its meta line names
+    (a cell on another tree times another topology), else None."""
+    match = _OVERLAY_SECTION.search(log)
+    topo, nodes = (meta or {}).get("topo"), (meta or {}).get("nodes")
+    if match is None or not isinstance(topo, str) or not isinstance(nodes, int):
+        return None
+    return overlay_problem(match.group(1).splitlines(), topo, nodes)
+
+
 def _step_name(step: dict[str, Any]) -> str:
     return f"{step.get('event')} {step.get('size', step.get('size_bytes', ''))}".strip()
 
@@ -102,6 +121,9 @@ def judge(result: RunResult) -> Verdict:
     if summary.done is not None and summary.done.get("failed_preconditions") not in (0, None):
         count = summary.done.get("failed_preconditions")
         reasons.append(f"the benchmark counted {count} failed precondition(s)")
+    mismatch = overlay_mismatch(result.log, summary.meta)
+    if mismatch is not None:
+        reasons.append(mismatch)
     if result.rc is None:
         if not result.error:
             reasons.append("the entrypoint's exit status is unknown")

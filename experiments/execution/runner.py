@@ -34,6 +34,7 @@ from experiments.execution.outcome import judge
 from experiments.execution.progress import Reporter, SilentReporter
 from experiments.execution.summary import CellOutcome, RunSummary
 from experiments.files import write_atomic
+from experiments.formats.kary_line import content_store
 from experiments.formats.run_record import (
     LOG_NAME,
     MINICLUSTER_NAME,
@@ -209,6 +210,9 @@ class _Runner:
             extras[key] = value
         if verdict.log.meta and verdict.log.meta.get("flux_version"):
             extras.setdefault("flux_version", verdict.log.meta["flux_version"])
+        store = content_store(verdict.log.meta)
+        if store is not None:
+            extras.setdefault("content_store", store)
         self.finish(cell_dir, record, verdict.state, verdict.error, extras)
         return CellOutcome(
             cell,

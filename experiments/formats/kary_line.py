@@ -37,6 +37,8 @@ __all__ = [
     "VOID_COLD_CACHE",
     "VOID_NO_ARCHIVE",
     "VOID_REASONS",
+    "content_store",
+    "content_store_text",
     "format_kary_line",
     "has_kary_lines",
     "kary_records",
@@ -96,6 +98,30 @@ def meta_record(log: str, name: str) -> dict[str, Any] | None:
         if record is not None and record.get("meta") == name:
             found = record
     return found
+
+
+def content_store(meta: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """The cell meta line's content store (backing module, sqlite journal_mode and
+    synchronous), only the fields it printed; None when it printed none (older logs)."""
+    store = (meta or {}).get("content_store")
+    if not isinstance(store, dict):
+        return None
+    kept = {
+        key: str(store[key])
+        for key in ("backing", "journal_mode", "synchronous")
+        if isinstance(store.get(key), str) and store[key]
+    }
+    return kept or None
+
+
+def content_store_text(store: object) -> str:
+    """`WAL/NORMAL` (sqlite's journal mode and synchronous), the backing module when
+    it is not sqlite, "" when unknown: the parsed tables' `content_store`."""
+    if not isinstance(store, dict):
+        return ""
+    if store.get("journal_mode") or store.get("synchronous"):
+        return f"{store.get('journal_mode') or '?'}/{store.get('synchronous') or '?'}"
+    return str(store.get("backing") or "")
 
 
 def step_problem(record: dict[str, Any]) -> str | None:

@@ -33,7 +33,7 @@ import yaml
 
 from experiments.errors import UserError
 from experiments.formats.nested_frame import FRAME_PREFIX
-from experiments.model.render import template_environment
+from experiments.model.render import MINCRIT_MIN_FLUX, template_environment
 from experiments.resources import resource_dir
 from experiments.version import __version__
 
@@ -41,6 +41,13 @@ __all__ = ["DRIVER_NAME", "NestedCell", "NestedMiniCluster", "render_nested"]
 
 DRIVER_NAME = "driver.sh"
 DRIVER_TEMPLATE = "nested_driver.sh.j2"
+# How long a cell's nested job may wait to start (flux job wait-event -t): a job
+# on an idle instance starts in about a second; one that needs a rank that is
+# down or drained never does, and --time-limit only counts once it runs.
+START_TIMEOUT_S = 120
+# Room left on rank 0's disk beyond a cell's blobs and content store: the
+# content store's sqlite overhead and WAL, the logs (1 GiB).
+DISK_MARGIN_BYTES = 1 << 30
 # Where a cell's script is called in the driver: safe inside single quotes.
 _SAFE = re.compile(r"^[A-Za-z0-9_.:/+=,@-]+$")
 
@@ -53,6 +60,8 @@ class NestedCell:
     topo: str
     limit_s: int
     entrypoint_sh: str
+    # Its sizes in bytes: the driver checks rank 0's free disk against them.
+    sizes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,7 +90,11 @@ _BlockDumper.add_representer(str, _text)
 
 
 def render_nested(
-    base: Mapping[str, Any], nodes: int, cells: Sequence[NestedCell]
+    base: Mapping[str, Any],
+    nodes: int,
+    cells: Sequence[NestedCell],
+    start_timeout_s: int = START_TIMEOUT_S,
+    disk_margin_bytes: int = DISK_MARGIN_BYTES,
 ) -> NestedMiniCluster:
     """The nested MiniCluster of `nodes` pods running `cells`, from a cell's MiniCluster
     `base` (left as it is; see the module doc)."""
@@ -107,9 +120,25 @@ def render_nested(
         name = f"cell-{index}.sh"
         files[name] = cell.entrypoint_sh
         driver_cells.append(
-            {"id": cell.cell_id, "topo": cell.topo, "limit_s": cell.limit_s, "file": name}
+            {
+                "id": cell.cell_id,
+                "topo": cell.topo,
+                "limit_s": cell.limit_s,
+                "file": name,
+                "sizes": [int(size) for size in cell.sizes],
+            }
         )
-    driver = _driver(nodes, driver_cells, posixpath.join(posixpath.dirname(folder), "kary-blobs"))
+    parent = posixpath.dirname(folder)
+    driver = _driver(
+        nodes,
+        driver_cells,
+        {
+            "blob_cache": posixpath.join(parent, "kary-blobs"),
+            "nested_state": posixpath.join(parent, "kary-nested"),
+            "start_s": int(start_timeout_s),
+            "disk_margin": int(disk_margin_bytes),
+        },
+    )
     files[DRIVER_NAME] = driver
     spec = body["spec"]
     spec["size"] = nodes
@@ -143,15 +172,16 @@ def bundle(files: Mapping[str, str]) -> str:
     return "\n".join(textwrap.wrap(base64.b64encode(raw.getvalue()).decode(), 76))
 
 
-def _driver(nodes: int, cells: list[dict[str, Any]], blob_cache: str) -> str:
+def _driver(nodes: int, cells: list[dict[str, Any]], settings: dict[str, Any]) -> str:
     return (
         template_environment(resource_dir("templates"))
         .get_template(DRIVER_TEMPLATE)
         .render(
             nodes=nodes,
             cells=cells,
-            blob_cache=blob_cache,
             prefix=FRAME_PREFIX,
+            mincrit_flux=".".join(map(str, MINCRIT_MIN_FLUX)),
+            **settings,
             kary_version=__version__,
         )
     )

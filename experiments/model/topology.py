@@ -22,6 +22,8 @@ __all__ = [
     "build_tree",
     "compress_idset",
     "consecutive_runs",
+    "overlay_parents",
+    "overlay_problem",
     "parse_topology",
     "render_overlay",
 ]
@@ -182,6 +184,48 @@ def render_overlay(
         kids = tree.children[rank]
         stack.extend((kid, below, i == len(kids) - 1) for i, kid in reversed(list(enumerate(kids))))
     return "\n".join(lines) + "\n"
+
+
+_OVERLAY_LINE = re.compile(r"^(?P<prefix>[│├└─ ]*)(?P<rank>[0-9]+) ")
+
+
+def overlay_parents(lines: Sequence[str]) -> list[int] | None:
+    """Parent per rank from logged `flux overlay status` text, or None if it does not read."""
+    parents: dict[int, int] = {}
+    stack: list[int] = []  # stack[d] is the latest rank seen at depth d
+    for line in lines:
+        match = _OVERLAY_LINE.match(line)
+        if match is None:
+            continue
+        rank = int(match.group("rank"))
+        depth = len(match.group("prefix")) // 3
+        if depth > len(stack) or (depth == 0 and stack):
+            return None
+        del stack[depth:]
+        parents[rank] = stack[-1] if stack else -1
+        stack.append(rank)
+    if not parents or sorted(parents) != list(range(len(parents))):
+        return None
+    return [parents[r] for r in range(len(parents))]
+
+
+def overlay_problem(lines: Sequence[str], topo: str, nodes: int) -> str | None:
+    """Why logged `flux overlay status` lines are not `topo`'s tree on `nodes` ranks;
+    None when they are, or when either cannot be read (no overlay to judge by)."""
+    parents = overlay_parents(lines)
+    try:
+        expected = list(build_tree(topo, nodes).parents)
+    except UserError:
+        return None
+    if parents is None or parents == expected:
+        return None
+    if len(parents) != len(expected):
+        return f"the overlay Flux printed has {len(parents)} ranks, not {nodes}"
+    rank = next(r for r, (p, e) in enumerate(zip(parents, expected, strict=True)) if p != e)
+    return (
+        f"the overlay Flux printed is not {topo} on {nodes} nodes: rank {rank}'s parent is "
+        f"{parents[rank]}, {topo} makes it {expected[rank]}"
+    )
 
 
 def consecutive_runs(numbers: Iterable[int]) -> list[tuple[int, int]]:

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from box_pods import BoxPods, PodSettings
 from fake_operator_flux import FluxPods
 from strict_schema import unknown_fields
 
@@ -106,8 +107,10 @@ class FakeCluster:
     # The CRD's openAPIV3Schema: with it, fieldValidation=Strict rejects unknown
     # fields as a real API server does (422), and without Strict they are pruned.
     schema: dict[str, Any] | None = None
-    # With a flux-core path: MiniClusters run for real on it (fake_operator_flux).
+    # With a flux-core path: MiniClusters run for real on it (fake_operator_flux), and
+    # with pod settings too, as pods in a box, each a node of its own (box_pods).
     flux: str | None = None
+    pod_settings: PodSettings | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def stop_all(self) -> list[int]:
@@ -217,9 +220,19 @@ class FakeCluster:
                 }
             else:
                 phase, state = "Running", {"running": {"startedAt": _now()}}
+            pod_name, uid, restarts = f"{name}-{index}-x{index}z", f"uid-{name}-{index}", 0
+            created = run["created"]
+            box = run.get("pods")
+            if isinstance(box, BoxPods):
+                seen = box.pod_status(index)
+                pod_name, uid, created = seen["name"], seen["uid"], seen["created"]
+                phase, restarts = seen["phase"], seen.get("restarts", 0)
+                state = seen.get("state")
             pod = {
                 "metadata": {
-                    "name": f"{name}-{index}-x{index}z",
+                    "name": pod_name,
+                    "uid": uid,
+                    "creationTimestamp": created,
                     "namespace": ns,
                     "labels": {
                         "job-name": name,
@@ -239,7 +252,7 @@ class FakeCluster:
                             "image": run["image"],
                             "imageID": f"{run['image'].split(':')[0]}@{IMAGE_DIGEST}",
                             "ready": not done,
-                            "restartCount": 0,
+                            "restartCount": restarts,
                             "state": state,
                         }
                     ]
@@ -279,12 +292,35 @@ def _nested_log(run: dict[str, Any]) -> str:
     done = len(cells) if scenario.nested_cells_done is None else scenario.nested_cells_done
     for index, cell in enumerate(cells):
         lines.append(format_frame("begin", cell))
+        lines.append(format_frame("job", cell, jobid=f"f{index + 1}", flux_version="0.66.0"))
         lines.append(scenario.log.replace("{cell}", cell).rstrip("\n"))
         if index == done:  # the driver stops (or hangs) inside this cell
             return "\n".join(lines) + "\n"
         lines.append(format_frame("end", cell, rc=0, result="COMPLETED", hosts="x", seconds=1.0))
     lines.append(format_frame("finished"))
     return "\n".join(lines) + "\n"
+
+
+def _log_text(lines: list[tuple[float, str]], query: dict[str, str]) -> str:
+    """A pod log as the API serves it: since `sinceSeconds` ago if asked, each line
+    stamped (RFC 3339, nanoseconds) if `timestamps=true`."""
+    since = query.get("sinceSeconds")
+    if since is not None:
+        oldest = time.time() - float(since)
+        lines = [(at, line) for at, line in lines if at >= oldest]
+    if query.get("timestamps") != "true":
+        return "".join(line + "\n" for _, line in lines)
+    return "".join(f"{_stamp(at)} {line}\n" for at, line in lines)
+
+
+def _stamp(at: float) -> str:
+    whole = int(at)
+    nanos = round((at - whole) * 1e9)
+    if nanos >= 1_000_000_000:
+        whole, nanos = whole + 1, nanos - 1_000_000_000
+    return (
+        datetime.fromtimestamp(whole, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos:09d}Z"
+    )
 
 
 def _finished(run: dict[str, Any], age: float) -> bool:
@@ -514,12 +550,16 @@ class _Handler(BaseHTTPRequestHandler):
                     self._status(404, "NotFound", f'pods "{pod}" not found')
                     return
                 if run.get("pods") is not None:
-                    self._send(200, run["pods"].log, "text/plain")
-                    return
-                if run.get("nested_cells"):
-                    self._send(200, _nested_log(run), "text/plain")
-                    return
-                self._send(200, run["scenario"].log.replace("{cell}", run["cell"]), "text/plain")
+                    lines = run["pods"].log_lines()
+                else:
+                    # A scenario's log: every line as old as the MiniCluster.
+                    text = (
+                        _nested_log(run)
+                        if run.get("nested_cells")
+                        else run["scenario"].log.replace("{cell}", run["cell"])
+                    )
+                    lines = [(run["born_wall"], line) for line in text.splitlines()]
+                self._send(200, _log_text(lines, query), "text/plain")
                 return
             if kind == "events":
                 events = [
@@ -607,15 +647,23 @@ class _Handler(BaseHTTPRequestHandler):
                 cluster.created.append(body)
                 commands = body["spec"]["containers"][0].get("commands") or {}
                 cell_line = _CELL_ID.search(commands.get("pre") or "")
+                if cluster.flux and cluster.pod_settings is not None:
+                    pods: Any = BoxPods(cluster.flux, body, cluster.pod_settings)
+                elif cluster.flux:
+                    pods = FluxPods(cluster.flux, body)
+                else:
+                    pods = None
                 cluster.runs[name] = {
                     "cell": cell_line.group(1) if cell_line else "",
                     "born": time.monotonic(),
+                    "born_wall": time.time(),
+                    "created": _now(),
                     "scenario": cluster.scenario,
                     "deleted": None,
                     "size": int(body["spec"]["size"]),
                     "rv": cluster.resource_version,
                     "image": body["spec"]["containers"][0]["image"],
-                    "pods": FluxPods(cluster.flux, body) if cluster.flux else None,
+                    "pods": pods,
                     "nested_cells": _nested_cells(body),
                 }
                 self._send(201, body)

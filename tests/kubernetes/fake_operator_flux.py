@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ class FluxPods:
         moved = str(self.root / "entrypoint")
         pre = (container.get("commands") or {}).get("pre") or ""
         self.output = bytearray()
+        self.lines: list[tuple[float, str]] = []  # each output line and when it came
+        self._partial = b""
         self.lock = threading.Lock()
         env = dict(os.environ)
         env.pop("FLUX_URI", None)
@@ -55,7 +58,7 @@ class FluxPods:
         prepared = subprocess.run(
             ["bash", "-c", pre.replace(folder, moved)], capture_output=True, env=env, check=False
         )
-        self.output += prepared.stdout + prepared.stderr
+        self._add(prepared.stdout + prepared.stderr)
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -82,8 +85,19 @@ class FluxPods:
     def _read(self) -> None:
         assert self.process.stdout is not None
         for chunk in iter(lambda: self.process.stdout.read1(65536), b""):  # type: ignore[union-attr]
-            with self.lock:
-                self.output += chunk
+            self._add(chunk)
+
+    def _add(self, chunk: bytes) -> None:
+        now = time.time()
+        with self.lock:
+            self.output += chunk
+            *complete, self._partial = (self._partial + chunk).split(b"\n")
+            self.lines += [(now, raw.decode("utf-8", "replace")) for raw in complete]
+
+    def log_lines(self) -> list[tuple[float, str]]:
+        """Rank 0's log as the kubelet keeps it: complete lines, each with its time."""
+        with self.lock:
+            return list(self.lines)
 
     @property
     def log(self) -> str:

@@ -129,6 +129,11 @@ def test_a_driver_that_dies_fails_its_cell_and_the_next_cell_gets_a_new_miniclus
     assert len(apiserver.cluster.created) == 2
     assert _nested_cells(apiserver.cluster.created[1]) == ["4/kary-3/0"]
     assert apiserver.cluster.miniclusters == {}
+    # Rank 0's log was followed, not read whole each time: stamped, and after the first
+    # read of a group only its last stretch (sinceSeconds).
+    reads = [q for m, p, q in apiserver.cluster.requests if p.endswith("/log")]
+    assert reads and all(q.get("timestamps") == "true" for q in reads)
+    assert any("sinceSeconds" in q for q in reads)
 
 
 def test_a_hung_driver_times_its_cell_out_and_the_minicluster_is_deleted(
@@ -199,43 +204,66 @@ def test_the_nested_minicluster_validates_against_the_crd(minicluster_crd: Path)
     assert len(nested.yaml) < 40_000
 
 
-def test_the_driver_frames_each_cell_as_the_reader_expects(tmp_path: Path) -> None:
-    """The driver on a fake `flux`: its frame lines are format_frame's, byte for byte,
-    a failed job keeps the driver going, and a job that cannot be submitted says why."""
+# A fake `flux` for the driver: kary:3 cannot be submitted, kary:2's job fails,
+# kary:4's job never starts (a rank drained), `flux batch` warns on stderr and
+# prints the id on stdout; every call is logged to $FAKE_CALLS.
+_FAKE_FLUX = """#!/bin/bash
+echo "$*" >>"$FAKE_CALLS"
+case "$1 $2" in
+  "version "*) echo "commands:    		${FAKE_VERSION:-0.88.0}" ;;
+  "exec -r") shift 3; "$@" ;;
+  "batch "*) [[ "$*" == *tbon.topo=kary:3* ]] && { echo "no resources" >&2; exit 1; }
+     echo "flux-batch: warning: a warning on stderr" >&2
+     case "$*" in *=kary:2*) echo f2 ;; *=kary:4*) echo f4 ;; *) echo f1 ;; esac ;;
+  "job attach") echo "out of $3"; [ "$3" = f2 ] && exit 7; exit 0 ;;
+  "job wait-event") [ "$5 $6" = "f4 start" ] && exit 1; exit 0 ;;
+  "resource status") printf 'STATE    NNODES RANKS\\navail         3 0-2\\ndrained       1 3\\n' ;;
+  "cancel "*) ;;
+  "jobs -no") [ "$3" = "{result}" ] &&
+     { [ "$4" = f2 ] && echo FAILED || echo COMPLETED; }
+     [ "$3" = "{nodelist}" ] && echo "x[0-3]" ;;
+esac
+"""
+
+
+def _run_driver(tmp_path: Path, cells: list[NestedCell], **env_extra: str) -> str:
+    """The rendered driver run on the fake flux above; its stdout."""
     fake = tmp_path / "bin" / "flux"
-    fake.parent.mkdir()
-    fake.write_text(
-        "#!/bin/bash\n"
-        'case "$1 $2" in\n'
-        '  "batch "*) [[ "$*" == *tbon.topo=kary:3* ]] && { echo "no resources" >&2; exit 1; }\n'
-        '     [[ "$*" == *tbon.topo=kary:2* ]] && echo f2 || echo f1 ;;\n'
-        '  "job attach") echo "out of $3"; [ "$3" = f2 ] && exit 7; exit 0 ;;\n'
-        '  "job wait-event") exit 0 ;;\n'
-        '  "jobs -no") [ "$3" = "{result}" ] &&\n'
-        '     { [ "$4" = f2 ] && echo FAILED || echo COMPLETED; }\n'
-        '     [ "$3" = "{nodelist}" ] && echo "x[0-3]" ;;\n'
-        "esac\n"
-    )
+    fake.parent.mkdir(exist_ok=True)
+    fake.write_text(_FAKE_FLUX)
     fake.chmod(0o755)
-    cells = [NestedCell(f"4/kary-{k}/0", f"kary:{k}", 60, "echo hi\n") for k in (1, 2, 3)]
     base = render_cell(4, "kary:1", [2**20], ["all"], "4/kary-1/0").minicluster_yaml
-    nested = render_nested(yaml.safe_load(base), 4, cells)
+    nested = render_nested(yaml.safe_load(base), 4, cells, start_timeout_s=5, disk_margin_bytes=0)
     (tmp_path / "driver.sh").write_text(nested.driver_sh)
-    for k in range(3):
+    for k in range(len(cells)):
         (tmp_path / f"cell-{k}.sh").write_text("echo hi\n")
     env = dict(
-        os.environ, PATH=f"{fake.parent}:{os.environ['PATH']}", KARY_BLOB_CACHE=str(tmp_path)
+        os.environ,
+        PATH=f"{fake.parent}:{os.environ['PATH']}",
+        KARY_BLOB_CACHE=str(tmp_path / "blobs"),
+        KARY_NESTED_STATE=str(tmp_path / "state"),
+        FAKE_CALLS=str(tmp_path / "calls"),
+        **env_extra,
     )
-    out = subprocess.run(
+    return subprocess.run(
         ["bash", str(tmp_path / "driver.sh")], capture_output=True, text=True, env=env, check=True
     ).stdout
+
+
+def test_the_driver_frames_each_cell_as_the_reader_expects(tmp_path: Path) -> None:
+    """The driver on a fake `flux`: its frame lines are format_frame's, byte for byte,
+    the job id is `flux batch`'s stdout alone, a failed job keeps the driver going, a
+    job that cannot be submitted says why, and one that never starts is cancelled
+    with `flux resource status` in its frame."""
+    cells = [NestedCell(f"4/kary-{k}/0", f"kary:{k}", 60, "echo hi\n") for k in (1, 2, 3, 4)]
+    out = _run_driver(tmp_path, cells)
     lines = out.splitlines()
     assert lines[0] == format_frame("begin", "4/kary-1/0")
-    assert lines[1] == format_frame("job", "4/kary-1/0", jobid="f1")
+    assert lines[1] == format_frame("job", "4/kary-1/0", jobid="f1", flux_version="0.88.0")
     assert lines[-1] == format_frame("finished")
     frames = split_frames(out)
-    assert list(frames.cells) == ["4/kary-1/0", "4/kary-2/0", "4/kary-3/0"] and frames.finished
-    first, second, third = frames.cells.values()
+    assert list(frames.cells) == [c.cell_id for c in cells] and frames.finished
+    first, second, third, fourth = frames.cells.values()
     assert first.text == "out of f1\n" and first.end is not None
     assert {k: first.end[k] for k in ("rc", "result", "hosts")} == {
         "rc": 0,
@@ -245,6 +273,40 @@ def test_the_driver_frames_each_cell_as_the_reader_expects(tmp_path: Path) -> No
     assert second.end is not None and (second.end["rc"], second.end["result"]) == (7, "FAILED")
     assert third.end is not None and third.end["rc"] is None
     assert third.end["error"] == "flux batch: no resources"
+    assert fourth.end is not None and fourth.end["kind"] == "not-started"
+    assert fourth.jobid == "f4" and fourth.text == ""  # never attached: nothing ran
+    assert "did not start within 5 s" in fourth.end["error"]
+    assert "drained 1 3" in fourth.end["error"]
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert "cancel f4" in calls and "cancel f1" not in calls
+    # Each cell's job had a statedir made beforehand (kept: WAL, NORMAL) and a TMPDIR of
+    # its own, and nothing of either is left once the cell ended, whatever its end.
+    batches = [c for c in calls if c.startswith("batch ")]
+    assert all("-Sstatedir=" in b and "--env=TMPDIR=" in b for b in batches)
+    assert list((tmp_path / "state").iterdir()) == []
+
+
+def test_the_driver_checks_rank_zeros_disk_and_flux_version_before_a_cell(
+    tmp_path: Path,
+) -> None:
+    """A cell whose blobs and content store do not fit rank 0's free disk, and a mincrit
+    cell on a Flux older than 0.75, end as start failures without a job."""
+    huge = 1 << 60  # more than any disk this machine has
+    cells = [
+        NestedCell("4/kary-1/0", "kary:1", 60, "echo hi\n", (huge,)),
+        NestedCell("4/mincrit/0", "mincrit", 60, "echo hi\n", (2**20,)),
+        NestedCell("4/kary-5/0", "kary:5", 60, "echo hi\n", (2**20,)),
+    ]
+    out = _run_driver(tmp_path, cells, FAKE_VERSION="0.74.0")
+    frames = split_frames(out)
+    disk, mincrit, fine = frames.cells.values()
+    assert disk.end is not None and disk.end["kind"] == "disk" and disk.jobid is None
+    assert disk.end["need_bytes"] == 2 * huge and disk.end["free_bytes"] < huge
+    assert mincrit.end is not None and mincrit.end["kind"] == "flux-version"
+    assert "needs flux-core 0.75.0 or later; this instance has 0.74.0" in mincrit.end["error"]
+    assert fine.end is not None and fine.end["rc"] == 0
+    calls = (tmp_path / "calls").read_text()
+    assert calls.count("batch ") == 1  # only the cell that fits was submitted
 
 
 def test_split_frames_keeps_a_running_cell_and_ignores_what_is_not_a_frame() -> None:

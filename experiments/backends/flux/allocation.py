@@ -30,6 +30,15 @@ from experiments.model.plan import Cell
 __all__ = ["AllocationFacts", "allocation_facts", "run_in_allocation"]
 
 _CANCEL_WAIT_S = 30.0
+# A nested instance's statedir is temporary, so flux-core runs its content store with
+# journal_mode=OFF and synchronous=OFF (content-sqlite.c, statedir-cleanup); the
+# Flux Operator's instances, where the seed's data was taken, keep theirs (WAL,
+# NORMAL).  The config table wins over that default (content-sqlite.c process_config),
+# so a create is timed on the store a cluster's cell would have.
+SEED_CONTENT_STORE = (
+    "--conf=content-sqlite.journal_mode=WAL",
+    "--conf=content-sqlite.synchronous=NORMAL",
+)
 # A job id as `flux batch` prints it with FLUX_F58_FORCE_ASCII (f58), or decimal.
 _JOBID = re.compile(r"^(f[1-9A-HJ-NP-Za-km-z]+|[0-9]+)$")
 
@@ -72,6 +81,7 @@ def run_in_allocation(
         "batch",
         f"-N{cell.nodes}",
         f"--broker-opts=-Stbon.topo={cell.topo}",
+        *SEED_CONTENT_STORE,
         "--output=kvs",
         f"--job-name=kary-{cell.id.replace('/', '-')}",
     ]

@@ -37,11 +37,17 @@ def run_in_test_instance(
     env = flux_env(os.environ, drop_uri=True)
     env["TMPDIR"] = str(folder)
     env["KARY_RANK_ROOT"] = str(folder / "ranks")
+    # A statedir that exists before the broker starts is kept, and a kept one gets
+    # the content store a Flux Operator pod has (WAL, NORMAL) instead of a temporary
+    # one's OFF/OFF (flux-core broker/rundir.c, content-sqlite.c): creates compare.
+    statedir = folder / "statedir"
+    statedir.mkdir(exist_ok=True)
     command = [
         site.flux,
         "start",
         f"--test-size={cell.nodes}",
         f"-Stbon.topo={cell.topo}",
+        f"-Sstatedir={statedir}",
         "bash",
         str(entrypoint),
     ]

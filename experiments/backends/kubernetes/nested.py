@@ -22,10 +22,21 @@ What can go wrong, and what happens:
   MiniCluster is deleted; the next cell starts a new one;
 - Ctrl-C / SIGTERM / any error out of `run()`: the MiniCluster is deleted,
   which ends the running nested job with its pods;
-- after the node count's last cell, or in `down()`: the MiniCluster is deleted.
+- after the node count's last cell, or in `down()`: the MiniCluster is deleted;
+- the driver's own start failures (a job not started within its bound, a disk
+  too full for the cell, a Flux too old for mincrit) end the cell as a start
+  failure of that kind: the runner stops after the same kind twice;
+- a pod of the group replaced, a container restarted (the operator's Jobs
+  restart `OnFailure`, and a restarted rank 0 reruns the driver from its first
+  cell) or rank 0's log rotated past what kary read: the cell fails with the
+  reason and the group is broken (deleted; the next cell starts a new one);
+- a cell's nested job started but its entrypoint printed nothing within
+  `join_s`: some nested broker never joined; the cell is a start failure.
 
-The log is read whole every `log_every_s` (no exec, no stream to keep alive
-for hours): a 16-cell group's log is a few hundred KB at most.
+A cell's clock starts at its job frame, not at the group's creation: the
+first cell's limit does not pay for pulling images.  The log is followed
+every `log_every_s` (log_follow: only the new lines; no exec, no stream to
+keep alive for hours).
 """
 
 from __future__ import annotations
@@ -45,10 +56,11 @@ from experiments.backends.kubernetes.collect import (
     cell_problems,
     diagnostics,
     pod_facts,
-    rank_zero_log,
 )
 from experiments.backends.kubernetes.context import ClusterContext
+from experiments.backends.kubernetes.group_health import GroupBroken, Look, look_at
 from experiments.backends.kubernetes.job_watch import wait_for_job
+from experiments.backends.kubernetes.log_follow import LogFollower
 from experiments.backends.kubernetes.minicluster import (
     NotOurs,
     build_manifest,
@@ -56,10 +68,15 @@ from experiments.backends.kubernetes.minicluster import (
     delete_minicluster,
     job_pods,
 )
-from experiments.backends.kubernetes.objects import rank_zero
 from experiments.backends.kubernetes.pod_watch import PodWatch, StartFailure
+from experiments.formats.kary_line import meta_record
 from experiments.formats.nested_frame import CellFrame, Frames, split_frames
-from experiments.model.render_nested import NestedCell, NestedMiniCluster, render_nested
+from experiments.model.render_nested import (
+    START_TIMEOUT_S,
+    NestedCell,
+    NestedMiniCluster,
+    render_nested,
+)
 
 if TYPE_CHECKING:
     from experiments.model.plan import Cell
@@ -71,19 +88,17 @@ __all__ = ["NestedLayout"]
 class _CellEnded(Exception):
     """The log shows the awaited cell's end (or the driver's): stop waiting."""
 
-    def __init__(self, seen: _RankZero) -> None:
+    def __init__(self, seen: Look) -> None:
         super().__init__()
         self.seen = seen
 
 
-@dataclass(frozen=True)
-class _RankZero:
-    """One look at a MiniCluster: its pods, rank 0's pod, and rank 0's log (or why not)."""
+class _CellOverdue(Exception):
+    """The awaited cell outran its limit (and the grace) since its job frame."""
 
-    pods: list[dict[str, Any]]
-    pod0: dict[str, Any] | None
-    log: str
-    log_error: str | None
+    def __init__(self, seen: Look) -> None:
+        super().__init__()
+        self.seen = seen
 
 
 @dataclass
@@ -96,6 +111,10 @@ class _Group:
     pods: PodWatch
     created: str
     delivered: list[str] = field(default_factory=list)
+    # Rank 0's log as followed so far (made once rank 0's pod exists).
+    follower: LogFollower | None = None
+    # Each rank's pod uid and restart count when first seen: a change breaks the group.
+    identity: dict[int, tuple[str, int]] = field(default_factory=dict)
 
     @property
     def cell_ids(self) -> tuple[str, ...]:
@@ -164,7 +183,14 @@ class NestedLayout:
             base,
             cell.nodes,
             [
-                NestedCell(q.cell.id, q.cell.topo, _seconds(q, limit), q.rendered.entrypoint_sh)
+                NestedCell(
+                    q.cell.id,
+                    q.cell.topo,
+                    _seconds(q, limit),
+                    q.rendered.entrypoint_sh,
+                    # Blobs land on rank 0's disk only when the cell distributes them.
+                    q.cell.sizes if q.cell.experiment == "distribute" else (),
+                )
                 for q in cells
             ],
         )
@@ -208,6 +234,13 @@ class NestedLayout:
         """The cell's result, and whether its MiniCluster broke (no end frame came)."""
         cluster = self.cluster
         next_look = [0.0]
+        job_seen: list[float] = []  # when kary first saw the cell's job frame
+        joined = [False]
+        # Until its job frame, a cell waits for the driver's start bound and, first in its
+        # group, for the pods (whose own watch bounds that): its clock starts at the frame.
+        startup = START_TIMEOUT_S + self.grace_s
+        if not group.delivered:
+            startup += cluster.limits.pending_s + cluster.limits.join_s
 
         def look() -> None:
             group.pods.check()
@@ -216,22 +249,43 @@ class NestedLayout:
                 return
             next_look[0] = now + self.log_every_s
             try:
-                seen = self._rank_zero(group.name)
+                seen = self._rank_zero(group)
             except (ApiException, ApiUnavailable):
                 return  # a side look: the Job watch reports an API that keeps failing
-            if seen.log_error is None:
-                frames = split_frames(seen.log)
-                if _ended(frames, cell.id) or frames.finished:
-                    raise _CellEnded(seen)
+            frames = split_frames(seen.log)
+            lost = _frames_lost(frames, group.cell_ids, cell.id)
+            if lost is not None:
+                raise GroupBroken(lost)
+            if _ended(frames, cell.id) or frames.finished:
+                raise _CellEnded(seen)
+            if seen.broken is not None:
+                raise GroupBroken(seen.broken)
+            if seen.log_error is not None:
+                return
+            frame = frames.cells.get(cell.id)
+            if frame is None or frame.jobid is None:
+                return
+            if not job_seen:
+                job_seen.append(now)
+            if now > job_seen[0] + limit + self.grace_s:
+                raise _CellOverdue(seen)
+            if joined[0] or meta_record(frame.text, "cell") is not None:
+                joined[0] = True
+            elif now - job_seen[0] >= cluster.limits.join_s:
+                raise StartFailure(
+                    "brokers-never-joined",
+                    f"the nested job of cell {cell.id} started {cluster.limits.join_s:g} s "
+                    "ago and its benchmark never began: some nested broker never joined",
+                )
 
         outcome: tuple[str, str] | StartFailure | str | None
-        seen: _RankZero | None = None
+        seen: Look | None = None
         try:
             outcome = wait_for_job(
                 cluster.api,
                 cluster.namespace,
                 group.name,
-                time.monotonic() + limit + self.grace_s,
+                time.monotonic() + startup + limit + self.grace_s,
                 start_timeout_s=cluster.job_start_timeout_s,
                 window_s=cluster.window_s,
                 policy=cluster.policy,
@@ -241,16 +295,36 @@ class NestedLayout:
             )
         except _CellEnded as ended:
             outcome, seen = "ended", ended.seen
+        except _CellOverdue as overdue:
+            outcome, seen = None, overdue.seen
         except StartFailure as failure:
             outcome = failure
-        return self._result(group, cell, limit, outcome, provenance, seen)
+        except GroupBroken as broken:
+            return self._broken(group, cell, str(broken), provenance), True
+        try:
+            return self._result(group, cell, limit, outcome, provenance, seen)
+        except GroupBroken as broken:
+            return self._broken(group, cell, str(broken), provenance), True
 
-    def _rank_zero(self, name: str) -> _RankZero:
-        cluster = self.cluster
-        pods = job_pods(cluster.api, cluster.namespace, name)
-        pod0 = rank_zero(pods, name)
-        log, log_error = rank_zero_log(cluster.api, cluster.namespace, name, pod0)
-        return _RankZero(pods, pod0, log, log_error)
+    def _rank_zero(self, group: _Group) -> Look:
+        look, group.follower = look_at(self.cluster, group.name, group.identity, group.follower)
+        return look
+
+    def _broken(self, group: _Group, cell: Cell, why: str, provenance: dict[str, Any]) -> RunResult:
+        """The cell failed because its group broke under it (why), with what it printed."""
+        text = ""
+        if group.follower is not None:
+            text = (split_frames(group.follower.text).cells.get(cell.id) or CellFrame(cell.id)).text
+        provenance.update(
+            {"minicluster": group.name, "layout": "nested", "nested_in": group.record(cell.id)}
+        )
+        error = f"MiniCluster {group.name} broke during cell {cell.id}: {why}"
+        result = RunResult(text, None, False, error, provenance, None, group.manifest.yaml)
+        try:
+            pods = job_pods(self.cluster.api, self.cluster.namespace, group.name)
+        except (ApiException, ApiUnavailable):
+            return result
+        return self._failed(result, group.name, pods)
 
     def _result(
         self,
@@ -259,18 +333,22 @@ class NestedLayout:
         limit: float,
         outcome: tuple[str, str] | StartFailure | str | None,
         provenance: dict[str, Any],
-        seen: _RankZero | None,
+        seen: Look | None,
     ) -> tuple[RunResult, bool]:
         """`seen`: the look that found the cell's end, else None (look again now)."""
         cluster = self.cluster
         name = group.name
-        seen = seen or self._rank_zero(name)
+        seen = seen or self._rank_zero(group)
         pods, log, log_error = seen.pods, seen.log, seen.log_error
         provenance.update(pod_facts(cluster.api, pods, seen.pod0, log, cluster.nodes))
         provenance.update(
             {"minicluster": name, "layout": "nested", "nested_in": group.record(cell.id)}
         )
-        frame = split_frames(log).cells.get(cell.id) or CellFrame(cell.id)
+        frames = split_frames(log)
+        frame = frames.cells.get(cell.id) or CellFrame(cell.id)
+        broke = _frames_lost(frames, group.cell_ids, cell.id) or seen.broken
+        if frame.end is None and broke is not None:
+            return self._broken(group, cell, broke, provenance), True
         text = frame.text
         if isinstance(outcome, StartFailure):
             provenance["start_failure"] = outcome.kind
@@ -303,6 +381,9 @@ class NestedLayout:
         provenance.update({"jobid": frame.jobid, "hosts": end.get("hosts") or None})
         rc = end.get("rc") if isinstance(end.get("rc"), int) else None
         errors = []
+        # The driver's own start failures (not started in time, no disk, old Flux) say
+        # their kind: the runner stops a sweep after the same kind twice in a row.
+        kind = end.get("kind") if isinstance(end.get("kind"), str) else None
         if end.get("error"):
             errors.append(f"the nested job of cell {cell.id} could not start: {end['error']}")
         if frame.timed_out:
@@ -311,22 +392,43 @@ class NestedLayout:
         errors += cell_problems(
             text, pods, name, CellCheck(cell.id, cluster.limits.allow_shared_nodes), provenance
         )
+        if seen.broken is not None and (errors or rc):
+            errors.append(f"MiniCluster {name} broke during cell {cell.id}: {seen.broken}")
+        if kind:
+            provenance["start_failure"] = kind
         result = RunResult(
             text,
             rc,
             frame.timed_out,
             "; ".join(errors) or None,
             provenance,
-            None,
+            kind,
             group.manifest.yaml,
         )
-        return (self._failed(result, name, pods) if (result.error or rc) else result), False
+        # A cell that ended is delivered even when the group broke just after it.
+        broken = seen.broken is not None
+        return (self._failed(result, name, pods) if (result.error or rc) else result), broken
 
     def _failed(self, result: RunResult, name: str, pods: list[dict[str, Any]]) -> RunResult:
         """The result with the pods' states and recent events, so a failure explains itself."""
         cluster = self.cluster
         result.provenance["diagnostics"] = diagnostics(cluster.api, cluster.namespace, name, pods)
         return result
+
+
+def _frames_lost(frames: Frames, order: tuple[str, ...], cell_id: str) -> str | None:
+    """Why rank 0's log as read cannot hold the cell's frames any more: it has frames of
+    cells the driver runs after it (or its end) and none of the cell's own.  The lines
+    were lost before kary read them: the kubelet rotated the log."""
+    if cell_id in frames.cells or cell_id not in order:
+        return None
+    later = set(order[order.index(cell_id) + 1 :])
+    if frames.finished or later & set(frames.cells):
+        return (
+            f"rank 0's log shows what the driver did after cell {cell_id} but no frame of "
+            "it: its lines were lost before kary read them (the kubelet rotated the log)"
+        )
+    return None
 
 
 def _ended(frames: Frames, cell_id: str) -> bool:

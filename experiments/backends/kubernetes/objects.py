@@ -112,9 +112,16 @@ def pod_index(pod: Obj, name: str) -> int | None:
 
 
 def rank_zero(pods: list[Obj], name: str) -> Obj | None:
-    """The index-0 pod; the last listed if a retry made several."""
+    """The index-0 pod: the newest if a retry or a replacement made several (a list is
+    ordered by name, and a replacement's random suffix may sort before the old one's);
+    of pods created in the same second, the last listed."""
     zeros = [p for p in pods if pod_index(p, name) == 0]
-    return zeros[-1] if zeros else None
+    if not zeros:
+        return None
+    return max(
+        reversed(zeros),
+        key=lambda pod: str(dig(pod, "metadata", "creationTimestamp") or ""),
+    )
 
 
 def log_container(pod: Obj, name: str) -> str | None:

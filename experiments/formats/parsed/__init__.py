@@ -95,7 +95,8 @@ PING_COLUMNS = [
 # Facts of run.json that only the report reads: dates, the template, where Flux
 # ran, the emulator's fidelity and injected faults, the shaped links (a box's
 # or the emulator's), whether a box cell was CPU-bound, and its layout
-# (per-cell or nested, and the outer instance or MiniCluster it ran in).
+# (per-cell or nested, and the outer instance or MiniCluster it ran in), and
+# its content store's sqlite settings (`WAL/NORMAL`; a create is not comparable across them).
 RECORD_FACTS = (
     "started",
     "finished",
@@ -109,6 +110,7 @@ RECORD_FACTS = (
     "cpu_bound",
     "layout",
     "outer",
+    "content_store",
 )
 RUN_COLUMNS = [
     "uid",

@@ -1,0 +1,130 @@
+"""Follow rank 0's log of a long-lived MiniCluster: read what is new, and notice what was lost.
+
+The nested layout's MiniCluster runs for hours and its rank 0 prints every
+cell's output.  Reading the whole log every look costs more each time, and on
+a real node it does not even stay whole: the kubelet rotates a container's log
+at `containerLogMaxSize` (10 MiB by default) and the API then serves the
+current file only, so a cell's begin frame can vanish and its end would be
+ignored.  `LogFollower.read()` asks only for the last stretch (`sinceSeconds`,
+with `timestamps=true`, as `kubectl logs --since` does), keeps the lines newer
+than the last one it has, and raises `LogLost` when the last line it had is no
+longer in the log the API serves: the log was rotated past it, or the
+container restarted (a new container starts a new log).  Lines sharing a
+timestamp are told apart by their order, so nothing is kept twice.
+
+The Python client has no `sinceTime`; `sinceSeconds` is counted on the
+kubelet's clock, so the window is widened by `skew_s` for clocks that differ.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from experiments.backends.kubernetes.api import KubeApi
+from experiments.redact import redact
+
+__all__ = ["LogFollower", "LogLost", "split_timestamped"]
+
+
+class LogLost(Exception):
+    """Lines kary had are gone from the log the API serves: it was rotated or restarted."""
+
+
+def split_timestamped(text: str) -> list[tuple[str, str]]:
+    """`(timestamp, line)` per line of a `timestamps=true` log; a line the kubelet did
+    not stamp (none should be) keeps an empty timestamp."""
+    lines = []
+    for raw in text.splitlines():
+        stamp, _, rest = raw.partition(" ")
+        if _timestamp(stamp) is None:
+            lines.append(("", raw))
+        else:
+            lines.append((stamp, rest))
+    return lines
+
+
+def _timestamp(stamp: str) -> float | None:
+    """Seconds since the epoch of an RFC 3339 timestamp (nanoseconds kept to the float)."""
+    if not stamp or not stamp[:4].isdigit():
+        return None
+    text = stamp.replace("Z", "+00:00")
+    whole, dot, rest = text.partition(".")
+    fraction = 0.0
+    if dot:
+        digits = rest[: len(rest) - len(rest.lstrip("0123456789"))]
+        zone = rest[len(digits) :]
+        fraction = float(f"0.{digits}") if digits else 0.0
+        text = whole + zone
+    try:
+        return datetime.fromisoformat(text).timestamp() + fraction
+    except ValueError:
+        return None
+
+
+@dataclass
+class LogFollower:
+    """Rank 0's log, one pod's one container, read incrementally (see the module doc)."""
+
+    api: KubeApi
+    namespace: str
+    pod: str
+    container: str | None
+    skew_s: float = 120.0
+    clock: Callable[[], float] = time.time
+    lines: list[str] = field(default_factory=list)
+    _last_stamp: str = ""
+    _last_at: float | None = None
+    _at_last_stamp: int = 0
+
+    @property
+    def text(self) -> str:
+        return "".join(line + "\n" for line in self.lines)
+
+    def read(self) -> str:
+        """The whole log so far, after asking the API for what is new; LogLost when lines
+        kary had were dropped (ApiException / ApiUnavailable as the API raises them)."""
+        since = None
+        if self._last_at is not None:
+            since = max(1, math.ceil(self.clock() - self._last_at + self.skew_s))
+        served = self.api.call_text(
+            "read the rank-0 log",
+            self.api.core.read_namespaced_pod_log,
+            self.pod,
+            self.namespace,
+            container=self.container,
+            timestamps=True,
+            **({"since_seconds": since} if since is not None else {}),
+        )
+        self._merge(split_timestamped(redact(served)))
+        return self.text
+
+    def _merge(self, served: list[tuple[str, str]]) -> None:
+        known_at, known_stamp, known_count = self._last_at, self._last_stamp, self._at_last_stamp
+        if known_at is not None:
+            same = sum(1 for stamp, _ in served if stamp == known_stamp)
+            if same < known_count:
+                raise LogLost(
+                    f"rank 0's log in pod {self.pod} no longer holds the lines kary read last "
+                    "(the kubelet rotated it, or the container restarted): a cell's frames "
+                    "may be lost"
+                )
+        skipped = 0
+        for stamp, line in served:
+            at = _timestamp(stamp)
+            if at is None:
+                continue  # unstamped: cannot be placed, so never kept twice
+            if known_at is not None and at < known_at:
+                continue  # read before
+            if known_at is not None and stamp == known_stamp and skipped < known_count:
+                skipped += 1
+                continue  # the lines of the last stamp kary had, read before
+            self.lines.append(line)
+            if stamp == self._last_stamp:
+                self._at_last_stamp += 1
+            else:
+                self._last_stamp, self._at_last_stamp = stamp, 1
+            self._last_at = at

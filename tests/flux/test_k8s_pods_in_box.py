@@ -1,0 +1,266 @@
+"""The Kubernetes path on pods that behave like pods: each a node in a box (box_pods.py).
+
+`kary run --backend kubernetes` against the fake API server, whose operator
+makes every MiniCluster's pods as a cluster would (a network namespace,
+hostname, /tmp disk of its own per pod; brokers bootstrapped over TCP from
+the operator's broker config; rank 0's output as the pod log).  Both layouts
+run here and parse to ok rows whose overlays are their topologies' trees, and
+each fault a real cluster has ends as the README says: the cell failed (or a
+start failure) with one line, no timing from it, nothing left on the pods.
+
+CI runs as root with flux-core built: there these tests fail rather than skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "kubernetes"))
+sys.path.insert(0, str(REPO / "tests" / "emulator"))
+from box_pods import BoxPods, PodSettings  # noqa: E402
+from emulator_helpers import processes_mentioning  # noqa: E402
+from fake_apiserver import FakeApiServer, FakeCluster, write_kubeconfig  # noqa: E402
+from template_edits import template_with  # noqa: E402
+from unavailable import unavailable  # noqa: E402
+
+from analysis.tables.parsed_dir import load_parsed  # noqa: E402
+from analysis.tree import parse_tree  # noqa: E402
+from experiments.execution.outcome import overlay_mismatch  # noqa: E402
+from experiments.model.topology import build_tree, overlay_parents  # noqa: E402
+
+KARY = [sys.executable, "-c", "from experiments.cli import main; main()"]
+TOPOS = ["--topo", "kary:1", "--topo", "kary:2"]
+CELLS = ["4/kary-1/0", "4/kary-2/0"]
+WAITING = "KARY-TEST-WAITING"  # what a stalled cell prints before it sleeps
+
+
+@pytest.fixture(scope="module")
+def pods_flux() -> str:
+    """flux-core, once this machine can make namespaces (root, unshare, ip)."""
+    flux = subprocess.run(["which", "flux"], capture_output=True, text=True).stdout.strip()
+    if not flux:
+        unavailable("flux-core's `flux` is not on PATH (see README, 'Real Flux')")
+    probe = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", "--net", "--mount", "--uts", "true"],
+        capture_output=True,
+        text=True,
+    )
+    if probe.returncode != 0 or os.geteuid() != 0:
+        unavailable(f"pods in a box need root and namespaces: {probe.stderr.strip()}")
+    return flux
+
+
+@pytest.fixture
+def make_cluster(pods_flux: str, scratch: Path) -> Iterator[Callable[..., FakeApiServer]]:
+    servers: list[FakeApiServer] = []
+
+    def make(**settings: Any) -> FakeApiServer:
+        cluster = FakeCluster(
+            token="kary-test-token", flux=pods_flux, pod_settings=PodSettings(**settings)
+        )
+        server = FakeApiServer(cluster).__enter__()
+        servers.append(server)
+        write_kubeconfig(scratch / "kubeconfig", server.url)
+        return server
+
+    yield make
+    for server in servers:
+        left = server.cluster.stop_all()
+        server.__exit__(None, None, None)
+        assert left == []
+    assert not [p for p in processes_mentioning("kpb-") if "flux" in p]
+
+
+def _kary(scratch: Path, *args: str) -> subprocess.Popen[str]:
+    env = dict(os.environ, TMPDIR=str(scratch), KUBECONFIG=str(scratch / "kubeconfig"))
+    env.pop("FLUX_URI", None)
+    return subprocess.Popen(
+        [*KARY, "run", "--backend", "kubernetes", "--exact-nodes", "4", "--no-smoke", *args,
+         "--yes"],
+        env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def _finish(kary: subprocess.Popen[str], timeout: float = 300) -> tuple[int, str]:
+    out, err = kary.communicate(timeout=timeout)
+    return kary.returncode, out + err
+
+
+def _record(data: Path, cell: str) -> dict[str, Any]:
+    record: dict[str, Any] = json.loads((data / cell / "run.json").read_text())
+    return record
+
+
+def _box(server: FakeApiServer, index: int = -1, timeout: float = 120) -> BoxPods:
+    """The pods of the `index`th MiniCluster made (waiting for it to exist)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = list(server.cluster.runs.values())
+        if runs and len(runs) > (index if index >= 0 else 0):
+            pods = runs[index].get("pods")
+            if isinstance(pods, BoxPods):
+                return pods
+        time.sleep(0.1)
+    raise AssertionError("no MiniCluster was made")
+
+
+def _wait_for(box: BoxPods, text: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in box.log:
+        assert time.monotonic() < deadline, f"{text!r} never came; log: {box.log[-1500:]}"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("layout", ["nested", "per-cell"])
+def test_both_layouts_run_on_pods_in_a_box_and_parse_to_ok_rows(
+    make_cluster: Callable[..., FakeApiServer], scratch: Path, layout: str
+) -> None:
+    server = make_cluster()
+    data = scratch / "raw"
+    rc, said = _finish(
+        _kary(scratch, *TOPOS, "--sizes", "1M,2M", "--layout", layout, "--data-dir", str(data))
+    )
+    assert rc == 0, said
+    assert len(server.cluster.created) == (1 if layout == "nested" else 2)
+    for cell in CELLS:
+        record = _record(data, cell)
+        assert record["state"] == "succeeded" and record["layout"] == layout, record
+        # The seed's content store (the operator's kept statedir; kary's per-cell one).
+        assert record["content_store"]["journal_mode"] == "WAL", record
+        assert record["content_store"]["synchronous"] == "NORMAL", record
+        # The tree Flux built over the pods is the cell's topology, rank by rank.
+        log = (data / cell / "topology-experiment.out").read_text()
+        overlay = log.split("TOPOLOGY diagram\n", 1)[1].split("TOPOLOGY description", 1)[0]
+        topo = record["topo"]
+        assert overlay_parents(overlay.splitlines()) == list(build_tree(topo, 4).parents), overlay
+        assert "flux-sample" in overlay  # ranks are the pods, by their hostnames
+    parse_tree(data, scratch / "parsed", plots=False)
+    parsed = load_parsed(scratch / "parsed")
+    distribute = parsed.events[parsed.events["event"] == "distribute-all-nodes"]
+    assert len(distribute) == 4 and set(distribute["status"]) == {"ok"}
+    assert set(parsed.runs["content_store"]) == {"WAL/NORMAL"}
+
+
+def test_a_cell_whose_overlay_is_not_its_topology_fails() -> None:
+    """What kary checks of every cell's log: drop `-Stbon.topo` and Flux builds the
+    operator's flat tree (tbon.fanout=256), which is not kary:2's."""
+    flat = "0 mc-0: full\n├─ 1 mc-1: full\n├─ 2 mc-2: full\n└─ 3 mc-3: full\n"
+    log = f"TOPOLOGY diagram\n{flat}TOPOLOGY description\nkary:2\n"
+    meta = {"topo": "kary:2", "nodes": 4}
+    assert overlay_mismatch(log, meta) == (
+        "the overlay Flux printed is not kary:2 on 4 nodes: rank 3's parent is 0, kary:2 makes it 1"
+    )
+    assert overlay_mismatch(log, {"topo": "kary:3", "nodes": 4}) is None
+
+
+def _stalled_run(
+    make_cluster: Callable[..., FakeApiServer], scratch: Path, stall: str, **settings: Any
+) -> tuple[FakeApiServer, subprocess.Popen[str], Path]:
+    """A nested sweep of kary:1, kary:2, kary:3 whose `stall` cell waits 12 s first."""
+    server = make_cluster(**settings)
+    data = scratch / "raw"
+    template = template_with(scratch, {stall: f"echo {WAITING}; sleep 12"})
+    kary = _kary(
+        scratch, *TOPOS, "--topo", "kary:3", "--sizes", "1M", "--template", str(template),
+        "--data-dir", str(data),
+    )  # fmt: skip
+    return server, kary, data
+
+
+def _no_timing(data: Path, cell: str) -> None:
+    log_path = data / cell / "topology-experiment.out"
+    log = log_path.read_text() if log_path.exists() else ""
+    assert '"event": "distribute' not in log, log[-800:]
+
+
+@pytest.mark.parametrize(
+    ("fault", "why"),
+    [
+        ("lose", "rank 2's pod was replaced"),
+        # Seen as a restart count, or as the new container's log that lacks the old lines.
+        ("restart", "rank 0's container in pod .* restarted|no longer holds the lines"),
+        # Seen as lines kary had that are gone, or as later frames without the cell's own.
+        ("rotate", "no longer holds the lines kary read last|its lines were lost"),
+    ],
+)
+def test_a_group_broken_mid_cell_fails_the_cell_and_the_rest_run_in_a_new_one(
+    make_cluster: Callable[..., FakeApiServer], scratch: Path, fault: str, why: str
+) -> None:
+    server, kary, data = _stalled_run(make_cluster, scratch, "kary:1")
+    box = _box(server, 0)
+    _wait_for(box, WAITING)
+    {"lose": lambda: box.lose_pod(2), "restart": lambda: box.restart_container(0),
+     "rotate": box.rotate_log}[fault]()  # fmt: skip
+    rc, said = _finish(kary)
+    assert rc == 1, said
+    states = [_record(data, c)["state"] for c in [*CELLS, "4/kary-3/0"]]
+    # The fault comes while kary waits for the first cell (it sleeps first).
+    assert states == ["failed", "succeeded", "succeeded"], said
+    error = _record(data, CELLS[0])["error"]
+    assert re.search(why, error) and f"broke during cell {CELLS[0]}" in error, error
+    _no_timing(data, CELLS[0])
+    # The cell still to run got a MiniCluster of its own; the broken one was deleted.
+    assert len(server.cluster.created) == 2 and server.cluster.miniclusters == {}
+
+
+def _stopped_by_start_failures(rc: int, said: str, data: Path, cell: str, kind: str) -> str:
+    """The cell failed to start (`kind`), with no timing, and a second such start failure
+    stopped the sweep; the cell's error."""
+    assert rc != 0, said
+    record = _record(data, cell)
+    assert record["state"] == "failed" and record["start_failure"] == kind, record
+    _no_timing(data, cell)
+    assert f"two cells in a row could not start ({kind})" in said, said
+    error: str = record["error"]
+    return error
+
+
+def test_a_drained_rank_is_a_start_failure_that_stops_the_sweep_the_second_time(
+    make_cluster: Callable[..., FakeApiServer], scratch: Path
+) -> None:
+    server, kary, data = _stalled_run(
+        make_cluster, scratch, "kary:1", env={"KARY_NESTED_START_S": "5"}
+    )
+    box = _box(server, 0)
+    _wait_for(box, WAITING)
+    box.drain(3)  # the running job keeps its ranks; no later -N4 job can be granted
+    rc, said = _finish(kary)
+    assert _record(data, CELLS[0])["state"] == "succeeded"
+    error = _stopped_by_start_failures(rc, said, data, CELLS[1], "not-started")
+    assert "did not start within 5 s" in error and "drained" in error
+
+
+def test_a_rank_zero_disk_too_small_for_a_cell_is_a_start_failure_not_an_eviction(
+    make_cluster: Callable[..., FakeApiServer], scratch: Path
+) -> None:
+    """Rank 0's disk cannot hold the cell's blobs, content store and kary's margin: the
+    driver says so before the job, and the sweep stops after the second such cell."""
+    make_cluster(disks={0: 1 << 30})  # 1 GiB: less than kary's 1 GiB margin plus blobs
+    data = scratch / "raw"
+    rc, said = _finish(_kary(scratch, *TOPOS, "--sizes", "1M", "--data-dir", str(data)))
+    error = _stopped_by_start_failures(rc, said, data, CELLS[0], "disk")
+    assert "rank 0 has" in error and "bytes free" in error
+
+
+def test_a_full_worker_disk_fails_the_cell_not_its_timings(
+    make_cluster: Callable[..., FakeApiServer], scratch: Path
+) -> None:
+    server, kary, data = _stalled_run(make_cluster, scratch, "kary:1", disks={2: 64 << 20})
+    box = _box(server, 0)
+    _wait_for(box, WAITING)
+    box.fill_disk(2)  # rank 2 cannot extract: ENOSPC
+    rc, said = _finish(kary)
+    assert rc == 1, said
+    first = _record(data, CELLS[0])
+    assert first["state"] == "failed" and "distribute-all-nodes 1M" in first["error"], first
