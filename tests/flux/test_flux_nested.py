@@ -78,7 +78,7 @@ def test_a_cell_that_times_out_is_cancelled_and_the_sweep_goes_on_then_resumes(
     data = scratch / "raw"
     template = template_with(scratch, {"kary:2": "sleep 600"})
     args = ["run", *NESTED, "--sizes", "2M", "--data-dir", str(data)]
-    done = _kary([*args, "--template", str(template), "--timeout", "25"], scratch, timeout=240)
+    done = _kary([*args, "--template", str(template), "--timeout", "12"], scratch, timeout=240)
     assert done.returncode == 1, done.stderr
     states = {c: _record(data, f"4/{c}/0")["state"] for c in ("kary-1", "kary-2", "kary-3")}
     assert states == {"kary-1": "succeeded", "kary-2": "timeout", "kary-3": "succeeded"}

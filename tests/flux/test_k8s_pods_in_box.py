@@ -13,17 +13,21 @@ CI runs as root with flux-core built: there these tests fail rather than skip.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "kubernetes"))
@@ -36,10 +40,12 @@ from unavailable import unavailable  # noqa: E402
 
 from analysis.tables.parsed_dir import load_parsed  # noqa: E402
 from analysis.tree import parse_tree  # noqa: E402
+from experiments.backends.kubernetes.pod_watch import StartLimits  # noqa: E402
+from experiments.cli import app  # noqa: E402
 from experiments.execution.outcome import overlay_mismatch  # noqa: E402
+from experiments.formats.kary_line import kary_records  # noqa: E402
 from experiments.model.topology import build_tree, overlay_parents  # noqa: E402
 
-KARY = [sys.executable, "-c", "from experiments.cli import main; main()"]
 TOPOS = ["--topo", "kary:1", "--topo", "kary:2"]
 CELLS = ["4/kary-1/0", "4/kary-2/0"]
 WAITING = "KARY-TEST-WAITING"  # what a stalled cell prints before it sleeps
@@ -62,7 +68,9 @@ def pods_flux() -> str:
 
 
 @pytest.fixture
-def make_cluster(pods_flux: str, scratch: Path) -> Iterator[Callable[..., FakeApiServer]]:
+def make_cluster(
+    pods_flux: str, scratch: Path, fast_looks: None
+) -> Iterator[Callable[..., FakeApiServer]]:
     servers: list[FakeApiServer] = []
 
     def make(**settings: Any) -> FakeApiServer:
@@ -82,19 +90,45 @@ def make_cluster(pods_flux: str, scratch: Path) -> Iterator[Callable[..., FakeAp
     assert not [p for p in processes_mentioning("kpb-") if "flux" in p]
 
 
-def _kary(scratch: Path, *args: str) -> subprocess.Popen[str]:
-    env = dict(os.environ, TMPDIR=str(scratch), KUBECONFIG=str(scratch / "kubeconfig"))
-    env.pop("FLUX_URI", None)
-    return subprocess.Popen(
-        [*KARY, "run", "--backend", "kubernetes", "--exact-nodes", "4", "--no-smoke", *args,
-         "--yes"],
-        env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+@pytest.fixture
+def fast_looks(monkeypatch: pytest.MonkeyPatch, scratch: Path) -> None:
+    """kary in this process, looking at pods and rank 0's log every 0.05 s / 0.5 s (not
+    15 s / 10 s): a fault is seen at once, so each test takes seconds, not minutes."""
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setenv("KUBECONFIG", str(scratch / "kubeconfig"))
+    monkeypatch.delenv("FLUX_URI", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.setattr(
+        "experiments.backends.kubernetes.backend.StartLimits",
+        functools.partial(StartLimits, check_every_s=0.05),
+    )
+    monkeypatch.setattr("experiments.backends.kubernetes.nested.NestedLayout.log_every_s", 0.5)
 
 
-def _finish(kary: subprocess.Popen[str], timeout: float = 300) -> tuple[int, str]:
-    out, err = kary.communicate(timeout=timeout)
-    return kary.returncode, out + err
+def _kary(*args: str, fault: Callable[[], None] | None = None) -> tuple[int, str]:
+    """`kary run` on the fake cluster (its exit status and output); `fault`, if given,
+    runs beside it (it waits for its moment itself)."""
+    errors: list[BaseException] = []
+
+    def inject() -> None:
+        try:
+            assert fault is not None
+            fault()
+        except BaseException as err:  # reported by the test, not lost in the thread
+            errors.append(err)
+
+    side = threading.Thread(target=inject, daemon=True) if fault else None
+    if side is not None:
+        side.start()
+    result = CliRunner().invoke(
+        app,
+        ["run", "--backend", "kubernetes", "--exact-nodes", "4", "--no-smoke", *args, "--yes"],
+    )
+    if side is not None:
+        side.join(timeout=60)
+    assert not errors, errors
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.output
 
 
 def _record(data: Path, cell: str) -> dict[str, Any]:
@@ -128,9 +162,7 @@ def test_both_layouts_run_on_pods_in_a_box_and_parse_to_ok_rows(
 ) -> None:
     server = make_cluster()
     data = scratch / "raw"
-    rc, said = _finish(
-        _kary(scratch, *TOPOS, "--sizes", "1M,2M", "--layout", layout, "--data-dir", str(data))
-    )
+    rc, said = _kary(*TOPOS, "--sizes", "1M,2M", "--layout", layout, "--data-dir", str(data))
     assert rc == 0, said
     assert len(server.cluster.created) == (1 if layout == "nested" else 2)
     for cell in CELLS:
@@ -145,6 +177,13 @@ def test_both_layouts_run_on_pods_in_a_box_and_parse_to_ok_rows(
         topo = record["topo"]
         assert overlay_parents(overlay.splitlines()) == list(build_tree(topo, 4).parents), overlay
         assert "flux-sample" in overlay  # ranks are the pods, by their hostnames
+    # Each size's blob made once per MiniCluster: by the nested group's first cell only.
+    generated = [
+        sum(1 for r in kary_records((data / c / "topology-experiment.out").read_text())
+            if r and r.get("event") == "generate-blob")
+        for c in CELLS
+    ]  # fmt: skip
+    assert generated == ([2, 0] if layout == "nested" else [2, 2])
     parse_tree(data, scratch / "parsed", plots=False)
     parsed = load_parsed(scratch / "parsed")
     distribute = parsed.events[parsed.events["event"] == "distribute-all-nodes"]
@@ -165,17 +204,32 @@ def test_a_cell_whose_overlay_is_not_its_topology_fails() -> None:
 
 
 def _stalled_run(
-    make_cluster: Callable[..., FakeApiServer], scratch: Path, stall: str, **settings: Any
-) -> tuple[FakeApiServer, subprocess.Popen[str], Path]:
-    """A nested sweep of kary:1, kary:2, kary:3 whose `stall` cell waits 12 s first."""
+    make_cluster: Callable[..., FakeApiServer],
+    scratch: Path,
+    faults: list[Callable[[BoxPods], None]],
+    topos: tuple[str, ...] = ("kary:1", "kary:2", "kary:3"),
+    **settings: Any,
+) -> tuple[FakeApiServer, int, str, Path]:
+    """A nested sweep of `topos` at 1M whose first len(faults) cells wait 4 s first; the
+    i-th fault is done to the i-th MiniCluster's pods while its cell waits (a fault
+    that breaks a group sends the next cell to a new MiniCluster)."""
     server = make_cluster(**settings)
     data = scratch / "raw"
-    template = template_with(scratch, {stall: f"echo {WAITING}; sleep 12"})
-    kary = _kary(
-        scratch, *TOPOS, "--topo", "kary:3", "--sizes", "1M", "--template", str(template),
-        "--data-dir", str(data),
+    stalled = topos[: len(faults)]
+    template = template_with(scratch, {topo: f"echo {WAITING}; sleep 4" for topo in stalled})
+
+    def when_stalled() -> None:
+        for index, fault in enumerate(faults):
+            box = _box(server, index)
+            _wait_for(box, WAITING)
+            fault(box)
+
+    topo_args = [arg for topo in topos for arg in ("--topo", topo)]
+    rc, said = _kary(
+        *topo_args, "--sizes", "1M", "--template", str(template), "--data-dir", str(data),
+        fault=when_stalled,
     )  # fmt: skip
-    return server, kary, data
+    return server, rc, said, data
 
 
 def _no_timing(data: Path, cell: str) -> None:
@@ -184,34 +238,37 @@ def _no_timing(data: Path, cell: str) -> None:
     assert '"event": "distribute' not in log, log[-800:]
 
 
-@pytest.mark.parametrize(
-    ("fault", "why"),
-    [
-        ("lose", "rank 2's pod was replaced"),
-        # Seen as a restart count, or as the new container's log that lacks the old lines.
-        ("restart", "rank 0's container in pod .* restarted|no longer holds the lines"),
-        # Seen as lines kary had that are gone, or as later frames without the cell's own.
-        ("rotate", "no longer holds the lines kary read last|its lines were lost"),
-    ],
-)
 def test_a_group_broken_mid_cell_fails_the_cell_and_the_rest_run_in_a_new_one(
-    make_cluster: Callable[..., FakeApiServer], scratch: Path, fault: str, why: str
+    make_cluster: Callable[..., FakeApiServer], scratch: Path
 ) -> None:
-    server, kary, data = _stalled_run(make_cluster, scratch, "kary:1")
-    box = _box(server, 0)
-    _wait_for(box, WAITING)
-    {"lose": lambda: box.lose_pod(2), "restart": lambda: box.restart_container(0),
-     "rotate": box.rotate_log}[fault]()  # fmt: skip
-    rc, said = _finish(kary)
+    """A pod lost, rank 0's container restarted, rank 0's log rotated: each while kary
+    waits for a cell, each in the MiniCluster the previous one's break left."""
+    faults: list[tuple[Callable[[BoxPods], None], str]] = [
+        (lambda box: box.lose_pod(2), "rank 2's pod was replaced"),
+        # Seen as a restart count, or as the new container's log that lacks the old lines.
+        (
+            lambda box: box.restart_container(0),
+            "rank 0's container in pod .* restarted|no longer holds the lines",
+        ),
+        # Seen as lines kary had that are gone, or as later frames without the cell's own.
+        (
+            lambda box: box.rotate_log(),
+            "no longer holds the lines kary read|its lines were lost",
+        ),
+    ]
+    topos = ("kary:1", "kary:2", "kary:3", "kary:0")
+    server, rc, said, data = _stalled_run(
+        make_cluster, scratch, [fault for fault, _ in faults], topos
+    )
     assert rc == 1, said
-    states = [_record(data, c)["state"] for c in [*CELLS, "4/kary-3/0"]]
-    # The fault comes while kary waits for the first cell (it sleeps first).
-    assert states == ["failed", "succeeded", "succeeded"], said
-    error = _record(data, CELLS[0])["error"]
-    assert re.search(why, error) and f"broke during cell {CELLS[0]}" in error, error
-    _no_timing(data, CELLS[0])
-    # The cell still to run got a MiniCluster of its own; the broken one was deleted.
-    assert len(server.cluster.created) == 2 and server.cluster.miniclusters == {}
+    cells = ["4/kary-1/0", "4/kary-2/0", "4/kary-3/0", "4/kary-0/0"]
+    assert [_record(data, c)["state"] for c in cells] == ["failed"] * 3 + ["succeeded"], said
+    for cell, (_, why) in zip(cells, faults, strict=False):
+        error = _record(data, cell)["error"]
+        assert re.search(why, error) and f"broke during cell {cell}" in error, error
+        _no_timing(data, cell)
+    # The cells still to run got a MiniCluster of their own each time; all were deleted.
+    assert len(server.cluster.created) == 4 and server.cluster.miniclusters == {}
 
 
 def _stopped_by_start_failures(rc: int, said: str, data: Path, cell: str, kind: str) -> str:
@@ -229,16 +286,13 @@ def _stopped_by_start_failures(rc: int, said: str, data: Path, cell: str, kind: 
 def test_a_drained_rank_is_a_start_failure_that_stops_the_sweep_the_second_time(
     make_cluster: Callable[..., FakeApiServer], scratch: Path
 ) -> None:
-    server, kary, data = _stalled_run(
-        make_cluster, scratch, "kary:1", env={"KARY_NESTED_START_S": "5"}
+    # The running job keeps its ranks; no later -N4 job can be granted.
+    _, rc, said, data = _stalled_run(
+        make_cluster, scratch, [lambda box: box.drain(3)], env={"KARY_NESTED_START_S": "3"}
     )
-    box = _box(server, 0)
-    _wait_for(box, WAITING)
-    box.drain(3)  # the running job keeps its ranks; no later -N4 job can be granted
-    rc, said = _finish(kary)
     assert _record(data, CELLS[0])["state"] == "succeeded"
     error = _stopped_by_start_failures(rc, said, data, CELLS[1], "not-started")
-    assert "did not start within 5 s" in error and "drained" in error
+    assert "did not start within 3 s" in error and "drained" in error
 
 
 def test_a_rank_zero_disk_too_small_for_a_cell_is_a_start_failure_not_an_eviction(
@@ -248,7 +302,7 @@ def test_a_rank_zero_disk_too_small_for_a_cell_is_a_start_failure_not_an_evictio
     driver says so before the job, and the sweep stops after the second such cell."""
     make_cluster(disks={0: 1 << 30})  # 1 GiB: less than kary's 1 GiB margin plus blobs
     data = scratch / "raw"
-    rc, said = _finish(_kary(scratch, *TOPOS, "--sizes", "1M", "--data-dir", str(data)))
+    rc, said = _kary(*TOPOS, "--sizes", "1M", "--data-dir", str(data))
     error = _stopped_by_start_failures(rc, said, data, CELLS[0], "disk")
     assert "rank 0 has" in error and "bytes free" in error
 
@@ -256,11 +310,10 @@ def test_a_rank_zero_disk_too_small_for_a_cell_is_a_start_failure_not_an_evictio
 def test_a_full_worker_disk_fails_the_cell_not_its_timings(
     make_cluster: Callable[..., FakeApiServer], scratch: Path
 ) -> None:
-    server, kary, data = _stalled_run(make_cluster, scratch, "kary:1", disks={2: 64 << 20})
-    box = _box(server, 0)
-    _wait_for(box, WAITING)
-    box.fill_disk(2)  # rank 2 cannot extract: ENOSPC
-    rc, said = _finish(kary)
+    # Rank 2 cannot extract: ENOSPC.
+    _, rc, said, data = _stalled_run(
+        make_cluster, scratch, [lambda box: box.fill_disk(2)], ("kary:1",), disks={2: 64 << 20}
+    )
     assert rc == 1, said
     first = _record(data, CELLS[0])
     assert first["state"] == "failed" and "distribute-all-nodes 1M" in first["error"], first

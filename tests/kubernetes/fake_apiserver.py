@@ -89,6 +89,9 @@ class Scenario:
     waiting: str | None = None  # every container waits for this reason (ImagePullBackOff)
     # Nested layout: the driver ends (or, with outcome "never", hangs) after this many cells.
     nested_cells_done: int | None = None
+    # Nested layout: the first cell's job starts (its job frame shows) this late, as when
+    # the pods took long to pull their image.
+    first_job_after_s: float = 0.0
 
 
 @dataclass
@@ -292,6 +295,8 @@ def _nested_log(run: dict[str, Any]) -> str:
     done = len(cells) if scenario.nested_cells_done is None else scenario.nested_cells_done
     for index, cell in enumerate(cells):
         lines.append(format_frame("begin", cell))
+        if time.monotonic() - run["born"] < scenario.first_job_after_s:
+            return "\n".join(lines) + "\n"
         lines.append(format_frame("job", cell, jobid=f"f{index + 1}", flux_version="0.66.0"))
         lines.append(scenario.log.replace("{cell}", cell).rstrip("\n"))
         if index == done:  # the driver stops (or hangs) inside this cell

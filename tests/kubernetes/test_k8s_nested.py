@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from experiments.backends.base import BackendError, QueuedCell
 from experiments.backends.kubernetes.api import RetryPolicy
+from experiments.backends.kubernetes.objects import rank_zero
 from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.cli import app
 from experiments.formats.labels import current_owner
@@ -152,6 +153,48 @@ def test_a_hung_driver_times_its_cell_out_and_the_minicluster_is_deleted(
     assert result.timed_out and result.rc is None
     assert "did not end within 1 s (+0.5 s)" in str(result.error)
     assert "hello from rank 0" in result.log  # what the cell printed so far is kept
+
+
+def _one_nested_cell(make_backend: Any, limit: float, **settings: Any) -> Any:
+    cell = Cell(4, "kary:1", 0, (2**20,), ("all",))
+    rendered = render_cell(4, cell.topo, [2**20], ["all"], cell.id, RenderOptions())
+    with make_backend(layout="nested", log_every_s=0.05, nested_grace_s=0.5, **settings) as backend:
+        backend.queue([QueuedCell(cell, rendered, limit)])
+        return backend.run(cell, rendered, limit)
+
+
+def test_a_cells_clock_starts_at_its_job_frame_not_at_the_groups_creation(
+    apiserver: Any, make_backend: Any
+) -> None:
+    """The first cell of a group waits for its pods (image pulls) before its job starts:
+    that wait is not the cell's time, so a 1 s cell whose job starts 2.5 s in is fine."""
+    apiserver.cluster.scenario = Scenario(log=STEP_LOG, run_s=4.0, first_job_after_s=2.5)
+    result = _one_nested_cell(make_backend, 1.0)
+    assert (result.rc, result.error, result.timed_out) == (0, None, False)
+
+
+def test_a_nested_cell_whose_brokers_never_join_is_a_start_failure(
+    apiserver: Any, make_backend: Any
+) -> None:
+    """Checked for every cell, not only a group's first: its job started and its
+    benchmark never began within join_s."""
+    apiserver.cluster.scenario = Scenario(
+        log="waiting for brokers\n", outcome="never", nested_cells_done=0
+    )
+    result = _one_nested_cell(
+        make_backend, 30.0, start_limits=StartLimits(check_every_s=0.05, join_s=0.5)
+    )
+    assert result.start_failure == "brokers-never-joined", result.error
+    assert "never began: some nested broker never joined" in str(result.error)
+
+
+def test_rank_zero_is_the_newest_index_zero_pod_not_the_first_by_name() -> None:
+    def pod(name: str, created: str) -> dict[str, Any]:
+        labels = {"batch.kubernetes.io/job-completion-index": "0", "job-name": "mc"}
+        return {"metadata": {"name": name, "creationTimestamp": created, "labels": labels}}
+
+    old, new = pod("mc-0-zz9", "2026-11-26T10:00:00Z"), pod("mc-0-aa1", "2026-11-26T11:00:00Z")
+    assert rank_zero([new, old], "mc") is new and rank_zero([old, new], "mc") is new
 
 
 def test_a_sweep_stopped_between_cells_deletes_its_minicluster_on_down(
