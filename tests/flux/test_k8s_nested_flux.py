@@ -82,7 +82,7 @@ def test_a_failed_cell_and_a_timed_out_cell_do_not_stop_the_others(
     template = template_with(scratch, {"kary:1": "exit 3", "kary:2": "sleep 600"})
     done = _run(
         scratch,
-        [*TOPOS, "--sizes", "1M", "--timeout", "15", "--template", str(template),
+        [*TOPOS, "--sizes", "1M", "--timeout", "10", "--template", str(template),
          "--data-dir", str(data)],
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr

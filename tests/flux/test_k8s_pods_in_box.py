@@ -210,13 +210,13 @@ def _stalled_run(
     topos: tuple[str, ...] = ("kary:1", "kary:2", "kary:3"),
     **settings: Any,
 ) -> tuple[FakeApiServer, int, str, Path]:
-    """A nested sweep of `topos` at 1M whose first len(faults) cells wait 4 s first; the
+    """A nested sweep of `topos` at 1M whose first len(faults) cells wait 3 s first; the
     i-th fault is done to the i-th MiniCluster's pods while its cell waits (a fault
     that breaks a group sends the next cell to a new MiniCluster)."""
     server = make_cluster(**settings)
     data = scratch / "raw"
     stalled = topos[: len(faults)]
-    template = template_with(scratch, {topo: f"echo {WAITING}; sleep 4" for topo in stalled})
+    template = template_with(scratch, {topo: f"echo {WAITING}; sleep 3" for topo in stalled})
 
     def when_stalled() -> None:
         for index, fault in enumerate(faults):
