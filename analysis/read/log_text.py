@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from experiments.formats.log_sections import find_line, overlay_lines
+
 __all__ = ["LogText", "decode_log", "find_line", "header_value", "overlay_lines"]
 
 # CSI sequences (colours, cursor moves) and the two-byte ESC forms.
@@ -51,28 +53,7 @@ def decode_log(data: bytes) -> LogText | str:
     return LogText(text, ended=False)
 
 
-_OVERLAY = re.compile(r"TOPOLOGY diagram[ \t]*\n(.*?)^TOPOLOGY description[ \t]*$", re.M | re.S)
 _VALUE = re.compile(r"[ \t]*\n[ \t]*(\S[^\n]*)$", re.M)
-
-
-def find_line(text: str, literal: str, start: int = 0) -> int:
-    """Index of the first line that starts with `literal`, or -1.
-
-    str.find runs at C speed; a `^...` regex under re.M tries every position.
-    """
-    pos = text.find(literal, start)
-    while pos > 0 and text[pos - 1] != "\n":
-        pos = text.find(literal, pos + 1)
-    return pos
-
-
-def overlay_lines(text: str) -> list[str]:
-    """The `flux overlay status` lines printed between the TOPOLOGY markers."""
-    pos = find_line(text, "TOPOLOGY diagram")
-    match = _OVERLAY.match(text, pos) if pos >= 0 else None
-    if match is None:
-        return []
-    return [line.rstrip() for line in match.group(1).splitlines() if line.strip()]
 
 
 def header_value(text: str, marker: str) -> str | None:

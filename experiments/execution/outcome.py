@@ -12,12 +12,12 @@ reason apart from the failed ones.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from experiments.backends.base import RunResult
 from experiments.formats.kary_line import kary_records, step_problem, step_void
+from experiments.formats.log_sections import overlay_lines
 from experiments.model.topology import overlay_problem
 
 __all__ = ["LogSummary", "Verdict", "judge", "overlay_mismatch", "summarize_log"]
@@ -69,20 +69,13 @@ def summarize_log(log: str) -> LogSummary:
     return LogSummary(steps, done, meta)
 
 
-# The entrypoint prints `flux overlay status` between these two lines.
-_OVERLAY_SECTION = re.compile(
-    r"^TOPOLOGY diagram[ \t]*\n(.*?)^TOPOLOGY description[ \t]*$", re.M | re.S
-)
-
-
 def overlay_mismatch(log: str, meta: dict[str, Any] | None) -> str | None:
     """Why the tree Flux built for the cell is not the topology its meta line names
     (a cell on another tree times another topology), else None."""
-    match = _OVERLAY_SECTION.search(log)
     topo, nodes = (meta or {}).get("topo"), (meta or {}).get("nodes")
-    if match is None or not isinstance(topo, str) or not isinstance(nodes, int):
+    if not isinstance(topo, str) or not isinstance(nodes, int):
         return None
-    return overlay_problem(match.group(1).splitlines(), topo, nodes)
+    return overlay_problem(overlay_lines(log), topo, nodes)
 
 
 def _step_name(step: dict[str, Any]) -> str:
