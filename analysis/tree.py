@@ -19,6 +19,7 @@ from analysis.read.workers import can_fork, usable_cores
 from analysis.tables.rows import overlays_of
 from analysis.tree_slices import start_slices
 from experiments.errors import UserError
+from experiments.formats.cell_layout import network_of_path
 from experiments.formats.events import topology_order_key
 from experiments.formats.parsed import PARSED_FORMAT, write_parsed_files
 from experiments.model.cell_filter import CellFilter
@@ -255,8 +256,8 @@ def _selected(results: list[CellResult], only: CellFilter, data_dir: Path) -> li
 
 
 def _warn_duplicate_cells(results: list[CellResult]) -> None:
-    """Two folders holding the same run (backend, cluster, nodes, topology, iteration)
-    would count one iteration twice."""
+    """Two folders holding the same run (backend, cluster, place, links, nodes, topology,
+    knobs, iteration) would count one iteration twice."""
     first: dict[tuple[object, ...], str] = {}
     # A folder whose path spells its identity is the original; an odd name the copy.
     by_path = sorted(
@@ -266,9 +267,13 @@ def _warn_duplicate_cells(results: list[CellResult]) -> None:
         if not result.identified or not result.measured:
             continue
         record = result.record
+        extra = (record.model_extra or {}) if record else {}
         key = (
             record.backend if record else None,
             record.cluster if record else None,
+            str(extra.get("place")),
+            # Cells on other links are other cells (cell_layout's network directory).
+            str(network_of_path(result.cell.rel.split("/"))),
             result.nodes,
             result.topo,
             result.knobs,

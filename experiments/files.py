@@ -51,6 +51,9 @@ def write_atomic(path: Path, data: str | bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as err:  # a folder where the file goes, a full or read-only disk
+        Path(tmp).unlink(missing_ok=True)
+        raise UserError(f"cannot write {path}: {err.strerror or err}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

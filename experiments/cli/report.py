@@ -19,7 +19,11 @@ def register(app: typer.Typer) -> None:
         parsed: list[Path] = typer.Argument(
             ..., help="Parsed directories (kary parse --out); the first is the baseline."
         ),
-        out: Path = typer.Option(Path("report.html"), "--out", help="HTML file to write."),
+        out: Path = typer.Option(
+            Path("report.html"),
+            "--out",
+            help="HTML file to write (an existing folder gets report.html inside it).",
+        ),
     ) -> None:
         """Write one self-contained HTML report that opens offline; several dirs are compared.
 
@@ -31,5 +35,7 @@ def register(app: typer.Typer) -> None:
         """
         from analysis import report
 
+        if out.is_dir():
+            out = out / "report.html"
         written = report(parsed, out)
         typer.echo(f"wrote {written} ({written.stat().st_size / 1e6:.1f} MB)")

@@ -9,6 +9,7 @@ translation.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -124,7 +125,15 @@ def run(
         typer.echo(json.dumps(summary.to_json(), indent=2))
     if summary.outcomes or summary.interrupted:  # else api.run said "nothing to run"
         typer.echo(f"kary run: {summary.text()}", err=True, nl=False)
+    if summary.count("succeeded") and not summary.interrupted:
+        raw = planned.plan.spec.data_dir
+        typer.echo(f"next: kary parse --data {raw} --out {parsed_dir_for(raw)}", err=True)
     raise typer.Exit(summary.exit_code)
+
+
+def parsed_dir_for(raw: Path) -> Path:
+    """Where a raw tree's parse goes by the README's convention: data/raw -> data/parsed."""
+    return raw.with_name("parsed") if raw.name == "raw" else raw.with_name(f"{raw.name}-parsed")
 
 
 def _show(

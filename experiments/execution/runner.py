@@ -42,6 +42,7 @@ from experiments.formats.run_record import (
     now_iso,
     write_record,
 )
+from experiments.model.identity import StudySettings
 from experiments.model.plan import Cell, Plan
 from experiments.model.render import Rendered, RenderOptions, image_provenance, render_cell
 from experiments.redact import redact
@@ -123,8 +124,10 @@ class _Runner:
         seed: int | None,
         cluster: str | None,
         instance_type: str | None,
+        settings: StudySettings | None,
     ) -> None:
         self.plan = plan
+        self.settings = settings
         self.backend = backend
         self.render = render
         self.template_dir = template_dir
@@ -155,8 +158,17 @@ class _Runner:
                 "seed": self.seed,
                 "timeout_seconds": timeout,
                 **self.plan.record_fields(cell),
+                # Written at the start, so an interrupted cell says where it ran too.
+                **self._identity_fields(cell),
             }
         )
+
+    def _identity_fields(self, cell: Cell) -> dict[str, Any]:
+        """The cell's identity (model/identity.py) and its place, for run.json."""
+        if self.settings is None:
+            return {}
+        place = {"place": self.settings.place} if self.settings.place else {}
+        return {**place, "identity": self.settings.identity(cell)}
 
     def rendered(self, cell: Cell) -> Rendered:
         """The cell's MiniCluster and entrypoint, rendered once."""
@@ -288,6 +300,7 @@ def run_plan(
     cluster: str | None = None,
     instance_type: str | None = None,
     before_cell: Callable[[int, Cell], str | None] | None = None,
+    settings: StudySettings | None = None,
 ) -> RunSummary:
     """Run the plan's cells that `ledger` says are to run, in order, on `backend`.
 
@@ -295,7 +308,9 @@ def run_plan(
     skipped, failed ones too).  The backend is brought up and down here.
     `timeout` is per cell; None gives each cell `default_timeout` of its
     predicted seconds (`predicted`, by cell id).  `before_cell` may return a
-    reason to stop before a cell starts (a spending cap).  Ctrl-C / SIGTERM end
+    reason to stop before a cell starts (a spending cap).  `settings` (the plan's
+    StudySettings) is recorded as each cell's identity, so a later plan can tell
+    whether the cell ran as it would run it.  Ctrl-C / SIGTERM end
     the run with `interrupted` set; the caller exits 130.
     """
     reporter = reporter or SilentReporter()
@@ -308,7 +323,15 @@ def run_plan(
     ]
     summary = RunSummary(skipped_done=len(ledger.done), skipped_failed=len(ledger.failed))
     runner = _Runner(
-        plan, backend, render, template_dir, timeouts, plan.spec.seed, cluster, instance_type
+        plan,
+        backend,
+        render,
+        template_dir,
+        timeouts,
+        plan.spec.seed,
+        cluster,
+        instance_type,
+        settings,
     )
     started = time.monotonic()
     reporter.start(cells, seconds)

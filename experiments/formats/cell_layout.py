@@ -1,6 +1,6 @@
 """Where a cell lives in the raw tree, and how sizes and Flux knobs are labelled.
 
-A cell is one (nodes, topology, Flux knobs, iteration).  Its id is its path
+A cell is one (nodes, topology, links, Flux knobs, iteration).  Its id is its path
 below the raw root, `<nodes>/<topology dir>/<iteration>` (`30/kary-16/0`), the
 seed's layout, so the runner writes it and analysis reads it back from the
 path alone.  ':' is not portable in paths, so `kary:16` becomes the
@@ -20,6 +20,12 @@ any has one more directory, between its topology and its iteration, naming
 each knob it sets: `30/kary-16/chunksize-256K_mmap-on_purge-16M/0` (`_`
 between knobs, only letters, digits and `-` within one, so that the id with
 `/` made `_` is still a Kubernetes label value).
+
+A cell on shaped links (the box, or the emulator's paced links) has one more
+directory, between its topology and its knobs, naming its links in canonical
+units: `8/kary-2/bw-100Mbit_lat-5ms/0`.  A study swept over link speeds into one
+raw tree keeps each speed's cells apart, never one speed's cells taken as
+another's; unshaped cells keep the seed's layout.
 
 A run planned from a sweep file keeps a copy of it at `sweeps/<sha256>.yaml`
 below the raw root; each cell's run.json names it by that hash.
@@ -59,6 +65,9 @@ __all__ = [
     "knobs_from_dirname",
     "knobs_from_labels",
     "knobs_of_path",
+    "network_dirname",
+    "network_from_dirname",
+    "network_of_path",
     "size_from_label",
     "size_text",
     "smoke_root",
@@ -86,35 +95,58 @@ def topo_from_dirname(name: str) -> str | None:
     return f"{match.group('scheme')}:{int(match.group('k'))}"
 
 
-def cell_id(nodes: int, topo: str, iteration: int, knobs: Knobs | None = None) -> str:
-    """`30/kary-16/0` (`30/kary-16/chunksize-256K/0` with knobs): the cell's path below
-    the raw root, and its name everywhere."""
+def cell_id(
+    nodes: int,
+    topo: str,
+    iteration: int,
+    knobs: Knobs | None = None,
+    network: str | None = None,
+) -> str:
+    """`30/kary-16/0` (`30/kary-16/chunksize-256K/0` with knobs, `8/kary-2/bw-100Mbit/0`
+    on shaped links): the cell's path below the raw root, and its name everywhere."""
     knob_dir = knobs.dirname() if knobs is not None else None
-    middle = f"{topology_dirname(topo)}/{knob_dir}" if knob_dir else topology_dirname(topo)
-    return f"{nodes}/{middle}/{iteration}"
+    levels = [str(nodes), topology_dirname(topo), network, knob_dir, str(iteration)]
+    return "/".join(level for level in levels if level)
 
 
 def cell_dir(
-    data_dir: Path, nodes: int, topo: str, iteration: int, knobs: Knobs | None = None
+    data_dir: Path,
+    nodes: int,
+    topo: str,
+    iteration: int,
+    knobs: Knobs | None = None,
+    network: str | None = None,
 ) -> Path:
-    """`<data>/<nodes>/<topology dir>[/<knob dir>]/<iteration>`: where a cell's files go."""
-    return Path(data_dir).joinpath(*cell_id(nodes, topo, iteration, knobs).split("/"))
+    """`<data>/<nodes>/<topology dir>[/<network dir>][/<knob dir>]/<iteration>`: where a
+    cell's files go."""
+    return Path(data_dir).joinpath(*cell_id(nodes, topo, iteration, knobs, network).split("/"))
 
 
 def cell_of_path(parts: Sequence[str]) -> tuple[int | None, str | None, int | None]:
     """(nodes, topo, iteration) that a cell directory's last path parts say; None where not.
 
     `["30", "kary-16", "0"]` -> (30, "kary:16", 0); a knob directory before the
-    iteration is passed over (`knobs_of_path` reads it).  Any depth below the
-    raw root is read, so a tree kept one folder down still parses.
+    iteration is passed over (`knobs_of_path` reads it), and a network directory
+    before that (`network_of_path`).  Any depth below the raw root is read, so a
+    tree kept one folder down still parses.
     """
     parts = list(parts)
     if len(parts) >= 2 and knobs_from_dirname(parts[-2]) is not None:
+        del parts[-2]
+    if len(parts) >= 2 and network_from_dirname(parts[-2]) is not None:
         del parts[-2]
     iteration = _whole(parts[-1]) if len(parts) >= 1 else None
     topo = topo_from_dirname(parts[-2]) if len(parts) >= 2 else None
     nodes = _whole(parts[-3]) if len(parts) >= 3 else None
     return nodes, topo, iteration
+
+
+def network_of_path(parts: Sequence[str]) -> dict[str, str] | None:
+    """The links a cell directory's path names ({"bw": "100Mbit", ...}); None when none."""
+    parts = list(parts)
+    if len(parts) >= 2 and knobs_from_dirname(parts[-2]) is not None:
+        del parts[-2]
+    return network_from_dirname(parts[-2]) if len(parts) >= 2 else None
 
 
 def knobs_of_path(parts: Sequence[str]) -> Knobs:
@@ -284,3 +316,58 @@ def knobs_from_dirname(name: str) -> Knobs | None:
                 return None
             values[knob] = size
     return Knobs(**values)  # type: ignore[arg-type]
+
+
+# ---- shaped links ------------------------------------------------------------
+
+# A network directory's parts, in order: `bw-100Mbit_lat-5ms_rootbw-1Gbit_group-4_groupbw-1Gbit`.
+NETWORK_PARTS = ("bw", "lat", "rootbw", "group", "groupbw")
+_NETWORK_PART = re.compile(r"^(?P<key>bw|lat|rootbw|group|groupbw)-(?P<label>[0-9A-Za-z]+)$")
+_BITS = (("Tbit", 10**12), ("Gbit", 10**9), ("Mbit", 10**6), ("Kbit", 10**3), ("bit", 1))
+_NANOS = (("s", 10**9), ("ms", 10**6), ("us", 10**3), ("ns", 1))
+
+
+def bandwidth_label(bytes_per_s: float) -> str:
+    """Bytes/s -> the largest whole tc unit of bits/s: 12.5e6 -> `100Mbit`."""
+    bits = round(bytes_per_s * 8)
+    return next(f"{bits // f}{unit}" for unit, f in _BITS if bits % f == 0)
+
+
+def latency_label(seconds: float) -> str:
+    """Seconds -> the largest whole unit: 0.0005 -> `500us`."""
+    nanos = round(seconds * 1e9)
+    return next(f"{nanos // f}{unit}" for unit, f in _NANOS if nanos % f == 0)
+
+
+def network_dirname(
+    bandwidth: float | None = None,
+    latency: float | None = None,
+    root_bandwidth: float | None = None,
+    group_size: int | None = None,
+    group_bandwidth: float | None = None,
+) -> str | None:
+    """The directory that keeps cells on shaped links apart from others (None: unshaped).
+
+    Cells of one study at 100 and 200 Mbit/s share one raw tree side by side, as
+    cells with other Flux knobs do; the values are canonical (bytes/s and
+    seconds made whole units), so `100mbit` and `100Mbit` are one directory.
+    """
+    labels = {
+        "bw": bandwidth_label(bandwidth) if bandwidth else None,
+        "lat": latency_label(latency) if latency else None,
+        "rootbw": bandwidth_label(root_bandwidth) if root_bandwidth else None,
+        "group": str(group_size) if group_size else None,
+        "groupbw": bandwidth_label(group_bandwidth) if group_bandwidth else None,
+    }
+    return "_".join(f"{key}-{label}" for key, label in labels.items() if label) or None
+
+
+def network_from_dirname(name: str) -> dict[str, str] | None:
+    """`bw-100Mbit_lat-5ms` -> {"bw": "100Mbit", "lat": "5ms"}; None when not a network dir."""
+    found: dict[str, str] = {}
+    for part in name.split("_"):
+        match = _NETWORK_PART.match(part)
+        if match is None or match.group("key") in found:
+            return None
+        found[match.group("key")] = match.group("label")
+    return found

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from experiments.errors import UserError
+from experiments.formats.cell_layout import network_dirname
 from experiments.model.units import parse_bandwidth, parse_latency
 
 __all__ = ["LinkSettings", "link_settings"]
@@ -51,6 +52,12 @@ class LinkSettings:
     def group_of(self, rank: int) -> int | None:
         """The rank's group in a two-level network; None in a one-switch box."""
         return rank // self.group_size if self.group_size else None
+
+    def dirname(self) -> str | None:
+        """The cells' network directory in the raw tree (cell_layout.network_dirname)."""
+        return network_dirname(
+            self.bandwidth, self.latency, self.root_bandwidth, self.group_size, self.group_bandwidth
+        )
 
     def bandwidth_of(self, rank: int) -> float | None:
         if rank == 0 and self.root_bandwidth:

@@ -1,7 +1,7 @@
 """Experiment spec -> run cells, with deterministic ids and raw-tree paths.
 
-A cell is one (nodes, topology, Flux knobs, iteration): one MiniCluster, one
-log.  The plan is pure: it lists every cell of the spec.  Which of them still
+A cell is one (nodes, topology, links, Flux knobs, iteration): one MiniCluster,
+one log.  The plan is pure: it lists every cell of the spec.  Which of them still
 have to run is the raw tree's business (experiments/execution/ledger.py).
 
 Nodes and topologies come from the spec's axes (a sweep file's matrix and
@@ -68,6 +68,8 @@ class Cell:
     strategies: tuple[str, ...]
     knobs: Knobs = NO_KNOBS
     experiment: str = "distribute"
+    # Shaped links' directory (cell_layout.network_dirname); None on unshaped links.
+    network: str | None = None
 
     @property
     def topo_dir(self) -> str:
@@ -76,10 +78,10 @@ class Cell:
     @property
     def id(self) -> str:
         """`30/kary-16/0`: the cell's path below the raw root, and its name everywhere."""
-        return cell_id(self.nodes, self.topo, self.iteration, self.knobs)
+        return cell_id(self.nodes, self.topo, self.iteration, self.knobs, self.network)
 
     def raw_dir(self, data_dir: Path) -> Path:
-        return cell_dir(data_dir, self.nodes, self.topo, self.iteration, self.knobs)
+        return cell_dir(data_dir, self.nodes, self.topo, self.iteration, self.knobs, self.network)
 
 
 class ExperimentSpec(BaseModel):
@@ -110,6 +112,8 @@ class ExperimentSpec(BaseModel):
     chunksize: int | None = None
     mmap: bool | None = None
     purge_target_size: int | None = None
+    # Every cell's shaped links, as its directory names them (None: unshaped).
+    network: str | None = None
     # The sweep file the spec came from, recorded in each cell's run.json.
     sweep_file: str | None = None
     sweep_sha256: str | None = None
@@ -212,7 +216,14 @@ def _point_designs(spec: ExperimentSpec, point: dict[str, Any]) -> list[Design]:
 def _designs(spec: ExperimentSpec) -> list[Design]:
     if spec.exact_nodes is not None and spec.max_nodes is not None:
         raise UserError("give --exact-nodes or --max-nodes, not both")
+    if spec.designs_file is not None and spec.designs_file.is_dir():
+        raise UserError(
+            f"--data names a design file (a JSON list); {spec.designs_file} is a folder: "
+            "the raw tree kary run writes is --data-dir"
+        )
     if spec.topos:
+        if spec.designs_file is not None:
+            raise UserError("--topo gives the topologies and --data a design file: drop one")
         if spec.exact_nodes is None:
             raise UserError("an explicit --topo needs --exact-nodes N")
         nodes = node_count(spec.exact_nodes, "--exact-nodes")
@@ -251,6 +262,20 @@ def _check_runnable(design: Design, strategies: list[str]) -> None:
         strategy_waves(tree, strategy)
 
 
+def _check_distinct_trees(designs: list[Design]) -> None:
+    """Two topologies that build one tree at a node count measure the same thing twice
+    (kary:9 at 8 nodes is kary:7: every rank a child of rank 0); refuse the second."""
+    seen: dict[tuple[int, tuple[int, ...]], str] = {}
+    for design in dict.fromkeys(designs):
+        key = (design.nodes, build_tree(design.topo, design.nodes).parents)
+        if key in seen and seen[key] != design.topo:
+            raise UserError(
+                f"{design.topo} at {design.nodes} nodes builds the same tree as {seen[key]}: "
+                "it would time one tree twice under two names; drop one"
+            )
+        seen.setdefault(key, design.topo)
+
+
 def plan_experiment(spec: ExperimentSpec) -> Plan:
     """Every cell of the spec, in run order; refuses a spec that cannot run."""
     dns1123_name(spec.name)
@@ -259,13 +284,21 @@ def plan_experiment(spec: ExperimentSpec) -> Plan:
     strategies = [] if spec.experiment == "ping" else spec.strategies
     for design in dict.fromkeys(design for design, _ in designs):
         _check_runnable(design, strategies)
+    _check_distinct_trees([design for design, _ in designs])
     sizes = spec.resolved_sizes()
     rng = random.Random(spec.seed)
     cells: list[Cell] = []
     for iteration in range(spec.iters):
         batch = [
             Cell(
-                d.nodes, d.topo, iteration, tuple(sizes), tuple(strategies), knobs, spec.experiment
+                d.nodes,
+                d.topo,
+                iteration,
+                tuple(sizes),
+                tuple(strategies),
+                knobs,
+                spec.experiment,
+                spec.network,
             )
             for d, knobs in designs
         ]

@@ -25,8 +25,9 @@ kept up, where ruamel.yaml would be a second YAML library for line numbers alone
 
 from __future__ import annotations
 
+import difflib
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -171,7 +172,9 @@ def load_sweep_file(path: Path) -> SweepFile:
             for axis, axis_node, values in reader.mapping(node, key):
                 if axis not in AXES:
                     raise reader.fail(
-                        axis_node, f"{key}: unknown axis {axis!r}: choose from {', '.join(AXES)}"
+                        axis_node,
+                        f"{key}: unknown axis {axis!r}{_did_you_mean(axis, AXES)}: "
+                        f"choose from {', '.join(AXES)}",
                     )
                 sweep.lines[f"{key}.{axis}"] = axis_node.start_mark.line + 1
                 axes[axis] = reader.axis(axis, values, top_level=False)
@@ -186,9 +189,19 @@ def load_sweep_file(path: Path) -> SweepFile:
                 sweep.values[key] = value
         else:
             known = ", ".join((*FILE_KEYS, *AXES))
-            raise reader.fail(key_node, f"unknown key {key!r}: known keys are {known}")
+            raise reader.fail(
+                key_node,
+                f"unknown key {key!r}{_did_you_mean(key, (*FILE_KEYS, *AXES))}: "
+                f"known keys are {known}",
+            )
     _check_axes(sweep)
     return sweep
+
+
+def _did_you_mean(key: object, known: Sequence[str]) -> str:
+    """` (did you mean 'iterations'?)` for a near miss, as the flags' parser says; else ""."""
+    close = difflib.get_close_matches(str(key), known, n=1) if isinstance(key, str) else []
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _check_axes(sweep: SweepFile) -> None:

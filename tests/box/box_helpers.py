@@ -28,6 +28,21 @@ def box_processes(name: str = "kary-box-") -> list[str]:
     return found
 
 
+def box_broker_pids(hostname: str) -> list[int]:
+    """Pids of a live box broker whose hostname is `hostname` (`flux-sample-1`)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"-Shostname={hostname}".encode() in argv and any(b"kary-box-" in a for a in argv):
+            found.append(int(entry))
+    return found
+
+
 def wait_until(condition: object, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

@@ -36,7 +36,7 @@ def test_a_box_cell_runs_and_parses_to_ok_rows(
     )
     assert result.exit_code == 0, result.output
     assert "real Flux in a box" in result.stderr
-    record = json.loads((raw / "8" / "kary-2" / "0" / "run.json").read_text())
+    record = json.loads((raw / "8/kary-2/bw-200Mbit/0/run.json").read_text())
     assert record["state"] == "succeeded" and record["place"] == "box"
     assert record["box"]["links"]["bandwidth_bytes_per_s"] == 25e6
     assert record["box"]["addresses"]["ranks"]["7"]["address"] == "198.18.0.8"
@@ -45,7 +45,7 @@ def test_a_box_cell_runs_and_parses_to_ok_rows(
     assert record["box"]["cpu_bound"] is False
     assert (
         "0 flux-sample-0: full"
-        in (raw / "8" / "kary-2" / "0" / "topology-experiment.out").read_text()
+        in (raw / "8/kary-2/bw-200Mbit/0/topology-experiment.out").read_text()
     )
 
     result = runner.invoke(app, ["parse", "--data", str(raw), "--out", str(parsed), "--no-plots"])
@@ -77,7 +77,7 @@ def test_rank_0_sends_one_copy_per_child_and_no_copy_beats_its_link(
     args = ["--exact-nodes", "4", "--topo", topo, "--sizes", "16M", "--link-bandwidth", "50Mbit"]
     result = runner.invoke(app, ["run", *args, "--data-dir", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output
-    cell = tmp_path / "4" / topo.replace(":", "-") / "0"
+    cell = tmp_path / "4" / topo.replace(":", "-") / "bw-50Mbit" / "0"
     record = json.loads((cell / "run.json").read_text())
     sent = record["box"]["link_bytes"]["0"]["sent_bytes"]
     # Every copy crossed rank 0's link once, plus TCP/ZeroMQ/CURVE framing (< 5%).
@@ -112,7 +112,7 @@ def test_the_direct_baseline_downloads_from_rank_0s_address_over_its_link(
     args += ["--link-bandwidth", "100Mbit", "--data-dir", str(tmp_path)]
     result = runner.invoke(app, ["run", *args])
     assert result.exit_code == 0, result.output
-    cell = tmp_path / "4" / "kary-1" / "0"
+    cell = tmp_path / "4" / "kary-1" / "bw-100Mbit" / "0"
     lines = [
         json.loads(line[5:])
         for line in (cell / "topology-experiment.out").read_text().splitlines()
@@ -146,7 +146,7 @@ def test_between_groups_the_uplink_is_the_bottleneck_and_carries_one_copy_per_cr
     args += ["--group-size", "2", "--group-link-bandwidth", "25Mbit", "--data-dir", str(raw)]
     result = runner.invoke(app, ["run", *args])
     assert result.exit_code == 0, result.output
-    cell = raw / "4" / topo.replace(":", "-") / "0"
+    cell = raw / "4" / topo.replace(":", "-") / "bw-200Mbit_group-2_groupbw-25Mbit" / "0"
     record = json.loads((cell / "run.json").read_text())
     assert record["box"]["links"]["group_size"] == 2
     trunk = record["box"]["link_bytes"]["group 0"]

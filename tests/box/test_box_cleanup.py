@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from box_helpers import box_processes, host_links, start_kary, wait_until
+from box_helpers import box_broker_pids, box_processes, host_links, start_kary, wait_until
 
 from experiments.box.reap import reap_dead_boxes
 
@@ -31,6 +31,35 @@ def _distributing() -> bool:
     return len(brokers) == 4 and len(extracts) == 3
 
 
+# From inside a node's namespace: how long a connection to an address outside the box
+# takes to fail, and with what (TEST-NET-1: nothing answers there anyway).
+_CONNECT_OUT = """
+import errno, socket, time
+s = socket.socket()
+s.settimeout(5)
+t = time.monotonic()
+try:
+    s.connect(("192.0.2.1", 80))
+    print("connected")
+except OSError as err:
+    print(errno.errorcode.get(err.errno, err), round(time.monotonic() - t, 3))
+"""
+
+
+def _no_way_out_of(pid: int) -> None:
+    """A box node has its own link and nothing else: no default route, and a connection
+    outside the box fails at once (no route), so no packet of a cell leaves the box."""
+    enter = ["nsenter", f"--net=/proc/{pid}/ns/net"]
+    routes = subprocess.run([*enter, "ip", "-o", "route", "show"], capture_output=True, text=True)
+    assert routes.returncode == 0, routes.stderr
+    assert "default" not in routes.stdout and routes.stdout.strip(), routes.stdout
+    out = subprocess.run(
+        [*enter, sys.executable, "-c", _CONNECT_OUT], capture_output=True, text=True, timeout=30
+    )
+    code, seconds = out.stdout.split()
+    assert code == "ENETUNREACH" and float(seconds) < 0.5, out.stdout
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL])
 def test_a_stopped_kary_leaves_no_broker_link_or_namespace(
     box_flux: str, box_env: dict[str, str], tmp_path: Path, signum: int
@@ -39,6 +68,8 @@ def test_a_stopped_kary_leaves_no_broker_link_or_namespace(
     kary = start_kary([*_ARGS, "--data-dir", str(tmp_path)], box_env)
     try:
         up = wait_until(_distributing, 60)
+        if up and signum == signal.SIGINT:  # once: a node's way out, while the box is up
+            _no_way_out_of(box_broker_pids("flux-sample-1")[0])
         # Ctrl-C reaches the terminal's foreground group: kary, not the guard's session.
         os.killpg(kary.pid, signum)
         _, err = kary.communicate(timeout=60)
@@ -53,9 +84,7 @@ def test_a_stopped_kary_leaves_no_broker_link_or_namespace(
     if signum == signal.SIGINT:
         assert kary.returncode == 130
         assert not list(scratch.glob("kary-box-*"))
-        assert (
-            '"state": "interrupted"' in (tmp_path / "4" / "kary-0" / "0" / "run.json").read_text()
-        )
+        assert '"state": "interrupted"' in (tmp_path / "4/kary-0/bw-20Mbit/0/run.json").read_text()
     else:
         # A killed kary could not delete its scratch folder; the next run (or reap) does.
         left = list(scratch.glob("kary-box-*"))

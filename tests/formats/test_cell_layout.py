@@ -7,15 +7,20 @@ from pathlib import Path
 import pytest
 
 from experiments.formats.cell_layout import (
+    Knobs,
     cell_dir,
     cell_id,
     cell_of_path,
     format_size,
+    knobs_of_path,
+    network_dirname,
+    network_of_path,
     size_from_label,
     size_text,
     topo_from_dirname,
     topology_dirname,
 )
+from experiments.model.links import link_settings
 from experiments.model.plan import Cell
 
 
@@ -85,3 +90,22 @@ def test_an_unreadable_label_has_no_size(label: str) -> None:
 
 def test_the_seeds_bare_label_reads_beside_karys() -> None:
     assert [size_text(x) for x in ("1", 10, "16M")] == ["1G", "10G", "16M"]
+
+
+def test_cells_on_shaped_links_have_a_network_directory_in_canonical_units() -> None:
+
+    typed = link_settings("100mbit", "0.5ms", root_bandwidth="125MBps")
+    assert typed.dirname() == "bw-100Mbit_lat-500us_rootbw-1Gbit"
+    assert link_settings("100Mbit", "500us", root_bandwidth="1gbit").dirname() == typed.dirname()
+    assert link_settings(None, None).dirname() is None
+    assert network_dirname(group_size=4, group_bandwidth=1.25e8) == "group-4_groupbw-1Gbit"
+    cell = cell_id(8, "kary:2", 0, Knobs(chunksize=2**18), typed.dirname())
+    assert cell == "8/kary-2/bw-100Mbit_lat-500us_rootbw-1Gbit/chunksize-256K/0"
+    parts = cell.split("/")
+    assert cell_of_path(parts) == (8, "kary:2", 0)
+    assert knobs_of_path(parts) == Knobs(chunksize=2**18)
+    assert network_of_path(parts) == {"bw": "100Mbit", "lat": "500us", "rootbw": "1Gbit"}
+    assert network_of_path(["8", "kary-2", "0"]) is None
+    assert cell_of_path(["8", "kary-2", "bw-100Mbit", "0"]) == (8, "kary:2", 0)
+    # A topology directory is never read as a network one, nor a repeated key.
+    assert network_of_path(["8", "bw-1Mbit_bw-2Mbit", "0"]) is None

@@ -1,0 +1,167 @@
+"""A cell's identity: everything that shapes its numbers, as planned and as run.json says.
+
+A raw tree's cell is done for a plan only when it ran as the plan would run
+it.  Its path already says its nodes, topology, links, Flux knobs and
+iteration (formats/cell_layout.py); the rest of what changes a timing is
+here: the sizes and strategies it timed, the experiment, the backend and
+where it ran (place, layout), its links in canonical units, the image and
+flux view a cluster ran, whether every copy was verified, the cluster and
+its instance type, the emulator's faults and whether ranks could share a
+node.  The runner writes the planned identity into each cell's run.json
+(`identity`); the ledger compares it before a done cell is skipped, and a
+difference stops the plan with one line (see `identity_problem`).
+
+The benchmark template is not part of it: upgrading kary changes the
+template's hash, and refusing every resumed study for that would hide the
+real differences among the noise.  `other_template` names such cells so the
+plan can say so.
+
+A record written before kary recorded `identity` is compared on the fields
+its top level has (sizes, strategies, experiment, backend, image, cluster,
+instance type); what it never recorded is not guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from experiments.errors import UserError
+from experiments.formats.cell_layout import format_size
+from experiments.formats.run_record import RunRecord
+from experiments.model.links import LinkSettings
+from experiments.model.plan import Cell
+
+__all__ = [
+    "IDENTITY_FIELDS",
+    "StudySettings",
+    "identity_differences",
+    "identity_problem",
+    "recorded_identity",
+]
+
+# In the order a difference is named.
+IDENTITY_FIELDS = (
+    "experiment",
+    "sizes",
+    "strategies",
+    "backend",
+    "place",
+    "layout",
+    "links",
+    "image",
+    "flux_view",
+    "verify",
+    "cluster",
+    "instance_type",
+    "emulator_faults",
+    "shared_nodes",
+)
+# What a record from before `identity` still says, at its top level.
+_LEGACY_FIELDS = (
+    "experiment",
+    "sizes",
+    "strategies",
+    "backend",
+    "image",
+    "cluster",
+    "instance_type",
+)
+
+
+@dataclass(frozen=True)
+class StudySettings:
+    """What every cell of one plan shares that shapes its numbers (see the module doc).
+
+    `image` and `flux_view` are None where no container runs (the cell ran the
+    Flux on PATH, or the emulator); `place` None off the flux backend.
+    """
+
+    backend: str
+    place: str | None = None
+    layout: str = "per-cell"
+    links: LinkSettings = field(default_factory=LinkSettings)
+    image: str | None = None
+    flux_view: str | None = None
+    verify: bool = True
+    cluster: str | None = None
+    instance_type: str | None = None
+    emulator_faults: tuple[str, ...] = ()
+    shared_nodes: bool = False
+
+    def identity(self, cell: Cell) -> dict[str, Any]:
+        """The cell's identity as run.json's `identity` holds it (JSON values)."""
+        return {
+            "experiment": cell.experiment,
+            "sizes": list(cell.sizes),
+            "strategies": list(cell.strategies),
+            "backend": self.backend,
+            "place": self.place,
+            "layout": self.layout,
+            "links": self.links.dirname(),
+            "image": self.image,
+            "flux_view": self.flux_view,
+            "verify": self.verify,
+            "cluster": self.cluster,
+            "instance_type": self.instance_type,
+            "emulator_faults": list(self.emulator_faults),
+            "shared_nodes": self.shared_nodes,
+        }
+
+
+def recorded_identity(record: RunRecord) -> dict[str, Any]:
+    """What the record says the cell was: its `identity`, else its legacy top-level fields."""
+    extra = record.model_extra or {}
+    stored = extra.get("identity")
+    if isinstance(stored, dict):
+        return {name: stored[name] for name in IDENTITY_FIELDS if name in stored}
+    legacy = record.model_dump()
+    legacy["experiment"] = extra.get("experiment") or "distribute"
+    return {name: legacy.get(name) for name in _LEGACY_FIELDS}
+
+
+def identity_differences(planned: Mapping[str, Any], recorded: Mapping[str, Any]) -> list[str]:
+    """`sizes 16M, planned 32M` for each field the record states and the plan differs in."""
+    return [
+        f"{name.replace('_', ' ')} {_text(name, recorded[name])}, "
+        f"planned {_text(name, planned.get(name))}"
+        for name in IDENTITY_FIELDS
+        if name in recorded and _canonical(recorded[name]) != _canonical(planned.get(name))
+    ]
+
+
+def identity_problem(
+    differing: Sequence[tuple[str, list[str]]], recorded: int, data_dir: object
+) -> UserError:
+    """One line for recorded cells the plan would run otherwise: the first cell's
+    differences, and how many of the `recorded` cells it would skip differ."""
+    cell, differences = differing[0]
+    others = (
+        f" (and {len(differing) - 1} more of {recorded} recorded cells)"
+        if len(differing) > 1
+        else ""
+    )
+    return UserError(
+        f"{data_dir}/{cell} ran with {'; '.join(differences)}{others}: this plan would mix "
+        "them; use another --data-dir, or --force to run them again (old results kept aside)"
+    )
+
+
+def _canonical(value: Any) -> Any:
+    """Lists compare as lists; an empty list, None and False are the same unset."""
+    if isinstance(value, (list, tuple)):
+        return list(value) or None
+    return None if value is False or value == "" else value
+
+
+def _text(name: str, value: Any) -> str:
+    if value is None or value == [] or value == "":
+        return {"links": "unshaped", "emulator_faults": "none"}.get(name, "none")
+    if name == "sizes" and isinstance(value, list):
+        return ",".join(format_size(int(v)) for v in value)
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return str(value)
