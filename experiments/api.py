@@ -29,14 +29,21 @@ from experiments.execution.ledger import read_ledger
 from experiments.execution.progress import Reporter
 from experiments.execution.summary import RunSummary
 from experiments.files import write_atomic
+from experiments.formats.blobs import DEFAULT_BLOB, check_blob
 from experiments.formats.cell_layout import sweep_copy_path
 from experiments.formats.labels import new_sweep_id
 from experiments.model.cell_filter import parse_only
+from experiments.model.identity import StudySettings
 from experiments.model.places import UNBILLED, Here, describe_backend
 from experiments.model.plan import Cell, ExperimentSpec, plan_experiment
-from experiments.model.render import RenderOptions, check_image_runs
+from experiments.model.render import (
+    RenderOptions,
+    check_image_runs,
+    flux_view_for,
+    template_hash,
+)
 from experiments.model.sweep import Sweep, load_sweep
-from experiments.model.sweep_check import check_cells, check_sweep
+from experiments.model.sweep_check import CheckedSweep, check_cells, check_sweep
 from experiments.model.sweep_file import SweepFile
 from experiments.plan_view import format_duration
 from experiments.planned import PlannedSweep, cells_text, faults_line, stderr_line
@@ -76,12 +83,13 @@ def plan(sweep: Sweep) -> PlannedSweep:
         chunksize=checked.chunksize,
         mmap=sweep.mmap,
         purge_target_size=checked.purge_target_size,
+        network=checked.links.dirname(),
+        blob=check_blob(sweep.blob or DEFAULT_BLOB),
         sweep_file=str(sweep.file.path.resolve()) if sweep.file else None,
         sweep_sha256=sweep.file.sha256 if sweep.file else None,
     )
     cells = plan_experiment(spec).only(parse_only(sweep.only))
     check_cells(checked, cells.cells, cells.max_nodes)
-    ledger = read_ledger(cells.cells, spec.data_dir, sweep.rerun_failed, sweep.force)
     backend, cluster = checked.backend, checked.cluster
     # Verifying every rank's copy is cheap where kary runs, and on by default there.
     verify = (backend in UNBILLED) if sweep.verify is None else sweep.verify
@@ -91,6 +99,15 @@ def plan(sweep: Sweep) -> PlannedSweep:
         verify=verify,
         node_selector=dict(cluster.node_selector) if cluster else {},
         tolerations=tuple(cluster.tolerations) if cluster else (),
+    )
+    settings = study_settings(checked, render)
+    ledger = read_ledger(
+        cells.cells,
+        spec.data_dir,
+        sweep.rerun_failed,
+        sweep.force,
+        settings=settings,
+        template_hash=template_hash(sweep.template),
     )
     if backend not in UNBILLED:  # a cluster's backend runs the image's own Flux (or a view's)
         check_image_runs(render.image, sorted({cell.topo for cell in cells.cells}))
@@ -122,7 +139,26 @@ def plan(sweep: Sweep) -> PlannedSweep:
         # Priced as the study's cells are, with verify on, inside the study's session.
         estimate=lambda chosen: priced(chosen, True, False, False),
     )
-    return PlannedSweep(sweep, cells, ledger, estimate, render, checked, smoke)
+    return PlannedSweep(sweep, cells, ledger, estimate, render, checked, smoke, settings)
+
+
+def study_settings(checked: CheckedSweep, render: RenderOptions) -> StudySettings:
+    """What every cell of the plan shares that shapes its numbers (model/identity.py)."""
+    runs_image = checked.backend not in UNBILLED  # elsewhere the Flux on PATH, or the emulator
+    cluster = checked.cluster
+    return StudySettings(
+        backend=checked.backend,
+        place=checked.place,
+        layout=checked.layout,
+        links=checked.links,
+        image=render.image if runs_image else None,
+        flux_view=flux_view_for(render.image, render.flux_view) if runs_image else None,
+        verify=render.verify,
+        cluster=cluster.name if cluster else None,
+        instance_type=cluster.instance_type if cluster else None,
+        emulator_faults=tuple(checked.sweep.emulator_faults),
+        shared_nodes=checked.sweep.allow_shared_nodes,
+    )
 
 
 def run(
@@ -228,6 +264,7 @@ def run(
                 cluster=cluster.name if cluster else None,
                 instance_type=cluster.instance_type if cluster else None,
                 before_cell=guard.cap.before_cell,
+                settings=planned.settings,
             )
     except KeyboardInterrupt:
         echo("kary run: interrupted while the cluster was being created")

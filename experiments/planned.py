@@ -20,6 +20,7 @@ from experiments.formats.run_record import BOX, NESTED
 from experiments.model.cell_filter import parse_only
 from experiments.model.cluster_spec import ClusterSpec
 from experiments.model.disk import disk_line
+from experiments.model.identity import StudySettings
 from experiments.model.places import UNBILLED
 from experiments.model.plan import Plan
 from experiments.model.render import RenderOptions
@@ -44,6 +45,8 @@ class PlannedSweep:
     checked: CheckedSweep
     # A billed sweep's smoke cell, run before the study's (experiments/smoke.py).
     smoke: SmokePlan = NO_SMOKE
+    # What every cell shares that shapes its numbers, recorded as each one's identity.
+    settings: StudySettings | None = None
 
     @property
     def backend(self) -> str:

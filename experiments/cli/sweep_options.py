@@ -99,6 +99,16 @@ Smoke = Annotated[
         "16M, verify on) and stop if it fails; kept in the raw tree's smoke/, never parsed.",
     ),
 ]
+Blob = Annotated[
+    str | None,
+    typer.Option(
+        "--blob",
+        metavar="<kind>",
+        help="What each size's blob holds: random (distinct bytes, the default: the tree "
+        "moves the whole size) or zeros (the seed's blobs: one distinct chunk, so a "
+        "distribution times each rank's disk writes; for comparing with published numbers).",
+    ),
+]
 SweepFile = Annotated[
     Path | None,
     typer.Argument(

@@ -234,6 +234,13 @@ class Broker:
                 os.replace(tmp, path)
         self.cache.put(key, blob)
 
+    def _store_stats(self) -> dict[str, Any]:
+        """What content-sqlite's stats say of the backing store: its object count (rank 0)."""
+        if self.rank != 0:
+            raise BrokerError(errno.ENOSYS, f"{BACKING_MODULE} is loaded on rank 0 only")
+        names = [n for n in os.listdir(self._store_dir) if not n.endswith(".tmp")]
+        return {"object_count": len(names)}
+
     def _collect_garbage(self) -> None:
         """Drop backing-store blobs that no archive refers to any more (rank 0)."""
         live = self.kvs.blobrefs()
@@ -350,6 +357,8 @@ class Broker:
             return {}, b""
         if op == "stats":
             return {"stats": self.cache.stats()}, b""
+        if op == "store-stats":
+            return {"stats": self._store_stats()}, b""
         if op == "dropcache":
             self.cache.drop()  # rank 0's blobs stay in its backing store, as in flux-core
             return {}, b""

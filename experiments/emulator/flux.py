@@ -3,7 +3,8 @@
     flux archive create|extract|remove ...   flux exec -r IDSET [-x IDSET] CMD...
     flux overlay status                      flux module reload|stats content ...
     flux getattr NAME                        flux version
-    flux module stats [--parse KEY] content  flux content dropcache
+    flux module stats [--parse KEY] content  flux content dropcache|flush
+    flux module stats [--parse KEY] content-sqlite (rank 0's store: object_count)
     flux ping [-r RANK] [-p PAD] [-c N] TARGET   flux python ARGS...
 
 Messages and exit codes follow flux-core: errors go to stderr as
@@ -199,20 +200,12 @@ def module(argv: list[str]) -> int:
     if argv[:2] == ["reload", BACKING_MODULE]:
         # The emulator's backing store is part of rank 0's broker: nothing to re-register.
         return 0
+    if argv[:2] == ["stats", BACKING_MODULE]:
+        return _print_stats(broker_handle().rpc({"op": "store-stats"})[0]["stats"], parse_key)
     if len(argv) < 2 or argv[1] != "content" or argv[0] not in ("reload", "stats", "load"):
         raise FluxError("only `flux module reload|stats [--parse KEY] content` is emulated")
     if argv[0] == "stats":
-        import json
-
-        reply, _ = broker_handle().rpc({"op": "stats"})
-        stats = reply["stats"]
-        if parse_key is None:
-            print(json.dumps(stats, indent=1))  # flux-core's layout
-        elif parse_key in stats:
-            print(stats[parse_key])
-        else:
-            raise FluxError(f"{parse_key}: No such file or directory")
-        return 0
+        return _print_stats(broker_handle().rpc({"op": "stats"})[0]["stats"], parse_key)
     request: dict[str, Any] = {"op": "reload"}
     for arg in argv[2:]:
         key, _, value = arg.partition("=")
@@ -224,9 +217,25 @@ def module(argv: list[str]) -> int:
     return 0
 
 
+def _print_stats(stats: dict[str, Any], parse_key: str | None) -> int:
+    """`flux module stats [--parse KEY]`'s output: the object, or one key's value."""
+    import json
+
+    if parse_key is None:
+        print(json.dumps(stats, indent=1))  # flux-core's layout
+    elif parse_key in stats:
+        print(stats[parse_key])
+    else:
+        raise FluxError(f"{parse_key}: No such file or directory")
+    return 0
+
+
 def content(argv: list[str]) -> int:
+    if argv == ["flush"]:
+        # The emulator's store writes each blob before it answers: nothing is dirty.
+        return 0
     if argv != ["dropcache"]:
-        raise FluxError("only `flux content dropcache` is emulated")
+        raise FluxError("only `flux content dropcache` and `flux content flush` are emulated")
     broker_handle().rpc({"op": "dropcache"})
     return 0
 

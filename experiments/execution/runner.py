@@ -155,6 +155,7 @@ class _Runner:
                 "template_hash": template_hash,
                 "sizes": list(cell.sizes),
                 "strategies": list(cell.strategies),
+                "blob": cell.blob,
                 "seed": self.seed,
                 "timeout_seconds": timeout,
                 **self.plan.record_fields(cell),
@@ -183,6 +184,7 @@ class _Runner:
                 self.template_dir,
                 knobs=cell.knobs,
                 experiment=cell.experiment,
+                blob=cell.blob,
             )
         return self._rendered[cell.id]
 

@@ -27,6 +27,10 @@ units: `8/kary-2/bw-100Mbit_lat-5ms/0`.  A study swept over link speeds into one
 raw tree keeps each speed's cells apart, never one speed's cells taken as
 another's; unshaped cells keep the seed's layout.
 
+A cell whose blobs are not kary's random ones (`--blob zeros`, the seed's; see
+formats/blobs.py) has one more, after its network's: `8/kary-2/blob-zeros/0`, so a
+study of both kinds shares one tree and never takes one kind's cells for the other's.
+
 A run planned from a sweep file keeps a copy of it at `sweeps/<sha256>.yaml`
 below the raw root; each cell's run.json names it by that hash.
 
@@ -46,6 +50,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from experiments.formats.blobs import BLOB_KINDS, DEFAULT_BLOB
+
 __all__ = [
     "KNOB_NAMES",
     "LOG_NAME",
@@ -56,6 +62,9 @@ __all__ = [
     "SMOKE_MARKER",
     "SWEEPS_DIR",
     "Knobs",
+    "blob_dirname",
+    "blob_from_dirname",
+    "blob_of_path",
     "cell_dir",
     "cell_id",
     "cell_of_path",
@@ -101,11 +110,20 @@ def cell_id(
     iteration: int,
     knobs: Knobs | None = None,
     network: str | None = None,
+    blob: str | None = None,
 ) -> str:
     """`30/kary-16/0` (`30/kary-16/chunksize-256K/0` with knobs, `8/kary-2/bw-100Mbit/0`
-    on shaped links): the cell's path below the raw root, and its name everywhere."""
+    on shaped links, `8/kary-2/blob-zeros/0` with the seed's zero blobs): the cell's
+    path below the raw root, and its name everywhere."""
     knob_dir = knobs.dirname() if knobs is not None else None
-    levels = [str(nodes), topology_dirname(topo), network, knob_dir, str(iteration)]
+    levels = [
+        str(nodes),
+        topology_dirname(topo),
+        network,
+        blob_dirname(blob),
+        knob_dir,
+        str(iteration),
+    ]
     return "/".join(level for level in levels if level)
 
 
@@ -116,10 +134,12 @@ def cell_dir(
     iteration: int,
     knobs: Knobs | None = None,
     network: str | None = None,
+    blob: str | None = None,
 ) -> Path:
-    """`<data>/<nodes>/<topology dir>[/<network dir>][/<knob dir>]/<iteration>`: where a
-    cell's files go."""
-    return Path(data_dir).joinpath(*cell_id(nodes, topo, iteration, knobs, network).split("/"))
+    """`<data>/<nodes>/<topology dir>[/<network dir>][/<blob dir>][/<knob dir>]/<iteration>`:
+    where a cell's files go."""
+    parts = cell_id(nodes, topo, iteration, knobs, network, blob).split("/")
+    return Path(data_dir).joinpath(*parts)
 
 
 def cell_of_path(parts: Sequence[str]) -> tuple[int | None, str | None, int | None]:
@@ -130,23 +150,37 @@ def cell_of_path(parts: Sequence[str]) -> tuple[int | None, str | None, int | No
     before that (`network_of_path`).  Any depth below the raw root is read, so a
     tree kept one folder down still parses.
     """
-    parts = list(parts)
-    if len(parts) >= 2 and knobs_from_dirname(parts[-2]) is not None:
-        del parts[-2]
-    if len(parts) >= 2 and network_from_dirname(parts[-2]) is not None:
-        del parts[-2]
+    parts = _below_settings(parts)
     iteration = _whole(parts[-1]) if len(parts) >= 1 else None
     topo = topo_from_dirname(parts[-2]) if len(parts) >= 2 else None
     nodes = _whole(parts[-3]) if len(parts) >= 3 else None
     return nodes, topo, iteration
 
 
+def _below_settings(parts: Sequence[str]) -> list[str]:
+    """A cell path without its knob, blob and network directories (each there or not)."""
+    parts = list(parts)
+    for is_setting in (knobs_from_dirname, blob_from_dirname, network_from_dirname):
+        if len(parts) >= 2 and is_setting(parts[-2]) is not None:
+            del parts[-2]
+    return parts
+
+
 def network_of_path(parts: Sequence[str]) -> dict[str, str] | None:
     """The links a cell directory's path names ({"bw": "100Mbit", ...}); None when none."""
     parts = list(parts)
+    for is_setting in (knobs_from_dirname, blob_from_dirname):
+        if len(parts) >= 2 and is_setting(parts[-2]) is not None:
+            del parts[-2]
+    return network_from_dirname(parts[-2]) if len(parts) >= 2 else None
+
+
+def blob_of_path(parts: Sequence[str]) -> str | None:
+    """The blob kind a cell directory's path names (`zeros`); None when it names none."""
+    parts = list(parts)
     if len(parts) >= 2 and knobs_from_dirname(parts[-2]) is not None:
         del parts[-2]
-    return network_from_dirname(parts[-2]) if len(parts) >= 2 else None
+    return blob_from_dirname(parts[-2]) if len(parts) >= 2 else None
 
 
 def knobs_of_path(parts: Sequence[str]) -> Knobs:
@@ -371,3 +405,20 @@ def network_from_dirname(name: str) -> dict[str, str] | None:
             return None
         found[match.group("key")] = match.group("label")
     return found
+
+
+# ---- blob kind -----------------------------------------------------------------
+
+_BLOB_DIR = re.compile(r"^blob-(?P<kind>[a-z]+)$")
+
+
+def blob_dirname(kind: str | None) -> str | None:
+    """`blob-zeros`: the directory of cells whose blobs are not kary's random ones
+    (formats/blobs.py); None for random blobs, so a random study keeps the seed's layout."""
+    return None if kind in (None, DEFAULT_BLOB) else f"blob-{kind}"
+
+
+def blob_from_dirname(name: str) -> str | None:
+    """`blob-zeros` -> `zeros`; None when the name is not a blob directory."""
+    match = _BLOB_DIR.match(name)
+    return match.group("kind") if match and match.group("kind") in BLOB_KINDS else None

@@ -79,6 +79,8 @@ class RunRecord(BaseModel):
     sizes: list[int] = []
     strategies: list[str] = []
     error: str | None = None
+    # What each size's blob held (formats/blobs.py); None: recorded before kary said.
+    blob: str | None = None
     seed: int | None = None
     # Flux knobs the cell set (cell_layout.Knobs); None: Flux's default.
     chunksize: int | None = None

@@ -1,6 +1,7 @@
 """A sweep's axes: what each may hold, and how a matrix and a zip become points.
 
-Axes are nodes, topo and Flux's knobs (chunksize, mmap, purge_target_size;
+Axes are nodes, topo, blob (what each blob holds: random or zeros; see
+experiments.formats.blobs) and Flux's knobs (chunksize, mmap, purge_target_size;
 see experiments.formats.cell_layout).  A sweep's `matrix` runs every
 combination of its axes; its `zip` axes vary together (same length, the i-th
 values make one row); every matrix combination runs with every zip row, as
@@ -14,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from experiments.errors import UserError
+from experiments.formats.blobs import BLOB_KINDS, check_blob
 from experiments.formats.cell_layout import KNOB_NAMES, Knobs, knob_label
 from experiments.model.topology import parse_topology
 from experiments.model.units import parse_size
@@ -21,7 +23,7 @@ from experiments.model.validate import node_count
 
 __all__ = ["AXES", "KNOB_NAMES", "axis_text", "axis_value", "knob_flag", "knobs_of", "points"]
 
-AXES = ("nodes", "topo", *KNOB_NAMES)
+AXES = ("nodes", "topo", "blob", *KNOB_NAMES)
 # flux-core reads --chunksize as an int and purge-target-size as a uint32.
 _LIMITS = {"chunksize": 2**31 - 1, "purge_target_size": 2**32 - 1}
 
@@ -40,6 +42,10 @@ def axis_value(axis: str, raw: object) -> Any:
         if not isinstance(raw, str):
             raise UserError(f"invalid topo {raw!r}: expected e.g. kary:2, binomial or mincrit")
         return str(parse_topology(raw.strip()))
+    if axis == "blob":
+        if not isinstance(raw, str):
+            raise UserError(f"invalid blob {raw!r}: choose from {', '.join(BLOB_KINDS)}")
+        return check_blob(raw)
     if axis == "mmap":
         if not isinstance(raw, bool):
             raise UserError(f"invalid mmap {raw!r}: must be true or false")
@@ -121,7 +127,8 @@ def _axis_values(axis: str, values: Sequence[Any]) -> list[Any]:
 
 
 def _example(axis: str) -> str:
-    return {"nodes": "4, 6", "topo": "kary:1, kary:2", "mmap": "false, true"}.get(axis, "256K, 1M")
+    examples = {"nodes": "4, 6", "topo": "kary:1, kary:2", "mmap": "false, true"}
+    return (examples | {"blob": "random, zeros"}).get(axis, "256K, 1M")
 
 
 def knobs_of(point: Mapping[str, Any], default: Knobs) -> Knobs:

@@ -2,7 +2,7 @@
 
 KEY=VALUE pairs, comma-separated (or one per --only).  Different keys must
 all hold; a key given twice takes either value (`nodes=4,nodes=6`).  Keys are
-the axes and the iteration: nodes, topo, chunksize, mmap, purge_target_size
+the axes and the iteration: nodes, topo, blob, chunksize, mmap, purge_target_size
 (or purge-target-size), iteration.  A knob's value `default` picks the cells
 that leave it at Flux's default.
 """
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from experiments.errors import UserError
+from experiments.formats.blobs import DEFAULT_BLOB
 from experiments.formats.cell_layout import Knobs
 from experiments.model.axes import AXES, KNOB_NAMES, axis_value
 
@@ -30,8 +31,16 @@ class CellFilter:
     wanted: dict[str, frozenset[Any]]
     text: str
 
-    def matches(self, nodes: int, topo: str, iteration: int, knobs: Knobs) -> bool:
-        have = {"nodes": nodes, "topo": topo, "iteration": iteration, **knobs.values()}
+    def matches(
+        self, nodes: int, topo: str, iteration: int, knobs: Knobs, blob: str = DEFAULT_BLOB
+    ) -> bool:
+        have = {
+            "nodes": nodes,
+            "topo": topo,
+            "iteration": iteration,
+            "blob": blob,
+            **knobs.values(),
+        }
         return all(have[key] in values for key, values in self.wanted.items())
 
 

@@ -5,11 +5,12 @@ it.  Its path already says its nodes, topology, links, Flux knobs and
 iteration (formats/cell_layout.py); the rest of what changes a timing is
 here: the sizes and strategies it timed, the experiment, the backend and
 where it ran (place, layout), its links in canonical units, the image and
-flux view a cluster ran, whether every copy was verified, the cluster and
-its instance type, the emulator's faults and whether ranks could share a
-node.  The runner writes the planned identity into each cell's run.json
-(`identity`); the ledger compares it before a done cell is skipped, and a
-difference stops the plan with one line (see `identity_problem`).
+flux view a cluster ran, whether every copy was verified, what its blobs held
+(formats/blobs.py), the cluster and its instance type, the emulator's faults
+and whether ranks could share a node.  The runner writes the planned identity
+into each cell's run.json (`identity`); the ledger compares it before a done
+cell is skipped, and a difference stops the plan with one line (see
+`identity_problem`).
 
 The benchmark template is not part of it: upgrading kary changes the
 template's hash, and refusing every resumed study for that would hide the
@@ -18,7 +19,8 @@ plan can say so.
 
 A record written before kary recorded `identity` is compared on the fields
 its top level has (sizes, strategies, experiment, backend, image, cluster,
-instance type); what it never recorded is not guessed.
+instance type), and its blobs were random (kary made no other kind before it
+recorded `blob`); what it never recorded is not guessed.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from experiments.errors import UserError
+from experiments.formats.blobs import DEFAULT_BLOB
 from experiments.formats.cell_layout import format_size
 from experiments.formats.run_record import RunRecord
 from experiments.model.links import LinkSettings
@@ -53,6 +56,7 @@ IDENTITY_FIELDS = (
     "image",
     "flux_view",
     "verify",
+    "blob",
     "cluster",
     "instance_type",
     "emulator_faults",
@@ -103,6 +107,7 @@ class StudySettings:
             "image": self.image,
             "flux_view": self.flux_view,
             "verify": self.verify,
+            "blob": cell.blob,
             "cluster": self.cluster,
             "instance_type": self.instance_type,
             "emulator_faults": list(self.emulator_faults),
@@ -118,7 +123,9 @@ def recorded_identity(record: RunRecord) -> dict[str, Any]:
         return {name: stored[name] for name in IDENTITY_FIELDS if name in stored}
     legacy = record.model_dump()
     legacy["experiment"] = extra.get("experiment") or "distribute"
-    return {name: legacy.get(name) for name in _LEGACY_FIELDS}
+    return {name: legacy.get(name) for name in _LEGACY_FIELDS} | {
+        "blob": record.blob or DEFAULT_BLOB
+    }
 
 
 def identity_differences(planned: Mapping[str, Any], recorded: Mapping[str, Any]) -> list[str]:

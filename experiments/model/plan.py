@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from experiments.errors import UserError
+from experiments.formats.blobs import DEFAULT_BLOB
 from experiments.formats.cell_layout import NO_KNOBS, Knobs, cell_dir, cell_id, topology_dirname
 from experiments.formats.events import EXPERIMENTS
 from experiments.model.axes import knobs_of, points
@@ -70,6 +71,8 @@ class Cell:
     experiment: str = "distribute"
     # Shaped links' directory (cell_layout.network_dirname); None on unshaped links.
     network: str | None = None
+    # What each size's blob holds (formats/blobs.py).
+    blob: str = DEFAULT_BLOB
 
     @property
     def topo_dir(self) -> str:
@@ -78,10 +81,12 @@ class Cell:
     @property
     def id(self) -> str:
         """`30/kary-16/0`: the cell's path below the raw root, and its name everywhere."""
-        return cell_id(self.nodes, self.topo, self.iteration, self.knobs, self.network)
+        return cell_id(self.nodes, self.topo, self.iteration, self.knobs, self.network, self.blob)
 
     def raw_dir(self, data_dir: Path) -> Path:
-        return cell_dir(data_dir, self.nodes, self.topo, self.iteration, self.knobs, self.network)
+        return cell_dir(
+            data_dir, self.nodes, self.topo, self.iteration, self.knobs, self.network, self.blob
+        )
 
 
 class ExperimentSpec(BaseModel):
@@ -114,6 +119,8 @@ class ExperimentSpec(BaseModel):
     purge_target_size: int | None = None
     # Every cell's shaped links, as its directory names them (None: unshaped).
     network: str | None = None
+    # Every cell's blob kind where no axis sets it.
+    blob: str = DEFAULT_BLOB
     # The sweep file the spec came from, recorded in each cell's run.json.
     sweep_file: str | None = None
     sweep_sha256: str | None = None
@@ -169,7 +176,9 @@ class Plan:
         """The plan with only the cells `chosen` selects; a filter that selects none is an error."""
         if chosen is None:
             return self
-        cells = [c for c in self.cells if chosen.matches(c.nodes, c.topo, c.iteration, c.knobs)]
+        cells = [
+            c for c in self.cells if chosen.matches(c.nodes, c.topo, c.iteration, c.knobs, c.blob)
+        ]
         if not cells:
             raise UserError(f"--only {chosen.text} selects none of the {len(self.cells)} cells")
         return Plan(self.spec, cells, self.sizes)
@@ -185,14 +194,15 @@ class Plan:
         }
 
 
-def _points(spec: ExperimentSpec) -> list[tuple[Design, Knobs]]:
-    """Every (design, knobs) of the spec, in order, each once."""
+def _points(spec: ExperimentSpec) -> list[tuple[Design, Knobs, str]]:
+    """Every (design, knobs, blob kind) of the spec, in order, each once."""
     default = Knobs(spec.chunksize, spec.mmap, spec.purge_target_size)
-    found: dict[tuple[Design, Knobs], None] = {}
+    found: dict[tuple[Design, Knobs, str], None] = {}
     for point in points(spec.matrix, spec.zip):
         knobs = knobs_of(point, default)
+        blob = point.get("blob", spec.blob)
         for design in _point_designs(spec, point):
-            found.setdefault((design, knobs))
+            found.setdefault((design, knobs, blob))
     return list(found)
 
 
@@ -282,9 +292,9 @@ def plan_experiment(spec: ExperimentSpec) -> Plan:
     designs = _points(spec)
     # A ping cell distributes nothing: it runs no strategy.
     strategies = [] if spec.experiment == "ping" else spec.strategies
-    for design in dict.fromkeys(design for design, _ in designs):
+    for design in dict.fromkeys(design for design, _, _ in designs):
         _check_runnable(design, strategies)
-    _check_distinct_trees([design for design, _ in designs])
+    _check_distinct_trees([design for design, _, _ in designs])
     sizes = spec.resolved_sizes()
     rng = random.Random(spec.seed)
     cells: list[Cell] = []
@@ -299,8 +309,9 @@ def plan_experiment(spec: ExperimentSpec) -> Plan:
                 knobs,
                 spec.experiment,
                 spec.network,
+                blob,
             )
-            for d, knobs in designs
+            for d, knobs, blob in designs
         ]
         # A fresh topology order per iteration keeps drift (warm caches, noisy
         # neighbours) from always favouring the same design.

@@ -16,6 +16,7 @@ from typing import Any
 import jinja2
 
 from experiments.errors import UserError
+from experiments.formats.blobs import DEFAULT_BLOB, check_blob
 from experiments.formats.cell_layout import NO_KNOBS, Knobs, format_size
 from experiments.formats.events import (
     EXPERIMENTS,
@@ -87,6 +88,8 @@ SEED_IMAGE = "ghcr.io/converged-computing/container-chonks:topology-flux-0.66.0"
 DIRECT_PORT = 8060
 # flux ping's --pad is an int: flux-core refuses 2G and more.
 MAX_PING_PAD = 2**31 - 1
+# flux archive create's default chunk (its --chunksize), as flux-core 0.88 sets it.
+ARCHIVE_CHUNK = 2**20
 MINICLUSTER_TEMPLATE = "minicluster.yaml.j2"
 ENTRYPOINT_TEMPLATE = "entrypoint.sh.j2"
 
@@ -222,6 +225,13 @@ def images_pulled(image: str, flux_view: str | None = None) -> list[str]:
     return [image, view] if view else [image]
 
 
+def archive_chunks(size: int, chunksize: int | None) -> int:
+    """The chunks `flux archive create` cuts a file of `size` bytes into: 1 MiB each by
+    default, --chunksize N each, one for --chunksize 0 (flux-core's "unlimited")."""
+    chunk = ARCHIVE_CHUNK if chunksize is None else chunksize
+    return 1 if chunk == 0 else max(1, -(-size // chunk))
+
+
 def image_provenance(options: RenderOptions) -> dict[str, str | None]:
     """For run.json: the image as rendered, its digest when pinned, and the flux view."""
     return {
@@ -316,11 +326,13 @@ def render_cell(
     template_dir: Path | None = None,
     knobs: Knobs = NO_KNOBS,
     experiment: str = "distribute",
+    blob: str = DEFAULT_BLOB,
 ) -> Rendered:
     """Render the MiniCluster and the benchmark entrypoint for one cell.
 
     `knobs` are the cell's Flux knobs; the entrypoint passes only those set,
-    so a cell without knobs runs Flux's defaults.  `experiment` "ping" renders
+    so a cell without knobs runs Flux's defaults.  `blob` is what each size's
+    blob holds (formats/blobs.py).  `experiment` "ping" renders
     the ping experiment instead of the strategies: `flux ping` from rank 0 to
     every rank with an empty payload and with each of `sizes`.
     """
@@ -354,7 +366,10 @@ def render_cell(
         "cell_id": cell_id,
         "nodes": nodes,
         "topo": str(tree.topology),
-        "sizes": [{"label": format_size(s), "bytes": s} for s in sizes],
+        "sizes": [
+            {"label": format_size(s), "bytes": s, "chunks": archive_chunks(s, knobs.chunksize)}
+            for s in sizes
+        ],
         "generate_event": GENERATE_BLOB,
         # Why a step is void, in the words `kary parse` shows.
         "void": {
@@ -366,6 +381,7 @@ def render_cell(
         },
         "strategies": [_strategy_context(tree, s) for s in strategies],
         "verify": options.verify,
+        "blob": check_blob(blob),
         "chunksize": knobs.chunksize,
         "mmap": bool(knobs.mmap),
         "purge_target_size": knobs.purge_target_size,

@@ -51,7 +51,16 @@ def smoke_cells(cells: Sequence[Cell]) -> list[Cell]:
         if len(topos) == SMOKE_TOPOLOGIES:
             break
     return [
-        Cell(nodes, topo, 0, (SMOKE_SIZE,), first.strategies, first.knobs, first.experiment)
+        Cell(
+            nodes,
+            topo,
+            0,
+            (SMOKE_SIZE,),
+            first.strategies,
+            first.knobs,
+            first.experiment,
+            blob=first.blob,
+        )
         for topo in topos
     ]
 

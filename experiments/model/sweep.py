@@ -54,6 +54,9 @@ class Sweep:
     iterations: int = 1
     strategies: Sequence[str] = ("all",)
     experiment: str = "distribute"  # or "ping": flux ping per rank and size, no strategies
+    # What each blob holds (formats/blobs.py): random, or the seed's zeros; None: random.
+    # Also a sweep file's axis, for both kinds in one tree.
+    blob: str | None = None
     designs: Path | None = None
     data_dir: Path = Path("data/raw")
     name: str = "flux-sample"
@@ -119,6 +122,7 @@ class Sweep:
 _AXIS_FIELDS = {
     "nodes": ("exact_nodes", "max_nodes"),
     "topo": ("topos",),
+    "blob": ("blob",),
     "chunksize": ("chunksize",),
     "mmap": ("mmap",),
     "purge_target_size": ("purge_target_size",),

@@ -166,7 +166,8 @@ def _sizes(sizes: str | Sequence[str | int] | None) -> list[int] | None:
     if sizes is None:
         return None
     if isinstance(sizes, str):
-        return parse_sizes(sizes) if sizes.strip() else None
+        # An empty --sizes is a mistake (a shell variable that was not set), not the defaults.
+        return parse_sizes(sizes)
     return [s if isinstance(s, int) else parse_size(s) for s in sizes]
 
 

@@ -194,7 +194,7 @@ def test_render_writes_both_files(tmp_path: Path) -> None:
             "kary: error: Invalid value for '--nodes': Input should be a valid integer, unable to "
             "parse string as an integer (see 'kary designs show --help')\n",
         ),
-        (["plan", "--bogus"], "kary: error: No such option: --bogus (see 'kary plan --help')\n"),
+        (["plan", "--zzz"], "kary: error: No such option: --zzz (see 'kary plan --help')\n"),
     ],
 )
 def test_flag_mistakes_are_one_line_too(args: list[str], line: str) -> None:

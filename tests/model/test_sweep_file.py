@@ -92,7 +92,10 @@ def test_a_top_level_axis_is_a_one_value_matrix_axis_and_paths_follow_the_file(
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("name: s\niterashuns: 2\n", "study.yaml:2: unknown key 'iterashuns': known keys are"),
+        (
+            "name: s\niterashuns: 2\n",
+            "study.yaml:2: unknown key 'iterashuns' (did you mean 'iterations'?): known keys are",
+        ),
         ("matrix:\n  nodes: [4]\n  fanout: [2]\n", "study.yaml:3: matrix: unknown axis 'fanout'"),
         (
             "matrix:\n  nodes: [4, 6]\n  chunksize:\n    - 1M\n    - 256Q\n",

@@ -45,6 +45,8 @@ def _ran(tmp_path: Path, settings: StudySettings = BASE) -> Plan:
 CHANGES: dict[str, object] = {
     "sizes": (32 * MIB,),
     "strategies": ("binomial",),
+    # A cell's blob kind has its own directory; a record that says otherwise is held to it.
+    "blob": "zeros",
     "backend": dataclasses.replace(BASE, backend="local", place=None),
     "place": dataclasses.replace(BASE, place="box"),
     "layout": dataclasses.replace(BASE, layout="nested"),
@@ -67,23 +69,29 @@ def test_every_identity_field_has_a_change_below() -> None:
 @pytest.mark.parametrize("field", sorted(CHANGES))
 def test_a_done_cell_that_differs_in_one_field_stops_the_plan(tmp_path: Path, field: str) -> None:
     plan = _ran(tmp_path)
+    # The same plan as run skips the cell.
+    assert [c.id for c in read_ledger(plan.cells, tmp_path, settings=BASE).done] == ["4/kary-2/0"]
     change = CHANGES[field]
     cells: list[Cell] = plan.cells
     settings = BASE
     if isinstance(change, StudySettings):
         settings = change
-    elif field == "sizes":
-        cells = [dataclasses.replace(c, sizes=change) for c in cells]  # type: ignore[arg-type]
+    elif field == "blob":
+        # A blob kind has its own directory: only a record moved or edited by hand differs.
+        cell_dir = plan.cells[0].raw_dir(tmp_path)
+        record = read_record(cell_dir)
+        assert record is not None and record.model_extra is not None
+        record.model_extra["identity"]["blob"] = change
+        write_record(cell_dir, record)
     else:
-        cells = [dataclasses.replace(c, strategies=change) for c in cells]  # type: ignore[arg-type]
+        cells = [dataclasses.replace(c, **{field: change}) for c in cells]  # type: ignore[arg-type]
     with pytest.raises(UserError) as raised:
         read_ledger(cells, tmp_path, settings=settings)
     message = str(raised.value)
     assert "\n" not in message
     assert f"ran with {field.replace('_', ' ')} " in message
     assert "--force" in message and "--data-dir" in message
-    # The same plan as run skips the cell; --force runs it (the runner keeps the old aside).
-    assert [c.id for c in read_ledger(plan.cells, tmp_path, settings=BASE).done] == ["4/kary-2/0"]
+    # --force runs it again (the runner keeps the old results aside).
     assert read_ledger(cells, tmp_path, force=True, settings=settings).to_run == cells
 
 

@@ -34,6 +34,8 @@ def _one_line_error(args: list[str], expected: str) -> None:
             ["--exact-nodes", "4", "--topo", "kary:2", "--data", "{tmp}/d.json"],
             "--topo gives the topologies and --data a design file: drop one",
         ),
+        # An unset shell variable, not a wish for the default sizes.
+        (["--exact-nodes", "4", "--topo", "kary:2", "--sizes", ""], "invalid sizes ''"),
         (
             ["--exact-nodes", "4", "--topo", "kary:2", "--data-dir", "{tmp}/afile"],
             "afile is a file: name a folder for the raw tree",

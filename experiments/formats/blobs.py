@@ -1,0 +1,39 @@
+"""What a cell's blobs held: the kinds kary makes, and what a log from elsewhere held.
+
+- `random`: incompressible bytes (an AES-CTR keystream from openssl, else
+  /dev/urandom).  Every 1 MiB chunk `flux archive create` cuts is distinct, so a
+  distribution moves the whole size through the tree: what kary measures.
+- `zeros`: `head -c N /dev/zero`, as the seed's image made every size
+  (flux-distribute's topology/cloud-experiment/docker/Dockerfile).  The archive
+  addresses its chunks by hash, so every chunk is one chunk: the content store
+  holds one distinct blob, a distribution moves about 1 MiB, and each rank then
+  writes N bytes to its own disk.  Such a time measures each rank's writes, not
+  the network or the tree; kary makes zeros only when asked (`--blob zeros`), to
+  set its numbers beside published ones.
+
+A seed-format log names no kind.  Its only producer built zero blobs, so its
+rows say `zeros` (SEED_BLOB): what a seed log can be said to be, and why.
+"""
+
+from __future__ import annotations
+
+from experiments.errors import UserError
+
+__all__ = ["BLOB_KINDS", "DEDUPLICATED", "DEFAULT_BLOB", "SEED_BLOB", "check_blob"]
+
+BLOB_KINDS = ("random", "zeros")
+DEFAULT_BLOB = "random"
+SEED_BLOB = "zeros"
+# Kinds whose chunks collapse to a few distinct blobs: their distribution times
+# measure each rank's disk writes (see the module doc).
+DEDUPLICATED = frozenset({"zeros"})
+
+
+def check_blob(kind: str) -> str:
+    """The kind as given, or a one-line UserError naming the kinds there are."""
+    if kind not in BLOB_KINDS:
+        raise UserError(
+            f"unknown --blob {kind!r}: choose random (distinct bytes: what moves through "
+            "the tree) or zeros (the seed's blobs: one distinct chunk)"
+        )
+    return kind
