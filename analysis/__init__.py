@@ -14,8 +14,10 @@ Public surface (`parse` and `report` are what `kary parse` and `kary report` do)
   the parsed directory; `read_tree(data_dir)` does the same in memory.
 - `load_parsed(parsed_dir) -> Parsed`: a parsed directory back as DataFrames
   (events, ping, runs, summary, overlays, meta); also reads the seed's CSVs.
-- `compare_parsed(before, after, factor) -> Comparison` and
-  `format_comparison(...)`: ratio of medians with an interval, asv-style marks.
+- `compare_parsed(before, after, factor, allow_mixed=False) -> Comparison` and
+  `format_comparison(...)`: ratio of medians with an interval, asv-style marks;
+  a UserError when the trees share no step or their steps ran in other settings
+  (backend, place, links, blob kind, knobs), unless `allow_mixed` (rows labelled).
 - `summarize(frame, keys)`: n, failed, median, q1, q3, min, max, median CI, cv.
 - `topology_order_key(topo)`: kary:1, kary:2, ..., kary:16, binomial.
 """

@@ -19,6 +19,12 @@ counted, not compared. Failed steps never enter a median.  Void steps (a
 failed precondition: analysis.read.records.is_void) are neither timings nor
 failures of what is compared: they are counted apart (void_before/after)
 and never make a `!`.
+
+A step is compared only with itself run in the same setting (backend, place,
+links, blob kind, knobs, CPU-bound: analysis.compare_match).  Two trees with
+no step in common, or whose common steps never ran in one setting, are
+refused in one line (UserError); `allow_mixed` compares the latter anyway and
+labels every such row.
 """
 
 from __future__ import annotations
@@ -28,10 +34,20 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.compare_match import (
+    STEP_KEYS,
+    Matching,
+    Pair,
+    differences_text,
+    match_groups,
+    nothing_in_common,
+    setting_axes,
+    setting_text,
+)
 from analysis.read.records import is_void
 from analysis.tables.parsed_dir import Parsed
 from analysis.tables.stats import ALPHA, MIN_RUNS, TEST_NAME, rank_test, ratio_of_medians
-from experiments.formats.events import event_sort_key, topology_order_key
+from experiments.errors import UserError
 
 __all__ = [
     "COMPARE_COLUMNS",
@@ -41,7 +57,6 @@ __all__ = [
     "test_note",
 ]
 
-COMPARE_KEYS = ["event", "topo", "nodes", "size_bytes"]
 COMPARE_COLUMNS = [
     "mark",
     "event",
@@ -63,18 +78,31 @@ COMPARE_COLUMNS = [
     "test",
     "void_before",
     "void_after",
+    # The setting each side ran in, over the axes that vary (analysis.compare_match);
+    # "" where nothing varies.  They differ only on a mixed row (allow_mixed).
+    "setting_before",
+    "setting_after",
 ]
 _MARK_ORDER = {"!": 0, "+": 1, "-": 2, "~": 3, "?": 4, "": 5}
 
 
 @dataclass
 class Comparison:
-    """The compared groups, and those found on one side only."""
+    """The compared groups, and those found on one side only.
+
+    `mixed`: where rows compare different settings (allow_mixed), how the two
+    sides differ (`backend (before flux; after local)`); "" when none does.
+    """
 
     table: pd.DataFrame
     factor: float
     only_before: int
     only_after: int
+    mixed: str = ""
+
+    @property
+    def mixed_rows(self) -> int:
+        return int((self.table["setting_before"] != self.table["setting_after"]).sum())
 
     @property
     def regressions(self) -> pd.DataFrame:
@@ -86,36 +114,68 @@ class Comparison:
         return 1 if len(self.regressions) else 0
 
 
-def compare_parsed(before: Parsed, after: Parsed, factor: float = 1.10) -> Comparison:
-    """Compare two parsed trees group by group (see the module docstring for the marks)."""
+def compare_parsed(
+    before: Parsed, after: Parsed, factor: float = 1.10, allow_mixed: bool = False
+) -> Comparison:
+    """Compare two parsed trees group by group (see the module docstring for the marks).
+
+    UserError, one line, when they share no step, or (unless `allow_mixed`) when
+    a step both ran never ran in one setting.
+    """
     if not factor > 1:
         raise ValueError("factor must be > 1")
-    a, b = _groups(before.events), _groups(after.events)
-    keys = sorted(set(a) & set(b), key=_order)
-    rows = [_compare(key, a[key], b[key], factor) for key in keys]
+    axes = setting_axes(before.events, after.events)
+    a, b = _groups(before.events, axes), _groups(after.events, axes)
+    matching = match_groups(a, b, allow_mixed)
+    if not matching.common_steps:
+        raise UserError(nothing_in_common(before.events, after.events))
+    mixed = differences_text(axes, matching.differing) if matching.differing else ""
+    if mixed and not allow_mixed:
+        raise UserError(
+            f"before and after differ in {mixed} for {len(matching.differing)} of "
+            f"{matching.common_steps} steps both ran, so their timings are not comparable; "
+            "--allow-mixed compares them anyway, labelled"
+        )
+    shown = _varying_axes(axes, matching)
+    rows = [
+        _compare(pair, a[(pair.before, pair.step)], b[(pair.after, pair.step)], factor)
+        + _settings(axes, pair, shown)
+        for pair in matching.pairs
+    ]
     table = pd.DataFrame.from_records(rows, columns=COMPARE_COLUMNS)
     if not table.empty:
         rank = table["mark"].map(_MARK_ORDER)
         table = table.iloc[np.argsort(rank.to_numpy(), kind="stable")].reset_index(drop=True)
-    return Comparison(table, factor, len(set(a) - set(b)), len(set(b) - set(a)))
+    return Comparison(table, factor, matching.only_before, matching.only_after, mixed)
 
 
-def _groups(events: pd.DataFrame) -> dict[tuple[object, ...], pd.DataFrame]:
+def _groups(
+    events: pd.DataFrame, axes: list[str]
+) -> dict[tuple[tuple[str, ...], tuple[object, ...]], pd.DataFrame]:
+    """Each (setting, step) group of a tree's events; a setting axis it lacks is ""."""
     if events.empty:
         return {}
     frame = events.copy()
     frame["nodes"] = frame["nodes"].astype(int)
     frame["size_bytes"] = frame["size_bytes"].astype("int64")
-    return {
-        tuple(key): group
-        for key, group in frame.groupby(COMPARE_KEYS, sort=False)
-        if isinstance(key, tuple)
-    }
+    for axis in axes:
+        frame[axis] = frame[axis].fillna("").astype(str) if axis in frame.columns else ""
+    groups = {}
+    for key, group in frame.groupby([*axes, *STEP_KEYS], sort=False):
+        values = tuple(key)
+        setting = tuple(str(v) for v in values[: len(axes)])
+        groups[(setting, values[len(axes) :])] = group
+    return groups
 
 
-def _order(key: tuple[object, ...]) -> tuple[object, ...]:
-    event, topo, nodes, size = key
-    return (event_sort_key(str(event)), topology_order_key(str(topo)), nodes, size)
+def _varying_axes(axes: list[str], matching: Matching) -> list[str]:
+    """The setting axes whose value differs among the compared pairs (either side)."""
+    settings = {s for pair in matching.pairs for s in (pair.before, pair.after)}
+    return [axis for i, axis in enumerate(axes) if len({s[i] for s in settings}) > 1]
+
+
+def _settings(axes: list[str], pair: Pair, shown: list[str]) -> tuple[str, str]:
+    return setting_text(axes, pair.before, shown), setting_text(axes, pair.after, shown)
 
 
 def _times(group: pd.DataFrame) -> tuple[np.ndarray, int, int]:
@@ -127,9 +187,9 @@ def _times(group: pd.DataFrame) -> tuple[np.ndarray, int, int]:
 
 
 def _compare(
-    key: tuple[object, ...], before: pd.DataFrame, after: pd.DataFrame, factor: float
+    pair: Pair, before: pd.DataFrame, after: pd.DataFrame, factor: float
 ) -> tuple[object, ...]:
-    event, topo, nodes, size = key
+    event, topo, nodes, size = pair.step
     a, failed_a, void_a = _times(before)
     b, failed_b, void_b = _times(after)
     result = ratio_of_medians(a, b)
@@ -181,9 +241,13 @@ def format_comparison(comparison: Comparison, only_changed: bool = False) -> str
     table = comparison.table
     if only_changed:
         table = table[table["mark"] != ""]
-    header = (
+    header: tuple[str, ...] = (
         "", "before", "after", "ratio", "interval", "test", "event", "topology", "nodes", "size"
     )  # fmt: skip
+    # A tree holding several settings (a box and a test instance), or a mixed
+    # comparison, says on each row which setting it compares.
+    settings = bool((comparison.table["setting_before"] != "").any())
+    header += ("setting",) if settings else ()
     lines = [header]
     for row in table.itertuples(index=False):
         lines.append(
@@ -199,6 +263,7 @@ def format_comparison(comparison: Comparison, only_changed: bool = False) -> str
                 str(row.nodes),
                 str(row.size_label),
             )
+            + ((_setting(str(row.setting_before), str(row.setting_after)),) if settings else ())
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     right = {1, 2, 3, 8}
@@ -217,10 +282,20 @@ def format_comparison(comparison: Comparison, only_changed: bool = False) -> str
         f"{int((marks == '').sum())} within x{comparison.factor:g} "
         f"({len(comparison.table)} compared"
     )
+    notes = [test_note(comparison.factor)]
+    if comparison.mixed:
+        mixed = comparison.mixed_rows
+        verdict += f", {mixed} of them mixed"
+        notes.insert(
+            0,
+            f"mixed (--allow-mixed): before and after differ in {comparison.mixed}; "
+            f"{mixed} row{'' if mixed == 1 else 's'} compare different settings "
+            "(setting: before -> after)",
+        )
     if comparison.only_before or comparison.only_after:
         verdict += f"; {comparison.only_before} only before, {comparison.only_after} only after"
     # The verdict stays the last line: scripts and readers look there.
-    return "\n".join([*text, test_note(comparison.factor), verdict + ")"]) + "\n"
+    return "\n".join([*text, *notes, verdict + ")"]) + "\n"
 
 
 def test_note(factor: float) -> str:
@@ -230,6 +305,10 @@ def test_note(factor: float) -> str:
         f"and p < {ALPHA:g}; ? unsure: n < {MIN_RUNS} on a side, or too few runs for "
         f"p < {ALPHA:g} (3 vs 3 gives at best p = 0.1)"
     )
+
+
+def _setting(before: str, after: str) -> str:
+    return before if before == after else f"{before} -> {after}"
 
 
 def _missing(value: object) -> bool:

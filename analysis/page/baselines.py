@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.page.results import strategy_samples
-from analysis.tables.sources import source_label
+from analysis.tables.sources import source_names
 from analysis.tables.stats import (
     ALPHA,
     MIN_RUNS,
@@ -128,9 +128,7 @@ def ping_tables(ping: pd.DataFrame) -> list[dict[str, Any]]:
     if ping.empty:
         return []
     frame = ping.copy()
-    frame["where"] = [
-        source_label(b, c) for b, c in zip(frame["backend"], frame["cluster"], strict=True)
-    ]
+    frame["where"] = source_names(frame)
     frame["topo_name"] = [
         _topo(t, u) for t, u in zip(frame["topo"], frame["topology"], strict=True)
     ]

@@ -24,6 +24,7 @@ from analysis.page.facts import Facts, collect_facts
 from analysis.page.inline_plots import collect_plots
 from analysis.page.results import number_or_none
 from analysis.page.view import design_cards, seconds, strategy_views, test_rule
+from analysis.page.where import where_line
 from analysis.tables.parsed_dir import Parsed, load_parsed
 from analysis.tables.stats import ALPHA
 from experiments.errors import UserError
@@ -159,6 +160,7 @@ def _dataset(index: int, name: str, path: Path, parsed: Parsed) -> dict[str, Any
         "anchor": f"set{index}",
         "facts": facts,
         "overview": _overview(facts),
+        "where": [where_line(place) for place in facts.places],
         "strategies": strategy_views(parsed),
         "direct": direct_table(parsed.events),
         "pings": ping_tables(parsed.ping),
@@ -174,7 +176,11 @@ def _add_plots(dataset: dict[str, Any], path: Path, parsed: Parsed) -> None:
 
 
 def _comparison(base: str, other: str, before: Parsed, after: Parsed) -> dict[str, Any]:
-    comparison = compare_parsed(before, after, _FACTOR)
+    try:
+        # The page shows a mixed comparison, labelled, rather than none at all.
+        comparison = compare_parsed(before, after, _FACTOR, allow_mixed=True)
+    except UserError as err:  # nothing in common: the page says why instead
+        return {"base": base, "other": other, "refused": str(err)}
     rows = []
     for row in comparison.table.itertuples(index=False):
         word, tone = _MARKS.get(str(row.mark), ("", "muted"))
@@ -196,6 +202,7 @@ def _comparison(base: str, other: str, before: Parsed, after: Parsed) -> dict[st
                 "after": _side(row.median_after, row.failed_after),
                 "ratio": "" if ratio is None else f"{ratio:.2f}",
                 "interval": interval or "too few runs",
+                "setting": _setting(str(row.setting_before), str(row.setting_after)),
                 "distribute": str(row.event).startswith("distribute-"),
             }
         )
@@ -206,10 +213,18 @@ def _comparison(base: str, other: str, before: Parsed, after: Parsed) -> dict[st
         "rows": rows,
         "changed": [r for r in rows if r["mark"]],
         "counts": counts,
+        "refused": "",
+        "mixed": comparison.mixed,
+        "settings": any(r["setting"] for r in rows),
         "only_before": comparison.only_before,
         "only_after": comparison.only_after,
         "factor": _FACTOR,
     }
+
+
+def _setting(before: str, after: str) -> str:
+    """The setting a row compares; `before → after` where it differs (a mixed row)."""
+    return before if before == after else f"{before} → {after}"
 
 
 def _side(median: object, failed: object) -> str:

@@ -17,9 +17,10 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.page.where import Where, emulated_note, free_or_unbilled_cost, where_of
 from analysis.read.records import is_void
 from analysis.tables.parsed_dir import Parsed
-from analysis.tables.sources import source_label
+from analysis.tables.sources import source_names
 from experiments.errors import UserError
 from experiments.estimate.prices import PriceCatalog, hourly_price, load_price_catalog
 from experiments.formats.cell_layout import size_text
@@ -62,6 +63,10 @@ class Facts:
     steps_failed: int = 0
     steps_void: int = 0  # a precondition failed: no timing, and not a failure of the step
     sources: list[str] = field(default_factory=list)
+    # Where each cell ran (place and links) and what each place is: the overview's top.
+    places: list[Where] = field(default_factory=list)
+    # Said before anything else when any cell ran on the emulator.
+    emulated_note: str | None = None
     started: str | None = None
     finished: str | None = None
     measured_seconds: float = 0.0
@@ -136,10 +141,10 @@ def collect_facts(parsed: Parsed) -> Facts:
     facts.steps = len(timed)
     facts.steps_failed = int((timed["status"] == "failed").sum()) if len(timed) else 0
     facts.steps_void = int(timed["status"].map(is_void).sum()) if len(timed) else 0
-    table = runs if not runs.empty else events
-    facts.sources = sorted(
-        {source_label(b, c) for b, c in zip(table["backend"], table["cluster"], strict=True)}
-    )
+    # One row per cell: runs.csv, or (the seed's parsed CSVs have none) each log's events.
+    table = runs if not runs.empty else events.drop_duplicates(["uid", "iteration"])
+    facts.sources = sorted(set(source_names(table)))
+    facts.places = where_of(table)
     ok = events[(events["status"] == "ok") & events["time_seconds"].notna()]
     facts.measured_seconds = float(ok["time_seconds"].astype(float).sum())
     facts.failures = _failures(timed)
@@ -155,6 +160,8 @@ def collect_facts(parsed: Parsed) -> Facts:
         runs.columns
     )
     _dates_and_cost(facts, records)
+    fidelity = _texts(records["emulator_fidelity"]) if "emulator_fidelity" in records else []
+    facts.emulated_note = emulated_note(facts.places, fidelity)
     facts.provenance = _provenance(parsed, records, facts)
     return facts
 
@@ -235,13 +242,10 @@ def _cost(walls: list[tuple[float, pd.Series]]) -> str | None:
     """List-price cost of the cells' wall time, when every cell names a priced instance."""
     if not walls:
         return None
-    backends = {str(r["backend"]) for _, r in walls}
-    if backends == {"local"}:
-        return "$0: ran on this machine (emulated Flux)"
-    if backends == {"flux"}:
-        if all(r.get("place") == "test-instance" for _, r in walls):
-            return "$0: ran on this machine (real Flux, flux start --test-size)"
-        return "not billed by kary: ran inside a Flux allocation (the site's accounting applies)"
+    # This machine (the emulator, a test instance, a box) or an allocation: kary bills none.
+    unbilled = free_or_unbilled_cost(where_of(pd.DataFrame([r for _, r in walls])))
+    if unbilled is not None:
+        return unbilled
     types = {str(r.get("instance_type") or "") for _, r in walls}
     catalog = _catalog()
     if len(types) != 1 or "" in types or catalog is None:

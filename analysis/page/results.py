@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.read.records import is_void
-from analysis.tables.knobs import setting_labels, setting_order_key, varying_knobs
-from analysis.tables.sources import source_label
+from analysis.tables.knobs import design_axes, setting_labels, setting_order_key
+from analysis.tables.sources import source_names
 from analysis.tables.stats import MIN_RUNS, RankTest, rank_test, summarize
 from experiments.formats.events import STRATEGY_EVENTS, StrategyEvents, topology_order_key
 
@@ -83,9 +83,9 @@ def strategy_samples(events: pd.DataFrame) -> pd.DataFrame:
     if events.empty:
         return pd.DataFrame(columns=columns)
     frame = events.copy()
-    frame["source"] = [
-        source_label(b, c) for b, c in zip(frame["backend"], frame["cluster"], strict=True)
-    ]
+    # Where it ran, place and links included: each is a group of its own, never ranked
+    # against another (a box at 200Mbit against a test instance says nothing of fan-out).
+    frame["source"] = source_names(frame)
     # `log` names one cell's log: the events' own `source` (its path in the raw
     # tree), or where that is empty, where it ran + uid + iteration. The frame's
     # `source` column has just been replaced by where it ran, hence `events`.
@@ -124,8 +124,9 @@ def strategy_samples(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def _with_designs(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add `design` (the topology, with the setting of each knob that varies) and its rank."""
-    knobs = varying_knobs(frame)
+    """Add `design` (the topology, with the setting of each knob that varies, and
+    `CPU-bound` where a cell was) and its rank."""
+    knobs = design_axes(frame)
     topos = frame["topo"].astype(str).tolist()
     designs = [
         f"{topo} · {setting}" if setting else topo

@@ -22,6 +22,7 @@ from analysis.page.results import (
 )
 from analysis.page.svg import Scale, strip_svg, tree_svg
 from analysis.tables.parsed_dir import Parsed
+from analysis.tables.sources import data_note
 from analysis.tables.stats import ALPHA, MIN_RUNS, TEST_NAME, RankTest, runs_needed, smallest_p
 from experiments.errors import UserError
 from experiments.formats.cell_layout import size_text, topology_dirname
@@ -172,6 +173,9 @@ def strategy_views(parsed: Parsed) -> list[dict[str, Any]]:
                 "sizes": [size_text(label) for _, label in sizes],
                 "groups": groups,
                 "many_sources": len({g["source"] for g in groups}) > 1,
+                # Where these timings ran (a box and its links, a test instance, the
+                # emulator), as the plots' captions say it: each source is ranked apart.
+                "data": data_note(sorted({g["source"] for g in groups})),
                 "design_title": "topology, knobs" if knobs_vary else "topology",
                 # Not "clear": a template's `s.clear` would find dict.clear first.
                 "n_clear": sum(1 for v in mine if v.status == "clear"),

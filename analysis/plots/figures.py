@@ -48,7 +48,7 @@ from analysis.plots.parts import (
 )
 from analysis.plots.theme import DRAWING, colormap_palette, lut_palette
 from analysis.read.workers import Forked, can_fork, usable_cores
-from analysis.tables.knobs import setting_labels, setting_order_key, varying_knobs
+from analysis.tables.knobs import design_axes, setting_labels, setting_order_key, varying_knobs
 from analysis.tables.parsed_dir import Parsed
 from analysis.tables.stats import summarize
 from experiments.files import write_atomic
@@ -182,7 +182,7 @@ def _panels(count: int) -> tuple[Figure, list[Axes]]:
 
 def _time_vs_size(summary: pd.DataFrame, event: str) -> Figure:
     rows = with_source(summary[summary["event"] == event])
-    knobs = varying_knobs(rows)
+    knobs = design_axes(rows)
     settings, orders = setting_labels(rows, knobs), setting_order_key(rows, knobs)
     rows = rows.assign(setting=settings)
     sources = sorted(set(rows["source_name"]))

@@ -26,7 +26,7 @@ from analysis.plots.parts import (
     mark_failures,
     with_source,
 )
-from analysis.tables.knobs import knob_value_text, setting_labels, varying_knobs
+from analysis.tables.knobs import design_axes, knob_value_text, setting_labels
 from experiments.formats.cell_layout import knob_label_order, size_text
 from experiments.formats.events import topology_order_key
 
@@ -85,7 +85,7 @@ class KnobPlot:
 def knob_plot(summary: pd.DataFrame, event: str, knob: str) -> KnobPlot:
     """What the plot of `knob` for `event` shows, from summary.csv's rows."""
     rows = with_source(summary[summary["event"] == event])
-    others = [k for k in varying_knobs(rows) if k != knob]
+    others = [k for k in design_axes(rows) if k != knob]
     names = rows["topo"].astype(str).to_numpy(dtype=object)
     settings = np.array(setting_labels(rows, others), dtype=object)
     names = np.where(settings != "", names + " · " + settings, names)

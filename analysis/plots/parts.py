@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.typing import ColorType
 
 from analysis.plots.theme import COLORBLIND, colormap_palette
-from analysis.tables.sources import source_label
+from analysis.tables.sources import data_note, source_names
 
 __all__ = [
     "FAILED_COLOR",
@@ -32,23 +32,9 @@ FAILED_COLOR = "#d62728"
 
 
 def with_source(frame: pd.DataFrame) -> pd.DataFrame:
-    """Add `source_name`: where the timings come from (backend/cluster, or the seed's logs)."""
-    names = [source_label(b, c) for b, c in zip(frame["backend"], frame["cluster"], strict=True)]
-    return frame.assign(source_name=names)
-
-
-def data_note(sources: list[str]) -> str:
-    # The emulator's timings are its own: every plot of them says so.
-    notes = [_source_note(s) for s in sources]
-    return "data: " + ", ".join(notes)
-
-
-def _source_note(source: str) -> str:
-    if source.startswith("local"):
-        return f"{source} (emulated Flux)"
-    if source.startswith("flux"):
-        return f"{source} (real Flux)"
-    return source
+    """Add `source_name`: where the timings come from (backend/cluster, place and links,
+    or the seed's logs); each source is a line of its own, never pooled with another."""
+    return frame.assign(source_name=source_names(frame))
 
 
 LINESTYLES = ("-", "--", ":", "-.")

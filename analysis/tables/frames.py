@@ -24,6 +24,7 @@ from experiments.formats.parsed import (
     KNOB_COLUMNS,
     PING_COLUMNS,
     PING_KINDS,
+    PLACE_COLUMNS,
     RUN_COLUMNS,
     RUN_KINDS,
     SUMMARY_KEYS,
@@ -35,8 +36,8 @@ __all__ = ["SUMMARY_KEYS", "summary_frame", "summary_table", "tables_of"]
 # (strategy from event, size_gb from size_bytes), and factorizing fewer text
 # columns took a quarter off the summary's time.
 _SUMMARY_GROUPS = [
-    "backend", "cluster", "nodes", "topology", "topo", *KNOB_COLUMNS, "event", "size_label",
-    "size_bytes",
+    "backend", "cluster", *PLACE_COLUMNS, "nodes", "topology", "topo", *KNOB_COLUMNS, "event",
+    "size_label", "size_bytes",
 ]  # fmt: skip
 
 
@@ -102,7 +103,12 @@ def summary_table(events: pd.DataFrame) -> pd.DataFrame:
     if events.empty:
         return summary_frame(summary_of([], np.array([]), np.array([]), np.array([]), False))
     frame = events.assign(
-        **{c: events[c].fillna("") for c in ("backend", "cluster") if events[c].hasnans}
+        **{
+            # A column of NaN only is float: as text first, so "" fills it.
+            c: events[c].astype(object).fillna("")
+            for c in ("backend", "cluster", *PLACE_COLUMNS)
+            if c in events.columns and events[c].hasnans
+        }
     )
     gid = frame.groupby(_SUMMARY_GROUPS, dropna=False, sort=False).ngroup().to_numpy()
     _, first = np.unique(gid, return_index=True)

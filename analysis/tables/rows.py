@@ -32,6 +32,7 @@ from experiments.formats.kary_line import content_store_text
 from experiments.formats.parsed import (
     EVENT_COLUMNS,
     KNOB_COLUMNS,
+    PLACE_COLUMNS,
     RECORD_FACTS,
 )
 
@@ -174,13 +175,17 @@ def table_rows(results: Iterable[CellResult]) -> TableRows:
             f"{res.cell.rel}/topology-experiment.out" if res.cell.rel else "topology-experiment.out"
         )
         knobs = res.knobs.labels()
+        place = {name: record[name] for name in PLACE_COLUMNS}
         if res.steps:
             same = {
                 "uid": uid, "topology": topology, "iteration": res.iteration,
                 "nodes": res.nodes, "backend": backend, "cluster": cluster,
-                "source": source, "topo": res.topo, "run_state": state, **knobs,
+                "source": source, "topo": res.topo, "run_state": state, **knobs, **place,
             }  # fmt: skip
-            cell_key: tuple[object, ...] = (backend, cluster, res.nodes, topology, res.topo)
+            # In SUMMARY_KEYS order: a box cell at 200Mbit and a test-instance cell
+            # of one design are two groups, never one.
+            cell_key: tuple[object, ...] = (backend, cluster, *place.values())
+            cell_key += (res.nodes, topology, res.topo)
             cell_key += tuple(knobs[name] for name in KNOB_COLUMNS)
             _add_steps(rows, res.steps, same, cell_key)
         for ping in res.pings:

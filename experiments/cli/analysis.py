@@ -77,6 +77,12 @@ def register(app: typer.Typer) -> None:
             False, "--only-changed", help="Show only the marked rows."
         ),
         csv: Path | None = typer.Option(None, "--csv", help="Also write the table as CSV."),
+        allow_mixed: bool = typer.Option(
+            False,
+            "--allow-mixed",
+            help="Compare steps that ran in different settings (backend, place, links, "
+            "blob, knobs) anyway; each such row is labelled.",
+        ),
     ) -> None:
         """Compare two parsed trees: ratio of medians and a Mann-Whitney test per step.
 
@@ -86,8 +92,14 @@ def register(app: typer.Typer) -> None:
         for p < 0.05 to be possible (3 vs 3 gives at best p = 0.1); ! fails in B
         and never in A.
 
+        A step is compared only with itself run in the same setting: backend, place,
+        links, blob kind, Flux knobs. Two trees with no step in common, or whose
+        common steps differ in setting (real Flux against the emulator, a box at
+        200Mbit against one at 100Mbit), are refused unless --allow-mixed.
+
         Exit status 0: nothing got slower. 1: something got slower (+) or newly
-        fails (!). 2: bad input (not a parsed directory, a bad --factor).
+        fails (!). 2: bad input (not a parsed directory, a bad --factor, nothing
+        in common, or settings that differ).
 
         Example:
 
@@ -98,7 +110,9 @@ def register(app: typer.Typer) -> None:
 
         if not factor > 1:
             raise UserError(f"invalid --factor {factor}: must be greater than 1, e.g. 1.10")
-        comparison = compare_parsed(load_parsed(before), load_parsed(after), factor)
+        comparison = compare_parsed(
+            load_parsed(before), load_parsed(after), factor, allow_mixed=allow_mixed
+        )
         if csv is not None:
             write_atomic(csv, comparison.table.to_csv(index=False))
         typer.echo(format_comparison(comparison, only_changed=only_changed), nl=False)

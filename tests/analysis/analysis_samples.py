@@ -159,6 +159,33 @@ def run_record(nodes: int, topo: str, iteration: int, **extra: Any) -> str:
     return json.dumps(record, indent=2) + "\n"
 
 
+def box_record(
+    nodes: int, topo: str, iteration: int, links: str = "200Mbit", cpu_bound: bool = False
+) -> str:
+    """run.json of a real-Flux cell in a box on this machine, its links shaped to `links`."""
+    box = {"links": {"link_bandwidth": links}, "cpu_bound": cpu_bound}
+    return run_record(
+        nodes, topo, iteration, backend="flux", cluster="flux:vm", place="box", box=box
+    )
+
+
+def write_places_tree(raw: Path) -> Path:
+    """kary:1 and kary:2 on 4 nodes, three iterations each, twice over: in a box at
+    200Mbit (kary:2 CPU-bound there, twice as slow) and in a test instance."""
+    for topo in ("kary:1", "kary:2"):
+        for it in range(3):
+            slow = 2.0 if topo == "kary:2" else 1.0
+            log = kary_log(4, topo, it, sizes=("16M",), seconds=slow + 0.01 * it)
+            record = box_record(4, topo, it, cpu_bound=topo == "kary:2")
+            write_cell(raw / "box", cell_id(4, topo, it), log, record)
+            log = kary_log(4, topo, it, sizes=("16M",), seconds=0.5 + 0.01 * it)
+            record = run_record(
+                4, topo, it, backend="flux", cluster="flux:vm", place="test-instance"
+            )
+            write_cell(raw / "test-instance", cell_id(4, topo, it), log, record)
+    return raw
+
+
 def write_cell(root: Path, rel: str, log: str | bytes | None, record: str | None = None) -> Path:
     cell = root / rel
     cell.mkdir(parents=True, exist_ok=True)

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from analysis_samples import kary_log, run_record, write_cell
+from analysis_samples import box_record, kary_log, run_record, write_cell, write_places_tree
 from typer.testing import CliRunner
 
 from analysis import compare_parsed, load_parsed, parse_tree
+from analysis.page.builder import _comparison
 from experiments.cli import app
 from experiments.formats.cell_layout import cell_id
 
 runner = CliRunner()
 
 
-def _tree(root: Path, slow: float = 1.0, fail: dict[str, int] | None = None) -> Path:
+def _tree(
+    root: Path,
+    slow: float = 1.0,
+    fail: dict[str, int] | None = None,
+    record: Callable[[int, str, int], str] = run_record,
+) -> Path:
     # Five iterations: with three a side, no difference can reach p < 0.05.
     for topo in ("kary:2", "binomial"):
         for it in range(5):
@@ -25,7 +32,7 @@ def _tree(root: Path, slow: float = 1.0, fail: dict[str, int] | None = None) -> 
                 root,
                 cell_id(4, topo, it),
                 kary_log(4, topo, it, sizes=("16M",), seconds=seconds, rc=rc),
-                run_record(4, topo, it),
+                record(4, topo, it),
             )
     return root
 
@@ -194,3 +201,65 @@ def test_a_newer_parsed_format_is_refused(before_after: tuple[Path, Path]) -> No
         f"kary: error: {a} has parsed format 99; this kary reads format 1: "
         "upgrade kary or parse the raw tree again\n"
     )
+
+
+def _parsed(raw: Path) -> Path:
+    parse_tree(raw, raw.with_name(raw.name + "-parsed"), plots=False)
+    return raw.with_name(raw.name + "-parsed")
+
+
+def test_real_flux_in_a_box_against_the_emulator_is_refused_in_one_line(tmp_path: Path) -> None:
+    box = _parsed(_tree(tmp_path / "box", record=box_record))
+    emulated = _parsed(_tree(tmp_path / "emulated"))
+    result = runner.invoke(app, ["compare", str(box), str(emulated)])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        "kary: error: before and after differ in backend (before flux; after local), "
+        "place (before box; after not recorded), links (before 200Mbit; after unshaped) "
+        "and CPU-bound (before no; after not recorded) for 12 of 12 steps both ran, so "
+        "their timings are not comparable; --allow-mixed compares them anyway, labelled\n"
+    )
+    mixed = runner.invoke(app, ["compare", str(box), str(emulated), "--allow-mixed"])
+    assert mixed.exit_code == 0, mixed.output
+    lines = mixed.stdout.splitlines()
+    assert lines[0].endswith("  setting")
+    assert lines[1].endswith(
+        "  backend flux, place box, links 200Mbit, CPU-bound no -> "
+        "backend local, place not recorded, links unshaped, CPU-bound not recorded"
+    )
+    assert lines[-3].startswith(
+        "mixed (--allow-mixed): before and after differ in backend (before flux; after local)"
+    )
+    assert lines[-3].endswith("; 12 rows compare different settings (setting: before -> after)")
+    assert lines[-1].endswith("(12 compared, 12 of them mixed)")
+
+
+def test_two_unrelated_trees_are_refused_in_one_line(
+    before_after: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, _ = before_after
+    raw = tmp_path / "other"
+    write_cell(
+        raw, "8/kary-1/0", kary_log(8, "kary:1", 0, sizes=("64M",)), run_record(8, "kary:1", 0)
+    )
+    other = _parsed(raw)
+    result = runner.invoke(app, ["compare", str(a), str(other)])
+    refusal = (
+        "nothing to compare: no step of before (4 nodes; kary:2, binomial; 16M) is in after "
+        "(8 nodes; kary:1; 64M); compare two parses of the same study"
+    )
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", f"kary: error: {refusal}\n")
+    # The report of both says so where its comparison would be, and shows the rest.
+    section = _comparison("a", "other", load_parsed(a), load_parsed(other))
+    assert section == {"base": "a", "other": "other", "refused": refusal}
+
+
+def test_each_place_of_a_tree_is_compared_with_its_own_kind(tmp_path: Path) -> None:
+    places = _parsed(write_places_tree(tmp_path / "places"))
+    # 12 steps (6 events x 2 topologies) in a box and 12 in a test instance: 24, not 12 pooled.
+    itself = compare_parsed(load_parsed(places), load_parsed(places))
+    assert len(itself.table) == 24 and set(itself.table["n_before"]) == {3}
+    box_only = _parsed(tmp_path / "places" / "box")
+    result = runner.invoke(app, ["compare", str(places), str(box_only)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1].endswith("(12 compared; 12 only before, 0 only after)")

@@ -107,7 +107,7 @@ def test_kary_parse_only_is_one_line_when_bad(knob_tree: Path, tmp_path: Path) -
     bad = CliRunner().invoke(app, [*args, "--only", "chunk=1M"])
     assert bad.exit_code == 2
     assert bad.stderr.splitlines() == [
-        "kary: error: invalid --only key 'chunk': choose from nodes, topo, chunksize, mmap, "
+        "kary: error: invalid --only key 'chunk': choose from nodes, topo, blob, chunksize, mmap, "
         "purge_target_size, iteration"
     ]
 

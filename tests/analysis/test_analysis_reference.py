@@ -119,7 +119,8 @@ def test_the_seed_columns_come_first_and_keep_their_values(
     assert text[0].startswith("uid,topology,iteration,nodes,event,size_gb,time_seconds,size_bytes,")
     assert text[1] == (
         "kary-1-6,kary-1,0,6,create-archive,1,9.255,1073741824,ok,,,,"
-        "6/kary-1/0/topology-experiment.out,kary:1,all,1,,,,"  # no Flux knob set
+        # No Flux knob set; no run.json, so no place, links or CPU-bound.
+        "6/kary-1/0/topology-experiment.out,kary:1,all,1,,,,,,,"
     )
 
 

@@ -129,6 +129,9 @@ def test_grouping_by_the_telling_keys_gives_the_summary_of_all_keys() -> None:
         {
             "backend": rng.choice(["local", "flux"], rows),
             "cluster": "",
+            "place": rng.choice(["", "box", "test-instance"], rows),
+            "links": rng.choice(["", "200Mbit"], rows),
+            "cpu_bound": rng.choice(["", "yes", "no"], rows),
             "nodes": rng.choice([4, 8], rows),
             "topo": rng.choice(["kary:1", "kary:2", "binomial"], rows),
             "chunksize": rng.choice(["", "256K"], rows),

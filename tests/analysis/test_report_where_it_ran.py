@@ -1,13 +1,17 @@
-"""The report says where timings came from: real Flux (and where), or the emulator (how close)."""
+"""The report says where timings came from: real Flux (and where: a box is this machine, not
+an allocation), or the emulator (how close), at the top of the page (issue 36)."""
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
-from analysis_samples import kary_log, run_record, write_cell
+from analysis_samples import box_record, kary_log, run_record, write_cell, write_places_tree
 
 from analysis import load_parsed, parse_tree
+from analysis.page.builder import _overview, build_report
 from analysis.page.facts import collect_facts
+from analysis.page.where import where_line
 
 
 def _facts(tmp_path: Path, **record: object) -> dict[str, str]:
@@ -41,3 +45,61 @@ def test_emulated_cells_say_how_faithful_and_whether_faults_were_injected(tmp_pa
     assert facts["emulator fidelity"] == "within x1.5 of flux-core 0.88 here"
     assert facts["faults injected (testing only)"] == "corrupt:3"
     assert facts["cost"] == "$0: ran on this machine (emulated Flux)"
+
+
+BOX_IS_THIS_MACHINE = (
+    "a box: real Flux brokers in network namespaces over shaped links, on this machine, "
+    "not a Flux allocation"
+)
+
+
+def test_a_box_is_this_machine_not_an_allocation_and_says_its_links_first(
+    tmp_path: Path,
+) -> None:
+    raw = tmp_path / "raw"
+    for it in range(2):
+        write_cell(raw, f"4/kary-2/{it}", kary_log(4, "kary:2", it), box_record(4, "kary:2", it))
+    parse_tree(raw, tmp_path / "parsed", plots=False)
+    facts = collect_facts(load_parsed(tmp_path / "parsed"))
+    assert facts.cost == (
+        "$0: ran on this machine (a box: real Flux brokers in network namespaces over "
+        "shaped links, not a Flux allocation)"
+    )
+    assert [where_line(place) for place in facts.places] == [
+        f"2 cells · box on flux:vm, links 200Mbit · {BOX_IS_THIS_MACHINE}"
+    ]
+    cards = {card["label"]: card for card in _overview(facts)}
+    assert cards["where"]["value"] == "box on flux:vm, links 200Mbit"
+    assert cards["cost"]["value"] == "$0"
+    assert facts.emulated_note is None
+
+
+def test_each_place_of_a_mixed_tree_is_its_own_overview_line(tmp_path: Path) -> None:
+    parse_tree(write_places_tree(tmp_path / "raw"), tmp_path / "parsed", plots=False)
+    facts = collect_facts(load_parsed(tmp_path / "parsed"))
+    assert [where_line(place) for place in facts.places] == [
+        f"6 cells · box on flux:vm, links 200Mbit · {BOX_IS_THIS_MACHINE} · 3 of 6 "
+        "CPU-bound: their brokers shared too few cores, so they measure this machine as "
+        "much as the links",
+        "6 cells · test instance on flux:vm · real Flux on this machine (flux start --test-size)",
+    ]
+    assert facts.cost == (
+        "$0: ran on this machine (a box: real Flux brokers in network namespaces over shaped "
+        "links, not a Flux allocation; real Flux, flux start --test-size)"
+    )
+
+
+def test_an_emulated_study_says_so_at_the_top_of_the_report(tmp_path: Path) -> None:
+    emulator = {"fidelity": "within x1.5 of flux-core 0.88 here", "link_bandwidth": "200Mbit"}
+    raw = tmp_path / "raw"
+    record = run_record(4, "kary:2", 0, cluster="local:vm", emulator=emulator)
+    write_cell(raw, "4/kary-2/0", kary_log(4, "kary:2", 0), record)
+    parse_tree(raw, tmp_path / "parsed", plots=False)
+    note = (
+        "Emulated Flux: the one cell ran on kary's Flux emulator (local:vm, links 200Mbit), "
+        "not on flux-core: these timings model Flux, they do not measure it. "
+        "Fidelity: within x1.5 of flux-core 0.88 here."
+    )
+    assert collect_facts(load_parsed(tmp_path / "parsed")).emulated_note == note
+    page = html.unescape(build_report([tmp_path / "parsed"]))
+    assert page.index(note) < page.index('id="set0-overview"')

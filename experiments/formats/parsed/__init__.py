@@ -29,6 +29,7 @@ __all__ = [
     "PING_COLUMNS",
     "PING_CSV",
     "PING_KINDS",
+    "PLACE_COLUMNS",
     "RECORD_FACTS",
     "RUNS_CSV",
     "RUN_COLUMNS",
@@ -49,6 +50,12 @@ META_JSON = "parse.json"
 
 # The Flux knobs a cell set, as labels (`256K`, `on`); "" where Flux's default ran.
 KNOB_COLUMNS = list(KNOB_NAMES)
+# Where a cell ran, from its run.json: the place Flux ran (`box`, `test-instance`,
+# `allocation`; "" for the emulator and Kubernetes), its shaped links as typed
+# (`200Mbit, rank 0 1Gbit`; "" when unshaped) and whether a box cell was CPU-bound
+# (`yes`, `no`; "" elsewhere).  They shape a cell's numbers as much as a knob does,
+# so every events row and summary group carries them: nothing is ranked across them.
+PLACE_COLUMNS = ["place", "links", "cpu_bound"]
 # The seed's columns first, in the seed's order, then kary's.
 EVENT_COLUMNS = [
     "uid",
@@ -69,6 +76,7 @@ EVENT_COLUMNS = [
     "size_label",
     "run_state",
     *KNOB_COLUMNS,
+    *PLACE_COLUMNS,
 ]
 # The seed's ping columns (service is the ping target: broker or kvs;
 # message_size_bytes is the pad), then kary's.
@@ -141,6 +149,7 @@ RUN_COLUMNS = [
 SUMMARY_KEYS = [
     "backend",
     "cluster",
+    *PLACE_COLUMNS,
     "nodes",
     "topology",
     "topo",

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from experiments.errors import UserError
-from experiments.formats.cell_layout import topo_from_dirname
+from experiments.formats.cell_layout import LOG_NAME, topo_from_dirname
 from experiments.formats.events import strategy_of
 from experiments.formats.parsed import (
     EVENT_COLUMNS,
@@ -28,6 +28,7 @@ from experiments.formats.parsed import (
     PARSED_FORMAT,
     PING_COLUMNS,
     PING_CSV,
+    PLACE_COLUMNS,
     RUN_COLUMNS,
     RUNS_CSV,
     SUMMARY_CSV,
@@ -75,11 +76,13 @@ def load_parsed(parsed_dir: Path, summarize: Summarize | None = None) -> Parsed:
             f"{parsed_dir} has parsed format {fmt!r}; this kary reads format "
             f"{PARSED_FORMAT}: upgrade kary or parse the raw tree again"
         )
+    runs = _read_csv(parsed_dir / RUNS_CSV, RUN_COLUMNS)
+    events = _places_from_runs(_read_csv(events_path, EVENT_COLUMNS), runs)
     return Parsed(
-        events=_knobs_unset(_read_csv(events_path, EVENT_COLUMNS)),
+        events=_added_columns_unset(events),
         ping=_read_csv(parsed_dir / PING_CSV, PING_COLUMNS),
-        runs=_knobs_unset(_read_csv(parsed_dir / RUNS_CSV, RUN_COLUMNS)),
-        summary=_knobs_unset(_read_csv(parsed_dir / SUMMARY_CSV, None)),
+        runs=_added_columns_unset(runs),
+        summary=_added_columns_unset(_read_csv(parsed_dir / SUMMARY_CSV, None)),
         overlays=_read_overlays(parsed_dir / OVERLAYS_JSON),
         meta=meta,
     )
@@ -99,12 +102,27 @@ def _read_csv(path: Path, columns: list[str] | None) -> pd.DataFrame:
     return frame
 
 
-def _knobs_unset(frame: pd.DataFrame) -> pd.DataFrame:
-    """A table parsed before kary knew Flux knobs: every knob column, empty (Flux's default)."""
-    for column in KNOB_COLUMNS:
+def _added_columns_unset(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table parsed before kary knew Flux knobs, or carried where each cell ran into
+    the events and summary: those columns, empty (Flux's default; not recorded)."""
+    for column in (*KNOB_COLUMNS, *PLACE_COLUMNS):
         if column not in frame.columns:
             frame[column] = ""
     return frame
+
+
+def _places_from_runs(events: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """An events table parsed before it carried place, links and cpu_bound takes them from
+    runs.csv, cell by cell (a run's `source` is its cell's folder, an event's its log), so
+    an older parse of a box study is not read as one that ran nowhere."""
+    missing = [c for c in PLACE_COLUMNS if c not in events.columns and c in runs.columns]
+    if not missing or events.empty or not {"source"} <= set(runs.columns) & set(events.columns):
+        return events
+    logs = [f"{cell}/{LOG_NAME}" if cell else LOG_NAME for cell in runs["source"].astype(str)]
+    for column in missing:
+        found = dict(zip(logs, runs[column].fillna("").astype(str), strict=True))
+        events[column] = [found.get(str(log), "") for log in events["source"]]
+    return events
 
 
 def _read_overlays(path: Path) -> dict[str, list[str]]:
@@ -131,7 +149,9 @@ def _load_seed(parsed_dir: Path, summarize: Summarize) -> Parsed:
     frame["size_bytes"] = (frame["size_gb"].astype(float) * 2**30).round().astype("int64")
     frame["size_label"] = frame["size_gb"].astype(str)
     frame["status"] = "ok"
-    for column in ("reason", "backend", "cluster", "source", "run_state", *KNOB_COLUMNS):
+    for column in (
+        "reason", "backend", "cluster", "source", "run_state", *KNOB_COLUMNS, *PLACE_COLUMNS
+    ):  # fmt: skip
         frame[column] = ""
     frame["strategy"] = [strategy_of(e) or "" for e in frame["event"]]
     for column in EVENT_COLUMNS:
