@@ -32,9 +32,10 @@ from experiments.files import write_atomic
 from experiments.formats.blobs import DEFAULT_BLOB, check_blob
 from experiments.formats.cell_layout import sweep_copy_path
 from experiments.formats.labels import new_sweep_id
+from experiments.machine_probes import here_now
 from experiments.model.cell_filter import parse_only
 from experiments.model.identity import StudySettings
-from experiments.model.places import UNBILLED, Here, describe_backend
+from experiments.model.places import UNBILLED, describe_backend
 from experiments.model.plan import Cell, ExperimentSpec, plan_experiment
 from experiments.model.render import (
     RenderOptions,
@@ -58,7 +59,7 @@ def plan(sweep: Sweep) -> PlannedSweep:
     Every flag is checked once, here (model/sweep_check.py); nothing is
     started; every mistake is a one-line UserError.
     """
-    checked = check_sweep(sweep, Here.now())
+    checked = check_sweep(sweep, here_now())
     seed = sweep.seed
     if sweep.order == "random" and seed is None:
         seed = secrets.randbelow(2**31)
@@ -230,7 +231,7 @@ def run(
     )
     if planned.sweep.emulator_faults:
         echo(f"kary run: {faults_line(planned.sweep.emulator_faults)}")
-    if warning := planned.cpu_bound_line():
+    for warning in planned.warnings():
         echo(f"kary run: {warning}")
     if planned.sweep.file is not None:
         _keep_sweep_file(planned.sweep.file, spec.data_dir)

@@ -12,7 +12,7 @@ from experiments.formats.run_record import ALLOCATION
 from experiments.model.places import UNBILLED, describe_backend
 from experiments.model.plan import ExperimentSpec, Plan
 
-__all__ = ["format_duration", "layout_lines", "plan_json", "plan_text"]
+__all__ = ["bill_json", "bill_lines", "format_duration", "layout_lines", "plan_json", "plan_text"]
 
 _SHOWN_CELLS = 20
 # Assumptions smaller than this share of the estimate are counted, not listed.
@@ -51,7 +51,9 @@ def plan_text(
     estimate: Estimate,
     cluster_name: str | None,
     place: str | None = None,
+    designs: str | None = None,
 ) -> str:
+    """The plan on screen; `designs` says where its designs came from (design_source)."""
     spec, backend = plan.spec, plan.spec.backend
     lines = [
         f"kary plan: {_count(len(ledger.to_run), 'cell')} to run, "
@@ -72,6 +74,8 @@ def plan_text(
         + f" · iterations {spec.iters} · order {spec.order}"
         + (f" (seed {spec.seed})" if spec.order == "random" else ""),
     ]
+    if designs:
+        lines.append(designs)
     if estimate.cells:
         width = max(len(c.cell.id) for c in estimate.cells[:_SHOWN_CELLS])
         lines.append(f"  {'cell':<{width}}  {'nodes':>5}  {'topology':<10} {'predicted':>12}")
@@ -97,11 +101,7 @@ def plan_text(
     if estimate.instance_type is None:
         lines.append(_unpriced_cost_line(backend, place))
     else:
-        disks = (
-            f" + disks ({estimate.disk_detail} = ${estimate.disk_usd_per_hour:.2f}/h)"
-            if estimate.disk_detail
-            else ""
-        )
+        disks = " + disks" if estimate.disk_detail else ""
         lines.append(
             f"cost: {estimate.nodes_billed} nodes ({estimate.instance_type} workers)"
             f" + control plane{disks}"
@@ -109,7 +109,59 @@ def plan_text(
             f" -> ${estimate.cost_usd:.2f}"
             f" (${estimate.cost_usd_low:.2f} - ${estimate.cost_usd_high:.2f})"
         )
+        lines += bill_lines(estimate)
     return "\n".join(lines) + "\n"
+
+
+def bill_lines(estimate: Estimate) -> list[str]:
+    """The hourly figure line by line: each instance type, the control plane with its
+    support tier and why, the disks; then a warning if the prices are stale."""
+    bill = estimate.bill
+    if bill is None:
+        return []
+    lines = [f"  workers: {worker.text()}" for worker in bill.workers]
+    if bill.control_plane is not None:
+        lines.append(f"  control plane: {bill.control_plane.text()}")
+    if bill.disk_detail:
+        lines.append(f"  disks: {bill.disk_detail} = ${bill.disk_usd_per_hour:.2f}/h")
+    if estimate.price_warning:
+        lines.append(estimate.price_warning)
+    return lines
+
+
+def bill_json(estimate: Estimate) -> dict[str, Any] | None:
+    """`bill_lines` for --json: each hourly line with its numbers."""
+    bill = estimate.bill
+    if bill is None:
+        return None
+    control = bill.control_plane
+    return {
+        "usd_per_hour": round(bill.usd_per_hour, 4),
+        "workers": [
+            {
+                "instance_type": w.instance_type,
+                "count": w.count,
+                "usd_per_hour_each": w.usd_per_hour_each,
+                "usd_per_hour": round(w.usd_per_hour, 4),
+                "prices_as_of": w.as_of,
+            }
+            for w in bill.workers
+        ],
+        "control_plane": None
+        if control is None
+        else {
+            "usd_per_hour": control.usd_per_hour,
+            "support": control.support,
+            "why": control.why or None,
+            "standard_usd_per_hour": control.standard_usd_per_hour,
+            "kubernetes_version": control.kubernetes_version,
+        },
+        "disks": {"usd_per_hour": round(bill.disk_usd_per_hour, 4), "detail": bill.disk_detail}
+        if bill.disk_detail
+        else None,
+        "priced_on": bill.priced_on.isoformat() if bill.priced_on else None,
+        "price_warning": estimate.price_warning,
+    }
 
 
 def _time_range(estimate: Estimate) -> str:
@@ -174,6 +226,7 @@ def plan_json(
         "instance_type": estimate.instance_type,
         "nodes_billed": estimate.nodes_billed,
         "price_as_of": estimate.price_as_of,
+        "bill": bill_json(estimate),
         "order": plan.spec.order,
         "seed": plan.spec.seed,
         "time_model": estimate.model.model_dump(),
@@ -189,6 +242,25 @@ def _unpriced_cost_line(backend: str, place: str | None = None) -> str:
     if backend in UNBILLED:
         return f"cost: $0.00 (nothing billed: {describe_backend(backend, place)})"
     return "cost: unknown (no --cluster FILE to price; the cluster's own bill applies)"
+
+
+def _layout_figure(layout: LayoutEstimate) -> str:
+    """`2 h 45 min, $12.16` (the time alone where nothing is billed)."""
+    cost = f", ${layout.cost_usd:.2f}" if layout.hourly_usd else ""
+    return f"{format_duration(layout.seconds)}{cost}"
+
+
+def _held_to_note(above: LayoutEstimate, runs: LayoutEstimate) -> str:
+    """Whose figures the plan shows, which layout the sweep runs, and which of the two
+    is dearer by the numbers: --max-cost and --max-hours hold the sweep to that one
+    (PlannedSweep.held_to)."""
+    dearer = runs if runs.seconds > above.seconds else above
+    word = "dearer" if above.hourly_usd else "longer"
+    return (
+        f"  (the time and cost above are {above.name}'s: {_layout_figure(above)}; the sweep "
+        f"runs {runs.name}, marked *: {_layout_figure(runs)}; {dearer.name} is the {word}, "
+        f"and --max-cost and --max-hours hold the sweep to its figure)"
+    )
 
 
 def layout_lines(layouts: list[LayoutEstimate], chosen: str) -> list[str]:
@@ -209,11 +281,9 @@ def layout_lines(layouts: list[LayoutEstimate], chosen: str) -> list[str]:
             f" ({format_duration(layout.seconds_low)} - {format_duration(layout.seconds_high)})"
             + cost
         )
-    if chosen != layouts[0].name:
-        lines.append(
-            f"  (the time and cost above are {layouts[0].name}'s, the dearest; the sweep runs "
-            f"{chosen}, marked *; --max-cost and --max-hours hold it to the dearer figure)"
-        )
+    runs = next((layout for layout in layouts if layout.name == chosen), None)
+    if runs is not None and runs is not layouts[0]:
+        lines.append(_held_to_note(layouts[0], runs))
     shown: set[str] = set()
     for layout in layouts[1:]:
         notes = [note for note in layout.assumptions if note not in shown]

@@ -7,6 +7,7 @@ prints; `guard()` is the cluster session and spending cap around the run.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,13 +20,15 @@ from experiments.execution.ledger import Ledger
 from experiments.formats.run_record import BOX, NESTED
 from experiments.model.cell_filter import parse_only
 from experiments.model.cluster_spec import ClusterSpec
+from experiments.model.design_source import design_source
 from experiments.model.disk import disk_line
 from experiments.model.identity import StudySettings
 from experiments.model.places import UNBILLED
 from experiments.model.plan import Plan
 from experiments.model.render import RenderOptions
+from experiments.model.significance import significance_warning
 from experiments.model.sweep import Sweep
-from experiments.model.sweep_check import CheckedSweep
+from experiments.model.sweep_check import CheckedSweep, local_disk_warning
 from experiments.plan_view import layout_lines, plan_json, plan_text
 from experiments.smoke import NO_SMOKE, SmokePlan
 
@@ -93,17 +96,42 @@ class PlannedSweep:
             "network; slower --link-bandwidth or fewer nodes make the links the bottleneck"
         )
 
+    def warnings(self) -> list[str]:
+        """What `kary plan` and `kary run` warn of before a cell starts: cells the box makes
+        CPU-bound, iterations too few for the report's test, a local disk nearly full."""
+        found = [
+            self.cpu_bound_line(),
+            significance_warning(self.plan.cells),
+            local_disk_warning(self.checked, self.plan.cells),
+        ]
+        return [line for line in found if line]
+
+    def held_to(self) -> Estimate:
+        """The figure --max-cost and --max-hours hold the sweep to: the estimate above
+        (per-cell), or the chosen layout's where that is dearer."""
+        chosen = next((lay for lay in self.layouts() if lay.name == self.checked.layout), None)
+        if chosen is None:
+            return self.estimate
+        estimate = self.estimate
+        return dataclasses.replace(
+            estimate,
+            seconds=max(estimate.seconds, chosen.seconds),
+            seconds_low=max(estimate.seconds_low, chosen.seconds_low),
+            seconds_high=max(estimate.seconds_high, chosen.seconds_high),
+            cost_usd=max(estimate.cost_usd, chosen.cost_usd),
+        )
+
     def text(self, max_cost: float | None = None, max_hours: float | None = None) -> str:
         """The plan as `kary plan` prints it (with what --up/--down will run)."""
+        designs = design_source(self.sweep, self.plan.cells).text()
         lines = plan_text(
-            self.plan, self.ledger, self.estimate, self._cluster_name, self.place
+            self.plan, self.ledger, self.estimate, self._cluster_name, self.place, designs
         ).splitlines()
         lines += self.smoke.lines()
         disk = disk_line(self.cluster, self.plan.cells, self.checked.layout, self.checked.image)
         if disk is not None:
             lines.append(disk)
-        if warning := self.cpu_bound_line():
-            lines.append(warning)
+        lines += self.warnings()
         if self.sweep.group_size:
             lines.append(
                 "note: the time model has no term for the groups' uplinks: where a tree "
@@ -132,6 +160,8 @@ class PlannedSweep:
         """The plan as `kary plan --json` prints it."""
         data = plan_json(self.plan, self.ledger, self.estimate, self._cluster_name)
         data["smoke"] = self.smoke.record()
+        data["designs"] = design_source(self.sweep, self.plan.cells).record()
+        data["warnings"] = self.warnings()
         if layouts := self.layouts():
             data["layouts"] = [layout.record() for layout in layouts]
         cluster_lines = self.guard(max_cost, max_hours).plan_lines()
@@ -156,8 +186,9 @@ class PlannedSweep:
 
     @property
     def cost_usd_high(self) -> float:
-        """What --max-cost holds the plan to: the high ends of the study's and smoke cell's."""
-        return self.estimate.cost_usd_high + self.smoke.cost_usd_high
+        """What --max-cost holds the plan to: the high ends of the study's (in the dearer
+        layout, held_to) and the smoke cell's."""
+        return self.held_to().cost_usd_high + self.smoke.cost_usd_high
 
     def guard(
         self,
@@ -170,7 +201,7 @@ class PlannedSweep:
 
         return sweep_guard(
             self.cluster,
-            self.estimate,
+            self.held_to(),
             up=self.sweep.up,
             down=self.sweep.down,
             max_hours=max_hours,

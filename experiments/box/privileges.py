@@ -16,11 +16,21 @@ import shutil
 import subprocess
 
 from experiments.errors import UserError
+from experiments.model.links import LinkSettings
 
-__all__ = ["box_command_prefix"]
+__all__ = ["box_command_prefix", "box_prefix_for"]
 
 _PROBE_TIMEOUT_S = 20.0
 _NEEDED_TOOLS = ("unshare", "ip", "tc")
+
+
+def box_prefix_for(links: LinkSettings) -> list[str]:
+    """`box_command_prefix` for a box whose links are `links`: tbf where a rate is shaped
+    (a node's, rank 0's or a group's uplink), netem where latency is."""
+    return box_command_prefix(
+        bandwidth=bool(links.bandwidth or links.root_bandwidth or links.group_bandwidth),
+        latency=bool(links.latency),
+    )
 
 
 def box_command_prefix(*, bandwidth: bool, latency: bool) -> list[str]:

@@ -25,19 +25,30 @@ from experiments.model.cluster_spec import ClusterSpec
 
 __all__ = [
     "DEFAULT_CONTROL_PLANE_USD_PER_HOUR",
+    "EXTENDED",
     "HOURS_PER_MONTH",
+    "STALE_AFTER_DAYS",
+    "STANDARD",
+    "ControlPlanePrice",
     "HourlyPrice",
     "PriceCatalog",
     "PricedInterval",
+    "WorkerPrice",
     "cluster_hourly_price",
     "hourly_price",
     "load_price_catalog",
+    "price_age_days",
+    "stale_prices_line",
 ]
 
 # A provider the catalog does not list is charged what EKS and GKE charge.
 DEFAULT_CONTROL_PLANE_USD_PER_HOUR = 0.10
 # A month of a disk's GB-month price: both AWS's and Google's calculators count 730 h.
 HOURS_PER_MONTH = 730.0
+# Instance prices older than this are warned of: list prices change a few times a
+# year (AWS's and Google's price cuts, new generations), and a catalog entered by
+# hand is easy to forget.
+STALE_AFTER_DAYS = 90
 
 
 class PriceCatalog(BaseModel):
@@ -64,26 +75,42 @@ class PriceCatalog(BaseModel):
         self, provider: str, version: str | None, on: date
     ) -> tuple[float, str]:
         """($/h, why) for `provider`'s control plane running Kubernetes `version` on day `on`."""
+        price = self.control_plane(provider, version, on)
+        return price.usd_per_hour, price.why
+
+    def control_plane(self, provider: str, version: str | None, on: date) -> ControlPlanePrice:
+        """`provider`'s control plane running Kubernetes `version` on day `on`: its rate,
+        its support tier and why, and the standard rate beside it."""
         standard = float(
             self.control_plane_usd_per_hour.get(provider, DEFAULT_CONTROL_PLANE_USD_PER_HOUR)
         )
+        in_standard = ControlPlanePrice(provider, version, standard, standard, STANDARD, "")
         calendar = self.kubernetes_support.get(provider)
         if version is None or not calendar:
-            return standard, ""
+            return in_standard
         extended = float(calendar["extended_usd_per_hour"])
         ends = {str(v): _day(d) for v, d in (calendar.get("standard_support_ends") or {}).items()}
         if version in ends:
             if on <= ends[version]:
-                return standard, ""
-            return extended, f"Kubernetes {version} in extended support since {ends[version]}"
+                return in_standard
+            why = f"Kubernetes {version} in extended support since {ends[version]}"
+            return ControlPlanePrice(provider, version, extended, standard, EXTENDED, why)
         # Not in the calendar: newer than every listed version is still in standard support.
         newest = max((_version_key(v) for v in ends), default=None)
         if newest is None or _version_key(version) > newest:
-            return standard, ""
-        return extended, (
+            return in_standard
+        why = (
             f"Kubernetes {version} is older than {self.path}'s support calendar "
             f"({calendar.get('as_of', 'undated')}): extended support assumed"
         )
+        return ControlPlanePrice(provider, version, extended, standard, EXTENDED, why)
+
+    def refresh_hint(self, region: str | None, instance_type: str) -> str:
+        """How to bring `instance_type`'s price in `region` up to date."""
+        entry = self.regions.get(region or "") or {}
+        if region is not None and entry.get("provider") == "aws":
+            return f"`kary prices refresh --region {region} --instance-type {instance_type}`"
+        return f"update {self.path} by hand (kary refreshes AWS prices only)"
 
     def instance_price(self, region: str, instance_type: str) -> tuple[float, str]:
         """($/h, as-of date) or a UserError naming how to add the price."""
@@ -171,6 +198,56 @@ def _support_calendar(raw: Any, path: Path) -> dict[str, dict[str, Any]]:
     return dict(raw)
 
 
+STANDARD = "standard"
+EXTENDED = "extended"
+
+
+@dataclass(frozen=True)
+class ControlPlanePrice:
+    """A managed control plane's rate: standard support, or extended past its end."""
+
+    provider: str
+    kubernetes_version: str | None
+    usd_per_hour: float
+    standard_usd_per_hour: float
+    support: str  # STANDARD or EXTENDED
+    why: str  # "" in standard support; else "Kubernetes 1.33 in extended support since ..."
+
+    def text(self) -> str:
+        """`$0.60/h, EKS extended support (Kubernetes 1.33 in extended support since
+        2026-07-29; standard support is $0.10/h)`."""
+        tier = f"{self.provider.upper()} {self.support} support"
+        if self.support == STANDARD:
+            version = (
+                f" for Kubernetes {self.kubernetes_version}" if self.kubernetes_version else ""
+            )
+            return f"${self.usd_per_hour:.2f}/h, {tier}{version}"
+        return (
+            f"${self.usd_per_hour:.2f}/h, {tier} ({self.why}; standard support is "
+            f"${self.standard_usd_per_hour:.2f}/h)"
+        )
+
+
+@dataclass(frozen=True)
+class WorkerPrice:
+    """Nodes of one instance type: how many, at what rate, priced as of when."""
+
+    instance_type: str
+    count: int
+    usd_per_hour_each: float
+    as_of: str
+
+    @property
+    def usd_per_hour(self) -> float:
+        return self.count * self.usd_per_hour_each
+
+    def text(self) -> str:
+        return (
+            f"{self.count} x {self.instance_type} at ${self.usd_per_hour_each:.4f}/h"
+            f" = ${self.usd_per_hour:.2f}/h"
+        )
+
+
 @dataclass(frozen=True)
 class HourlyPrice:
     """What some nodes bill per hour, how many they are, and how the sum was made."""
@@ -182,6 +259,10 @@ class HourlyPrice:
     # The nodes' boot disks, included in usd_per_hour (cluster_hourly_price).
     disk_usd_per_hour: float = 0.0
     disk_detail: str = ""  # "30 x 200 GB pd-balanced at $0.0274/h"
+    # The sum's lines: each instance type, and the control plane where one is billed.
+    workers: tuple[WorkerPrice, ...] = ()
+    control_plane: ControlPlanePrice | None = None
+    priced_on: date | None = None  # the day priced (the control plane's tier follows it)
 
 
 def hourly_price(
@@ -199,7 +280,7 @@ def hourly_price(
     region None prices each type where the region is unknown (see
     PriceCatalog.price_anywhere).  An unknown price is a UserError.
     """
-    total, billed, as_of, parts = 0.0, 0, None, []
+    total, billed, as_of, parts, workers = 0.0, 0, None, [], []
     for instance_type, count in nodes:
         if region is None:
             price, as_of = catalog.price_anywhere(instance_type)
@@ -208,12 +289,25 @@ def hourly_price(
         total += price * count
         billed += count
         parts.append(f"{count} x {instance_type} at ${price:.4f}/h")
+        workers.append(WorkerPrice(instance_type, count, price, as_of))
+    day = on or datetime.now(timezone.utc).date()
+    control = None
     if provider is not None:
-        day = on or datetime.now(timezone.utc).date()
-        control, why = catalog.control_plane_price(provider, kubernetes_version, day)
-        total += control
-        parts.append(f"control plane ${control:.2f}/h" + (f" ({why})" if why else ""))
-    return HourlyPrice(total, billed, as_of, " + ".join(parts))
+        control = catalog.control_plane(provider, kubernetes_version, day)
+        total += control.usd_per_hour
+        parts.append(
+            f"control plane ${control.usd_per_hour:.2f}/h"
+            + (f" ({control.why})" if control.why else "")
+        )
+    return HourlyPrice(
+        total,
+        billed,
+        as_of,
+        " + ".join(parts),
+        workers=tuple(workers),
+        control_plane=control,
+        priced_on=day,
+    )
 
 
 def cluster_hourly_price(
@@ -257,3 +351,28 @@ class PricedInterval:
     @property
     def cost_usd_high(self) -> float:
         return self.hourly_usd * self.seconds_high / 3600.0
+
+
+def price_age_days(as_of: str | None, on: date) -> int | None:
+    """Days from the catalog's `as_of` date to `on`; None when it has no date."""
+    try:
+        return (on - date.fromisoformat(str(as_of))).days
+    except ValueError:
+        return None
+
+
+def stale_prices_line(price: HourlyPrice, catalog: PriceCatalog, region: str | None) -> str | None:
+    """A warning when `price`'s instance prices are older than STALE_AFTER_DAYS on the day
+    priced (or undated), saying how to refresh them; None when they are recent."""
+    if not price.workers or price.priced_on is None:
+        return None
+    oldest = min(price.workers, key=lambda w: w.as_of)
+    age = price_age_days(oldest.as_of, price.priced_on)
+    if age is not None and age <= STALE_AFTER_DAYS:
+        return None
+    when = f"from {oldest.as_of}, {age} days old" if age is not None else "undated"
+    return (
+        f"warning: the {oldest.instance_type} price is {when} "
+        f"(more than {STALE_AFTER_DAYS}): the bill may be off; "
+        f"{catalog.refresh_hint(region, oldest.instance_type)} updates it"
+    )

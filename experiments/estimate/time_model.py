@@ -35,10 +35,12 @@ from experiments.estimate.interval import (
 )
 from experiments.estimate.parameters import TimeModel
 from experiments.estimate.prices import (
+    HourlyPrice,
     PriceCatalog,
     PricedInterval,
     cluster_hourly_price,
     load_price_catalog,
+    stale_prices_line,
 )
 from experiments.estimate.structure import CellTime, predict_cell
 from experiments.model.cluster_spec import ClusterSpec
@@ -88,6 +90,10 @@ class Estimate(PricedInterval):
     # The nodes' boot disks, a part of hourly_usd: $/h and "30 x 200 GB pd-balanced at ...".
     disk_usd_per_hour: float = 0.0
     disk_detail: str = ""
+    # hourly_usd line by line (workers, control plane, disks); None off a cluster file.
+    bill: HourlyPrice | None = None
+    # A warning when the catalog's instance prices are stale (prices.stale_prices_line).
+    price_warning: str | None = None
 
 
 def estimate_plan(
@@ -129,10 +135,13 @@ def estimate_plan(
             detail = f"{name} {value:.0f} s: {_FIXED_PARTS[name]}"
             assumptions.append(Assumption(name, detail, value / seconds))
     hourly, as_of, billed, disk_usd, disk_detail = 0.0, None, 0, 0.0, ""
+    price, stale = None, None
     if cluster is not None:
-        price = cluster_hourly_price(cluster, catalog or load_price_catalog())
+        catalog = catalog or load_price_catalog()
+        price = cluster_hourly_price(cluster, catalog)
         hourly, as_of, billed = price.usd_per_hour, price.as_of, price.nodes_billed
         disk_usd, disk_detail = price.disk_usd_per_hour, price.disk_detail
+        stale = stale_prices_line(price, catalog, cluster.region)
     return Estimate(
         cells=spread.cells,
         seconds=seconds,
@@ -156,4 +165,6 @@ def estimate_plan(
         sources=spread.sources,
         disk_usd_per_hour=disk_usd,
         disk_detail=disk_detail,
+        bill=price,
+        price_warning=stale,
     )

@@ -28,6 +28,12 @@ biggest cell's store plus its largest blob.  A cell that times out can leave its
 store behind (issue 32, finding 5): not counted here, the disk the cluster
 files ask for leaves room for one.  Sizes are in bytes; "GB" in what is shown is
 2**30 bytes, as GCE and EBS count a disk's size.
+
+On this machine (the emulator, a test instance, a box, an allocation of this
+machine alone) every rank is a process or a namespace extracting into a folder
+of its own on the one disk that holds the scratch folder (TMPDIR), so the need
+is rank 0's holdings plus every other rank's largest size at once: 30 ranks of
+a 10 GB cell hold about 300 GB (`local_disk_need`, `check_local_disk`).
 """
 
 from __future__ import annotations
@@ -40,17 +46,22 @@ from dataclasses import dataclass
 from experiments.errors import UserError
 from experiments.formats.run_record import NESTED, PER_CELL
 from experiments.model.cluster_spec import EKS_NODEGROUP_LABEL, ClusterSpec
+from experiments.model.places import FreeDisk
 from experiments.model.plan import Cell
 from experiments.model.render import DEFAULT_IMAGE, image_info, images_pulled
 
 __all__ = [
+    "CLOSE_SHARE",
     "EVICTION_FREE_SHARE",
     "SYSTEM_BYTES",
     "DiskNeed",
+    "LocalDiskNeed",
     "check_disk",
+    "check_local_disk",
     "disk_line",
     "disk_need",
     "format_gb",
+    "local_disk_need",
 ]
 
 GIB = 2**30
@@ -64,6 +75,10 @@ EVICTION_FREE_SHARE = 0.10
 _UNKNOWN_IMAGE_BYTES = 2_000_000_000
 # Strategies that put the blob in the content store: all but `direct` (HTTP).
 _NO_ARCHIVE = {"direct"}
+# A local sweep that takes this share of the free disk or more is warned of: the
+# need counts the blobs only, and Flux's own files, the logs, the raw tree and
+# whatever else runs here write to the same disk.
+CLOSE_SHARE = 0.8
 
 
 def format_gb(size: int) -> str:
@@ -134,32 +149,62 @@ def _with_margin(payload: int, images: int) -> tuple[int, int]:
     return whole, whole - used
 
 
-def disk_need(cells: Sequence[Cell], layout: str, image: str | None = None) -> DiskNeed:
-    """The disk `cells` need per node in `layout` (nested or per-cell), at rank 0's peak."""
+@dataclass(frozen=True)
+class _Peak:
+    """What one cell (per cell) or one node count's cells (nested) hold at once."""
+
+    where: str  # "the 30-node group", "cell 30/kary-16/0"
+    nodes: int
+    blob_cache: int
+    scratch: int
+    content_store: int
+    largest: int  # the largest size a rank extracts
+
+    @property
+    def rank0_payload(self) -> int:
+        return self.blob_cache + self.scratch + self.content_store
+
+
+def _peaks(cells: Sequence[Cell], layout: str) -> list[_Peak]:
+    """Rank 0's holdings per cell (per-cell) or per node count (nested), in order."""
     if layout not in (NESTED, PER_CELL):
         raise UserError(f"unknown layout {layout!r}: choose {NESTED} or {PER_CELL}")
+    if layout == PER_CELL:
+        return [
+            _Peak(
+                f"cell {cell.id}",
+                cell.nodes,
+                0,
+                max(_sizes(cell), default=0),
+                _archived(cell),
+                max(_sizes(cell), default=0),
+            )
+            for cell in cells
+        ]
+    groups: dict[int, list[Cell]] = defaultdict(list)
+    for cell in cells:
+        groups[cell.nodes].append(cell)
+    peaks = []
+    for nodes, group in sorted(groups.items()):
+        sizes = set().union(*(_sizes(c) for c in group))
+        # Nested, the scratch blob is a hard link to the cached one: it adds nothing.
+        store = max(_archived(c) for c in group)
+        peaks.append(
+            _Peak(f"the {nodes}-node group", nodes, sum(sizes), 0, store, max(sizes, default=0))
+        )
+    return peaks
+
+
+def disk_need(cells: Sequence[Cell], layout: str, image: str | None = None) -> DiskNeed:
+    """The disk `cells` need per node in `layout` (nested or per-cell), at rank 0's peak."""
+    peaks = _peaks(cells, layout)
     images = _image_bytes(image)
-    cache, scratch, store, peak = 0, 0, 0, "no cells"
-    if layout == NESTED:
-        groups: dict[int, list[Cell]] = defaultdict(list)
-        for cell in cells:
-            groups[cell.nodes].append(cell)
-        best = -1
-        for nodes, group in sorted(groups.items()):
-            group_cache = sum(set().union(*(_sizes(c) for c in group)))
-            group_store = max(_archived(c) for c in group)
-            if group_cache + group_store > best:
-                best, cache, store = group_cache + group_store, group_cache, group_store
-                peak = f"the {nodes}-node group"
-    else:
-        best = -1
-        for cell in cells:
-            cell_scratch, cell_store = max(_sizes(cell), default=0), _archived(cell)
-            if cell_scratch + cell_store > best:
-                best, scratch, store = cell_scratch + cell_store, cell_scratch, cell_store
-                peak = f"cell {cell.id}"
+    peak = max(peaks, key=lambda p: p.rank0_payload, default=None)
+    cache, scratch, store = (
+        (peak.blob_cache, peak.scratch, peak.content_store) if peak else (0, 0, 0)
+    )
     _, reserve = _with_margin(cache + scratch + store, images)
-    largest = max((max(_sizes(c), default=0) for c in cells), default=0)
+    largest = max((p.largest for p in peaks), default=0)
     other, _ = _with_margin(largest, images)
     return DiskNeed(
         layout=layout,
@@ -170,8 +215,62 @@ def disk_need(cells: Sequence[Cell], layout: str, image: str | None = None) -> D
         system=SYSTEM_BYTES,
         eviction_reserve=reserve,
         other_ranks=other,
-        peak=peak,
+        peak=peak.where if peak else "no cells",
     )
+
+
+@dataclass(frozen=True)
+class LocalDiskNeed:
+    """Bytes a sweep run on this machine holds on its one disk at once: every rank is a
+    process or a namespace here, each extracting into a folder of its own."""
+
+    rank0: int  # blob cache + scratch + content store, as on a cluster's rank 0
+    other_ranks: int  # how many other ranks, each holding one extracted size
+    per_other_rank: int
+    peak: str
+
+    @property
+    def total(self) -> int:
+        return self.rank0 + self.other_ranks * self.per_other_rank
+
+    def text(self) -> str:
+        """`310 GB at its peak (cell 30/kary-16/0: rank 0 20 GB + 29 other ranks x 10 GB)`."""
+        return (
+            f"{format_gb(self.total)} at its peak ({self.peak}: rank 0 {format_gb(self.rank0)} "
+            f"+ {self.other_ranks} other ranks x {format_gb(self.per_other_rank)})"
+        )
+
+
+def local_disk_need(cells: Sequence[Cell], layout: str) -> LocalDiskNeed:
+    """What `cells` hold at once on this machine's disk in `layout`: rank 0's holdings (as
+    on a cluster, without a node's margin) plus every other rank's largest size."""
+    peak = max(
+        _peaks(cells, layout),
+        key=lambda p: p.rank0_payload + (p.nodes - 1) * p.largest,
+        default=None,
+    )
+    if peak is None:
+        return LocalDiskNeed(0, 0, 0, "no cells")
+    return LocalDiskNeed(peak.rank0_payload, peak.nodes - 1, peak.largest, peak.where)
+
+
+def check_local_disk(need: LocalDiskNeed, free: FreeDisk) -> str | None:
+    """A one-line UserError when `need` passes the disk's free bytes; a warning when it
+    takes CLOSE_SHARE of them or more; None when it fits with room."""
+    where = f"the disk of {free.path}"
+    if need.total > free.free_bytes:
+        raise UserError(
+            f"the sweep extracts {need.text()} onto {where}, which has "
+            f"{format_gb(free.free_bytes)} free: plan fewer nodes or smaller sizes, or set "
+            "TMPDIR to a short folder on a bigger disk"
+        )
+    if need.total >= CLOSE_SHARE * free.free_bytes:
+        share = need.total / max(free.free_bytes, 1)
+        return (
+            f"warning: the sweep extracts {need.text()} onto {where}, {share:.0%} of its "
+            f"{format_gb(free.free_bytes)} free (anything else writing there can fill it)"
+        )
+    return None
 
 
 def _how_to_set(cluster: ClusterSpec, gb: int) -> str:

@@ -123,9 +123,9 @@ def recorded_identity(record: RunRecord) -> dict[str, Any]:
         return {name: stored[name] for name in IDENTITY_FIELDS if name in stored}
     legacy = record.model_dump()
     legacy["experiment"] = extra.get("experiment") or "distribute"
-    return {name: legacy.get(name) for name in _LEGACY_FIELDS} | {
-        "blob": record.blob or DEFAULT_BLOB
-    }
+    # An empty or missing field was not recorded: nothing to hold the plan to.
+    stated = {name: legacy[name] for name in _LEGACY_FIELDS if legacy.get(name) not in (None, [])}
+    return stated | {"blob": record.blob or DEFAULT_BLOB}
 
 
 def identity_differences(planned: Mapping[str, Any], recorded: Mapping[str, Any]) -> list[str]:

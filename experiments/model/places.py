@@ -6,23 +6,33 @@ experiments.backends.  Places, where the flux backend runs a cell (run.json
 `place`): a `test-instance` (`flux start --test-size` here), an `allocation`
 (nested in the Flux instance kary runs inside, FLUX_URI), or a `box` (a
 network namespace per broker here, over shaped links).  `Here` is what the
-choice needs to know of this machine, read once by `Here.now()`, so the rules
-themselves are pure.
+checks need to know of this machine, read once by `Here.now()`, so the rules
+themselves are pure.  What costs a subprocess or a look at a disk (can a box be
+built, does the allocation have the nodes, how much disk is free) `Here` asks
+its `Probes` only when a plan needs it; experiments/machine_probes.py has the
+real ones, and a plain `Here` asks nothing, so a test states the machine it means.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from experiments.errors import UserError
 from experiments.formats.run_record import ALLOCATION, BOX, PLACES, TEST_INSTANCE
+from experiments.model.links import LinkSettings
 
 __all__ = [
+    "ASK_NOTHING",
     "BACKENDS",
+    "HOW_TO_GET_FLUX",
     "UNBILLED",
+    "AllocationSize",
+    "FreeDisk",
     "Here",
+    "Probes",
     "check_backend_name",
     "choose_place",
     "default_place",
@@ -34,6 +44,11 @@ BACKENDS: tuple[str, ...] = ("flux", "local", "kubernetes")
 # Backends kary never bills: they run where kary runs (this machine, or the Flux
 # allocation kary was started in, whose site does its own accounting).
 UNBILLED: tuple[str, ...] = ("local", "flux")
+HOW_TO_GET_FLUX = (
+    "put flux-core's `flux` on PATH: your site's install (e.g. `module load flux`), "
+    "`spack install flux-core`, your distribution's flux-core package, or build it "
+    "from source (see the README, 'Real Flux')"
+)
 
 
 def flux_on_path() -> str | None:
@@ -42,15 +57,79 @@ def flux_on_path() -> str | None:
 
 
 @dataclass(frozen=True)
+class FreeDisk:
+    """The free bytes of the file system that holds `path`."""
+
+    path: str
+    free_bytes: int
+
+
+@dataclass(frozen=True)
+class AllocationSize:
+    """The Flux allocation kary runs in: its nodes, and whether every one is this machine."""
+
+    nodes: int
+    on_this_machine: bool
+
+
+class Probes(Protocol):
+    """What a plan asks of this machine that costs a subprocess or a look at a disk.
+
+    A check raises a one-line UserError saying what is missing."""
+
+    def check_flux(self, flux: str) -> None:
+        """`flux` is flux-core's: it answers `flux version` with its version."""
+
+    def check_box(self, links: LinkSettings) -> None:
+        """This machine can build a box whose links need what `links` ask (tools, rights,
+        the kernel's qdiscs)."""
+
+    def allocation(self, flux: str) -> AllocationSize | None:
+        """The allocation kary runs in, as `flux` sees it (None: not asked)."""
+
+    def free_disk(self) -> FreeDisk | None:
+        """Where cells run here extract their blobs, and its free bytes (None: not asked)."""
+
+
+class _AskNothing:
+    """Probes that ask nothing: every check passes and nothing is known."""
+
+    def check_flux(self, flux: str) -> None:
+        return None
+
+    def check_box(self, links: LinkSettings) -> None:
+        return None
+
+    def allocation(self, flux: str) -> AllocationSize | None:
+        return None
+
+    def free_disk(self) -> FreeDisk | None:
+        return None
+
+
+ASK_NOTHING: Probes = _AskNothing()
+
+
+@dataclass(frozen=True)
 class Here:
-    """What choosing a backend and a place needs to know of this machine."""
+    """What checking a sweep needs to know of this machine (see the module doc)."""
 
     flux: str | None  # flux-core's `flux` on PATH
     in_allocation: bool  # kary runs inside a Flux instance (FLUX_URI is set)
+    # The emulator runs each entrypoint with bash and its ranks as processes (fork, /proc).
+    bash: bool = True
+    linux: bool = True
+    probes: Probes = field(default=ASK_NOTHING, compare=False)
 
     @classmethod
-    def now(cls) -> Here:
-        return cls(flux_on_path(), bool(os.environ.get("FLUX_URI")))
+    def now(cls, probes: Probes = ASK_NOTHING) -> Here:
+        return cls(
+            flux=flux_on_path(),
+            in_allocation=bool(os.environ.get("FLUX_URI")),
+            bash=shutil.which("bash") is not None,
+            linux=hasattr(os, "fork") and os.path.isdir("/proc"),
+            probes=probes,
+        )
 
     @property
     def default_backend(self) -> str:

@@ -5,9 +5,11 @@ CheckedSweep: the backend it runs on, the flux backend's place, the layout,
 the links parsed, the cluster file read, and the sizes, strategies and knobs
 in their canonical form.  `plan()` builds the cells and the estimate from it
 and hands the backend its parts, so nothing downstream parses a flag again;
-`check_cells` holds the two checks that need the planned cells.  Each mistake
-is one UserError line.  `here` is what the choice of backend and place needs
-to know of this machine (places.Here), so the checks themselves are pure.
+`check_cells` holds the checks that need the planned cells.  Each mistake
+is one UserError line.  `here` is what the checks need to know of this machine
+(places.Here): the choice of backend and place, and every check a backend makes
+when `kary run` brings it up (machine_check.py), so `plan` refuses what `run`
+would; what costs a subprocess or a look at a disk `here` asks its probes.
 """
 
 from __future__ import annotations
@@ -19,17 +21,18 @@ from experiments.errors import UserError
 from experiments.formats.run_record import NESTED, PER_CELL
 from experiments.model.axes import knob_flag
 from experiments.model.cluster_spec import ClusterSpec, load_cluster_spec
-from experiments.model.disk import check_disk, disk_need
+from experiments.model.disk import check_disk, check_local_disk, disk_need, local_disk_need
 from experiments.model.faults import check_fault_ranks, parse_faults
 from experiments.model.layout import check_layout, effective_layout
 from experiments.model.links import LinkSettings, link_settings
-from experiments.model.places import Here, check_backend_name, choose_place
+from experiments.model.machine_check import check_allocation_size, check_here, runs_on_this_disk
+from experiments.model.places import AllocationSize, Here, check_backend_name, choose_place
 from experiments.model.plan import Cell
 from experiments.model.sweep import Sweep
 from experiments.model.units import parse_size, parse_sizes
 from experiments.model.validate import image_ref
 
-__all__ = ["CheckedSweep", "check_cells", "check_sweep"]
+__all__ = ["CheckedSweep", "check_cells", "check_sweep", "local_disk_warning"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,9 @@ class CheckedSweep:
     chunksize: int | None
     purge_target_size: int | None
     image: str
+    # This machine, as the checks saw it; the allocation kary runs in, if the place is one.
+    here: Here
+    allocation: AllocationSize | None = None
 
 
 def check_sweep(sweep: Sweep, here: Here) -> CheckedSweep:
@@ -72,6 +78,7 @@ def check_sweep(sweep: Sweep, here: Here) -> CheckedSweep:
         else None
     )
     check_layout(sweep.layout, backend, place)
+    allocation = check_here(backend, place, links, here)
     return CheckedSweep(
         sweep=sweep,
         backend=backend,
@@ -84,15 +91,21 @@ def check_sweep(sweep: Sweep, here: Here) -> CheckedSweep:
         chunksize=knob_flag("chunksize", sweep.chunksize),
         purge_target_size=knob_flag("purge_target_size", sweep.purge_target_size),
         image=image_ref(sweep.image),
+        here=here,
+        allocation=allocation,
     )
 
 
 def check_cells(checked: CheckedSweep, cells: Sequence[Cell], max_nodes: int) -> None:
-    """The checks that need the planned cells: faults name ranks every cell has, and a
+    """The checks that need the planned cells: faults name ranks every cell has; a
     cluster file has workers enough for the biggest cell and disk enough on rank 0's
-    (model/disk.py: a pod out of disk is evicted mid-cell, not refused at the start)."""
+    (model/disk.py: a pod out of disk is evicted mid-cell, not refused at the start);
+    an allocation has nodes enough; and a sweep run here fits this machine's free disk."""
     if checked.sweep.emulator_faults:
         check_fault_ranks(checked.sweep.emulator_faults, cells)
+    if checked.allocation is not None:
+        check_allocation_size(cells, checked.allocation.nodes)
+    local_disk_warning(checked, cells)
     cluster = checked.cluster
     if cluster is not None and max_nodes > cluster.nodes:
         raise UserError(
@@ -102,6 +115,17 @@ def check_cells(checked: CheckedSweep, cells: Sequence[Cell], max_nodes: int) ->
         needs = [disk_need(cells, layout, checked.image) for layout in (NESTED, PER_CELL)]
         chosen = next(need for need in needs if need.layout == checked.layout)
         check_disk(cluster, chosen, needs)
+
+
+def local_disk_warning(checked: CheckedSweep, cells: Sequence[Cell]) -> str | None:
+    """UserError when `cells` run on this machine cannot fit its free disk; a warning line
+    when they come close (model/disk.py); None when they fit or run elsewhere."""
+    if not runs_on_this_disk(checked.backend, checked.place, checked.allocation):
+        return None
+    free = checked.here.probes.free_disk()
+    if free is None or not cells:
+        return None
+    return check_local_disk(local_disk_need(cells, checked.layout), free)
 
 
 def _check_flags(sweep: Sweep) -> None:

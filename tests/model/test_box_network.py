@@ -101,6 +101,7 @@ def test_a_model_with_box_terms_prices_a_distribution_from_them() -> None:
     assert step_seconds(step, model) != pytest.approx(expected)
 
 
+@pytest.mark.usefixtures("flux_box_here")
 def test_a_box_plan_fits_its_network_terms_from_box_history() -> None:
 
     history = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "box-sweeps"

@@ -31,6 +31,7 @@ def test_the_links_floor_is_the_busiest_senders_copies() -> None:
     assert bottleneck(4, "kary:1", MIB, model, None).cpu_bound
 
 
+@pytest.mark.usefixtures("flux_box_here")
 def test_the_plan_warns_of_cpu_bound_box_cells(tmp_path: object) -> None:
     args = ["plan", "--place", "box", "--exact-nodes", "16", "--sizes", "64M"]
     args += ["--topo", "kary:1", "--topo", "kary:15", "--link-bandwidth", "100Mbit"]

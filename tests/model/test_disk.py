@@ -174,7 +174,7 @@ def test_the_plan_prices_the_disks_on_their_own(tmp_path: Path) -> None:
     assert text.exit_code == 0, text.output
     # 30 disks of 200 GB at pd-balanced's $0.10 per GB-month, 730 h a month.
     per_node = 200 * 0.10 / 730
-    assert f"+ disks (30 x 200 GB pd-balanced at ${per_node:.4f}/h = $0.82/h)" in text.stdout
+    assert f"  disks: 30 x 200 GB pd-balanced at ${per_node:.4f}/h = $0.82/h" in text.stdout
     plan = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
     assert plan["disk_usd_per_hour"] == pytest.approx(30 * per_node, abs=1e-4)
     assert plan["hourly_usd"] == pytest.approx(30 * 1.4528 + 0.10 + 30 * per_node, abs=1e-4)

@@ -31,7 +31,7 @@ IN_ALLOCATION = Here(flux="/usr/bin/flux", in_allocation=True)
         (Sweep(exact_nodes=4, link_bandwidth="100Mbit"), FLUX, "flux", BOX),
         (Sweep(exact_nodes=4, link_bandwidth="100Mbit"), NO_FLUX, "local", None),
         (Sweep(exact_nodes=4, emulator_faults=("corrupt:1",)), FLUX, "local", None),
-        (Sweep(exact_nodes=4, place="test-instance"), NO_FLUX, "flux", TEST_INSTANCE),
+        (Sweep(exact_nodes=4, place="test-instance"), FLUX, "flux", TEST_INSTANCE),
     ],
 )
 def test_the_backend_and_place_follow_the_flags_and_this_machine(

@@ -97,7 +97,8 @@ def test_a_fault_without_backend_picks_the_emulator_even_with_flux_on_path(
 ) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "flux").write_text("#!/bin/sh\nexit 1\n")
+    # A flux that answers `flux version` as flux-core's does: the plan asks it (issue 36).
+    (bin_dir / "flux").write_text("#!/bin/sh\necho 'commands:    \t\t0.88.0'\n")
     (bin_dir / "flux").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("FLUX_URI", raising=False)

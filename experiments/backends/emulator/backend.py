@@ -32,6 +32,8 @@ from experiments.emulator.content import DEFAULT_PURGE_TARGET_SIZE
 from experiments.emulator.instance import STARTUP_FAILED, group_members
 from experiments.errors import UserError
 from experiments.model.links import LinkSettings
+from experiments.model.machine_check import check_emulator_here
+from experiments.model.places import Here
 from experiments.model.plan import Cell
 from experiments.model.render import Rendered
 
@@ -82,10 +84,7 @@ class EmulatorBackend(Backend):
 
     def up(self) -> None:
         """Check what a run needs here (bash, Linux) and calibrate the CPU costs."""
-        if shutil.which("bash") is None:
-            raise UserError("the local backend runs the entrypoint with bash: install bash")
-        if not hasattr(os, "fork") or not os.path.isdir("/proc"):
-            raise UserError("the local backend needs Linux (fork and /proc)")
+        check_emulator_here(Here.now())
         self._calibrated()
 
     def _calibrated(self) -> Calibration:

@@ -16,9 +16,21 @@ from typing import TYPE_CHECKING
 from experiments.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from experiments.backends.flux.allocation import allocation_facts
     from experiments.backends.flux.backend import FluxBackend
+    from experiments.backends.flux.site import flux_version, query_flux
 
-__all__ = ["FluxBackend"]
+# The facts `up()` asks of this Flux, exported so `kary plan` asks them too
+# (experiments/machine_probes.py).
+__all__ = ["FluxBackend", "allocation_facts", "flux_version", "query_flux"]
 
 # Lazily: `python -m experiments.backends.flux.session_guard` imports this package first.
-__getattr__ = lazy_exports(__name__, {"FluxBackend": "experiments.backends.flux.backend"})
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "FluxBackend": "experiments.backends.flux.backend",
+        "allocation_facts": "experiments.backends.flux.allocation",
+        "flux_version": "experiments.backends.flux.site",
+        "query_flux": "experiments.backends.flux.site",
+    },
+)

@@ -45,10 +45,15 @@ _JOBID = re.compile(r"^(f[1-9A-HJ-NP-Za-km-z]+|[0-9]+)$")
 
 @dataclass(frozen=True)
 class AllocationFacts:
-    """The allocation's size, and whether its ranks share a filesystem."""
+    """The allocation's size, and the host of each of its ranks."""
 
     nodes: int
-    shared_filesystem: bool
+    hosts: tuple[str, ...]
+
+    @property
+    def shared_filesystem(self) -> bool:
+        """Ranks share a filesystem where a host repeats (one disk per host)."""
+        return len(self.hosts) != len(set(self.hosts))
 
 
 def allocation_facts(query: Callable[[list[str], str], str]) -> AllocationFacts:
@@ -58,8 +63,7 @@ def allocation_facts(query: Callable[[list[str], str], str]) -> AllocationFacts:
     if not nodes.strip().isdigit():
         raise UserError(f"`flux resource list` printed {nodes.strip()[:60]!r}, not a node count")
     hosts = query(["hostlist", "-e", "-d", " ", "instance"], "its hosts").split()
-    # One disk per host: ranks share a filesystem only where a host repeats.
-    return AllocationFacts(int(nodes), len(hosts) != len(set(hosts)))
+    return AllocationFacts(int(nodes), tuple(hosts))
 
 
 def run_in_allocation(

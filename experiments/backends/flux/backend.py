@@ -20,7 +20,6 @@ own rank; on real nodes it is unset.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -39,9 +38,8 @@ from experiments.backends.flux.nested import NestedInstances
 from experiments.backends.flux.site import (
     HOW_TO_GET_FLUX,
     FluxSite,
-    flux_env,
-    parse_flux_version,
-    run_flux,
+    flux_version,
+    query_flux,
 )
 from experiments.backends.flux.test_instance import run_in_test_instance
 from experiments.box.layout import BoxLayout, new_run_id
@@ -54,6 +52,7 @@ from experiments.formats.run_record import (
     TEST_INSTANCE,
 )
 from experiments.model.links import LinkSettings
+from experiments.model.machine_check import check_allocation_size
 from experiments.model.places import Here, default_place
 from experiments.model.plan import Cell
 from experiments.model.render import Rendered
@@ -106,13 +105,7 @@ class FluxBackend(Backend):
         flux = here.flux
         if flux is None:
             raise UserError(f"--backend flux needs flux-core: {HOW_TO_GET_FLUX}")
-        text = self._query(flux, ["version"], "its version")
-        try:
-            version = parse_flux_version(text)
-        except ValueError:
-            raise UserError(
-                f"`{flux} version` printed no 'commands: <version>' line: is this flux-core's flux?"
-            ) from None
+        version = flux_version(flux)
         # The plan checked an asked-for place (model/sweep_check.py); none: where kary is.
         place = self.requested_place or default_place(
             shaped=self.links.shaped, in_allocation=here.in_allocation
@@ -121,21 +114,9 @@ class FluxBackend(Backend):
         if place == BOX:
             self.box_prefix = prepare_box(self.links, Path(site.scratch_base()))
         elif place == ALLOCATION:
-            facts = allocation_facts(lambda args, what: self._query(flux, args, what))
+            facts = allocation_facts(lambda args, what: query_flux(flux, args, what))
             site.instance_nodes, site.shared_filesystem = facts.nodes, facts.shared_filesystem
         self.site = site
-
-    def _query(self, flux: str, args: list[str], what: str) -> str:
-        """Run `flux ARGS` for a fact about this Flux; any failure is a one-line UserError."""
-        shown = " ".join(["flux", *args])
-        try:
-            return run_flux([flux, *args], flux_env(os.environ), shown)
-        except BackendError as err:
-            hint = ""
-            if os.environ.get("FLUX_URI"):
-                hint = " (FLUX_URI is set: is that instance still running?)"
-            why = str(err).removeprefix(f"{shown}: ")
-            raise UserError(f"cannot ask Flux for {what} (`{shown}`): {why}{hint}") from None
 
     def run_order(self, cells: Sequence[Cell]) -> list[Cell]:
         # One outer instance per node count in the nested layout: a count's cells together.
@@ -143,14 +124,8 @@ class FluxBackend(Backend):
 
     def check_cells(self, cells: Sequence[Cell]) -> None:
         site = self.site
-        if site is None or site.place != ALLOCATION or site.instance_nodes is None or not cells:
-            return
-        biggest = max(cells, key=lambda c: c.nodes)
-        if biggest.nodes > site.instance_nodes:
-            raise UserError(
-                f"cell {biggest.id} needs {biggest.nodes} nodes but this Flux instance has "
-                f"{site.instance_nodes}: ask for a bigger allocation or plan fewer nodes"
-            )
+        if site is not None and site.place == ALLOCATION and site.instance_nodes is not None:
+            check_allocation_size(cells, site.instance_nodes)
 
     # ---- run ---------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from experiments.backends.flux.site import FluxSite, flux_env, run_flux
 from experiments.backends.flux.test_instance import run_guarded
 from experiments.box.launch import box_spec, read_link_bytes
 from experiments.box.layout import BoxLayout
-from experiments.box.privileges import box_command_prefix
+from experiments.box.privileges import box_prefix_for
 from experiments.box.reap import reap_dead_boxes
 from experiments.estimate.bottleneck import box_bottlenecks
 from experiments.model.links import LinkSettings
@@ -32,10 +32,7 @@ __all__ = ["prepare_box", "run_in_box"]
 def prepare_box(links: LinkSettings, scratch: Path) -> list[str]:
     """The `unshare ...` prefix that starts a box here (UserError if this machine cannot
     build one); first removes what dead kary runs left under `scratch`."""
-    prefix = box_command_prefix(
-        bandwidth=bool(links.bandwidth or links.root_bandwidth),
-        latency=bool(links.latency),
-    )
+    prefix = box_prefix_for(links)
     reaped = reap_dead_boxes(scratch)
     if reaped:
         print(f"kary: {reaped.text()}", file=sys.stderr)

@@ -20,23 +20,21 @@ from typing import Any
 from experiments.backends.base import BackendError
 from experiments.errors import UserError
 from experiments.formats.run_record import ALLOCATION, NESTED, PER_CELL, TEST_INSTANCE
+from experiments.model.places import HOW_TO_GET_FLUX
 from experiments.model.plan import Cell
 
 __all__ = [
     "HOW_TO_GET_FLUX",
     "FluxSite",
     "flux_env",
+    "flux_version",
     "last_line",
     "messages",
     "parse_flux_version",
+    "query_flux",
     "run_flux",
 ]
 
-HOW_TO_GET_FLUX = (
-    "put flux-core's `flux` on PATH: your site's install (e.g. `module load flux`), "
-    "`spack install flux-core`, your distribution's flux-core package, or build it "
-    "from source (see the README, 'Real Flux')"
-)
 _QUERY_TIMEOUT_S = 60.0
 # flux start's rundir (and its socket paths) go under TMPDIR=folder, and unix
 # socket paths must stay under ~107 bytes.
@@ -89,6 +87,30 @@ def parse_flux_version(text: str) -> str:
         if key.strip() == "commands" and value.split():
             return value.split()[0]
     raise ValueError("no 'commands:' line")
+
+
+def query_flux(flux: str, args: list[str], what: str) -> str:
+    """stdout of `flux ARGS`, asked for a fact about this Flux; any failure is one UserError."""
+    shown = " ".join(["flux", *args])
+    try:
+        return run_flux([flux, *args], flux_env(os.environ), shown)
+    except BackendError as err:
+        hint = ""
+        if os.environ.get("FLUX_URI"):
+            hint = " (FLUX_URI is set: is that instance still running?)"
+        why = str(err).removeprefix(f"{shown}: ")
+        raise UserError(f"cannot ask Flux for {what} (`{shown}`): {why}{hint}") from None
+
+
+def flux_version(flux: str) -> str:
+    """flux-core's version as `flux version` says it; UserError if `flux` is not flux-core's."""
+    text = query_flux(flux, ["version"], "its version")
+    try:
+        return parse_flux_version(text)
+    except ValueError:
+        raise UserError(
+            f"`{flux} version` printed no 'commands: <version>' line: is this flux-core's flux?"
+        ) from None
 
 
 def flux_env(base: os._Environ[str] | dict[str, str], drop_uri: bool = False) -> dict[str, str]:

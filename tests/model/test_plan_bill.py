@@ -1,0 +1,175 @@
+"""What a plan says of its money and its designs (issue 36): the hourly bill line by line
+(workers, the control plane with its support tier and why, disks), stale prices warned
+of, the layout footnote naming the dearer layout by the numbers, and where the designs
+came from."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from experiments import plan
+from experiments.cli import app
+from experiments.estimate.layouts import LayoutEstimate
+from experiments.estimate.prices import (
+    cluster_hourly_price,
+    load_price_catalog,
+    stale_prices_line,
+)
+from experiments.formats.run_record import NESTED, PER_CELL
+from experiments.model.cluster_spec import load_cluster_spec
+from experiments.model.design_source import design_source
+from experiments.model.plan import Cell
+from experiments.model.sweep import Sweep
+from experiments.plan_view import layout_lines
+
+runner = CliRunner()
+CLUSTERS = Path(__file__).resolve().parents[2] / "clusters"
+EKS_30 = CLUSTERS / "eks-30.yaml"
+GKE_30 = CLUSTERS / "gke-30.yaml"
+
+
+def _plan(*args: str) -> list[str]:
+    result = runner.invoke(app, ["plan", *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout.splitlines()
+
+
+def test_the_hourly_figure_is_broken_down_in_text_and_json(tmp_path: Path) -> None:
+    # clusters/prices.yaml: EKS 1.33 left standard support on 2026-07-29.
+    args = ["--cluster", str(EKS_30), "--exact-nodes", "30", "--data-dir", str(tmp_path)]
+    lines = _plan(*args)
+    assert "  workers: 30 x c5a.4xlarge at $0.6160/h = $18.48/h" in lines
+    assert (
+        "  control plane: $0.60/h, EKS extended support (Kubernetes 1.33 in extended support "
+        "since 2026-07-29; standard support is $0.10/h)"
+    ) in lines
+    assert "  disks: 30 x 200 GB gp2 at $0.0274/h = $0.82/h" in lines
+    plan = json.loads(runner.invoke(app, ["plan", *args, "--json"]).stdout)
+    bill = plan["bill"]
+    assert bill["workers"] == [
+        {
+            "instance_type": "c5a.4xlarge",
+            "count": 30,
+            "usd_per_hour_each": 0.616,
+            "usd_per_hour": 18.48,
+            "prices_as_of": "2025-07-01",
+        }
+    ]
+    control = bill["control_plane"]
+    assert (control["usd_per_hour"], control["standard_usd_per_hour"]) == (0.60, 0.10)
+    assert control["support"] == "extended" and control["kubernetes_version"] == "1.33"
+    parts = 18.48 + control["usd_per_hour"] + bill["disks"]["usd_per_hour"]
+    assert plan["hourly_usd"] == pytest.approx(parts, abs=1e-3)
+
+
+def test_a_control_plane_in_standard_support_says_so() -> None:
+    cluster = load_cluster_spec(EKS_30)
+    price = cluster_hourly_price(cluster, load_price_catalog(), date(2026, 7, 29))
+    assert price.control_plane is not None
+    assert price.control_plane.text() == "$0.10/h, EKS standard support for Kubernetes 1.33"
+
+
+def test_prices_older_than_90_days_are_warned_of_with_how_to_refresh() -> None:
+    catalog = load_price_catalog()
+    cluster = load_cluster_spec(EKS_30)
+    # The catalog prices c5a.4xlarge as of 2025-07-01.
+    fresh = cluster_hourly_price(cluster, catalog, date(2025, 9, 29))
+    assert stale_prices_line(fresh, catalog, cluster.region) is None
+    old = cluster_hourly_price(cluster, catalog, date(2025, 9, 30))
+    assert stale_prices_line(old, catalog, cluster.region) == (
+        "warning: the c5a.4xlarge price is from 2025-07-01, 91 days old (more than 90): the "
+        "bill may be off; `kary prices refresh --region us-east-2 --instance-type c5a.4xlarge` "
+        "updates it"
+    )
+    gke = load_cluster_spec(GKE_30)
+    line = stale_prices_line(cluster_hourly_price(gke, catalog), catalog, gke.region)
+    assert line is not None and line.endswith("by hand (kary refreshes AWS prices only) updates it")
+
+
+def test_the_plan_shows_the_stale_price_warning(tmp_path: Path) -> None:
+    lines = _plan("--cluster", str(EKS_30), "--exact-nodes", "30", "--data-dir", str(tmp_path))
+    assert [line for line in lines if line.startswith("warning: the c5a.4xlarge price is from")]
+
+
+def _layout(name: str, seconds: float, hourly: float = 4.42) -> LayoutEstimate:
+    return LayoutEstimate(name, seconds, seconds * 0.8, seconds * 1.2, hourly, {})
+
+
+def test_the_footnote_names_the_dearer_layout_by_the_numbers() -> None:
+    # eks-6: per-cell 13 min 56 s against nested 13 min 59 s: nested is the dearer.
+    layouts = [_layout(PER_CELL, 836), _layout(NESTED, 839)]
+    assert layout_lines(layouts, NESTED)[-1] == (
+        "  (the time and cost above are per-cell's: 13 min 56 s, $1.03; the sweep runs nested, "
+        "marked *: 13 min 59 s, $1.03; nested is the dearer, and --max-cost and --max-hours "
+        "hold the sweep to its figure)"
+    )
+    cheaper = [_layout(PER_CELL, 9900), _layout(NESTED, 8220)]
+    assert "; per-cell is the dearer," in layout_lines(cheaper, NESTED)[-1]
+    unbilled = [_layout(PER_CELL, 40.5, 0.0), _layout(NESTED, 44.5, 0.0)]
+    assert layout_lines(unbilled, NESTED)[-1] == (
+        "  (the time and cost above are per-cell's: 40.5 s; the sweep runs nested, marked *: "
+        "44.5 s; nested is the longer, and --max-cost and --max-hours hold the sweep to its "
+        "figure)"
+    )
+    assert not [line for line in layout_lines(layouts, PER_CELL) if "the sweep runs" in line]
+
+
+def _cells(*designs: tuple[int, str]) -> list[Cell]:
+    return [Cell(nodes, topo, 0, (1,), ("all",)) for nodes, topo in designs]
+
+
+def test_the_design_source_is_named(tmp_path: Path) -> None:
+    six = _cells((6, "kary:1"), (6, "kary:2"))
+    assert design_source(Sweep(exact_nodes=6), six).text() == (
+        "designs: 2 topologies at 6 nodes, from the default design file designs/kary-designs.json"
+    )
+    assert design_source(Sweep(exact_nodes=6, topos=["kary:1"]), six[:1]).text() == (
+        "designs: 1 topology at 6 nodes, from --topo"
+    )
+    mine = tmp_path / "mine.json"
+    spread = _cells((4, "kary:1"), (6, "kary:1"), (6, "kary:2"))
+    assert design_source(Sweep(max_nodes=6, designs=mine), spread).text() == (
+        f"designs: 3 designs (nodes and topology) at 2 node counts, 4-6, from the design file "
+        f"{mine}"
+    )
+    axis = Sweep(exact_nodes=6, matrix={"topo": ["kary:1", "kary:2"]})
+    assert design_source(axis, six).text().endswith("from the topo axis")
+
+
+def test_the_plan_says_its_16_topologies_come_from_the_default_design_file(
+    tmp_path: Path,
+) -> None:
+    args = ["--cluster", str(EKS_30), "--exact-nodes", "30", "--data-dir", str(tmp_path)]
+    lines = _plan(*args)
+    assert lines[2] == (
+        "designs: 16 topologies at 30 nodes, from the default design file designs/kary-designs.json"
+    )
+    plan = json.loads(runner.invoke(app, ["plan", *args, "--json"]).stdout)
+    assert plan["designs"] == {
+        "count": 16,
+        "nodes": [30],
+        "source": "the default design file designs/kary-designs.json",
+    }
+
+
+@pytest.mark.usefixtures("flux_box_here")
+def test_the_caps_hold_a_sweep_to_its_layout_where_that_is_dearer(tmp_path: Path) -> None:
+    # Here a nested test instance starts no faster than a fresh one (estimate/layouts.py).
+    sweep = Sweep(
+        exact_nodes=8,
+        topos=["kary:1", "kary:2"],
+        sizes="16M",
+        backend="flux",
+        layout=NESTED,
+        data_dir=tmp_path,
+    )
+    planned = plan(sweep)
+    nested = next(layout for layout in planned.layouts() if layout.name == NESTED)
+    assert nested.seconds > planned.estimate.seconds
+    held = planned.held_to()
+    assert (held.seconds, held.seconds_high) == (nested.seconds, nested.seconds_high)
