@@ -78,6 +78,12 @@ def default_time_model(
 
     Cloud numbers are medians of the seed's EKS 6-node sweep on c5a.4xlarge
     (create 9.5 s/GB, extract 2.4 s/GB, clean 0.2 s/GB, delete 0.03 s) and its
+    wall time.  That sweep's blobs were zeros (formats/blobs.py): one chunk moved,
+    so its extract is each rank's write of the file, not data moving through the
+    tree, and it says nothing of the network: the terms priced per byte moved
+    (fan-out, hops) are stated as 0 and the link's floor (the instance's
+    bandwidth, `link_gbps`) is the only network cost a random-blob plan pays
+    until random-blob history refits them.  Its
     wall time: 9,716 s less 8,283 s of timed steps over 12 runs is 119 s a run,
     taken as 100 s per MiniCluster; the image pull, once per cluster, is priced
     from the image's size instead (image_pull).
@@ -89,7 +95,11 @@ def default_time_model(
         return _local_time_model()
     pull = image_pull(image or DEFAULT_IMAGE, flux_view)
     return TimeModel(
-        source=f"cloud defaults (seed EKS 6-node sweep, c5a.4xlarge); {pull.note}",
+        source=(
+            "cloud defaults: create, extract (each rank's writes), clean from the seed's EKS "
+            "6-node sweep (c5a.4xlarge; zero blobs, one chunk moved); the network only as the "
+            f"instance's link floor, no random-blob history; {pull.note}"
+        ),
         create_s_per_gb=9.5,
         extract_s_per_gb=2.45,
         hop_s_per_gb=0.0,
@@ -220,7 +230,10 @@ def default_coverage(backend: str, place: str | None = None) -> Coverage:
             spread_from="assumed: the defaults' runs landed within 0.71-1.33x",
         )
     return Coverage(
-        what="defaults from the seed's EKS 6-node sweep (c5a.4xlarge)",
+        what=(
+            "defaults from the seed's EKS 6-node sweep (c5a.4xlarge; its zero blobs timed "
+            "each rank's writes, so the network is the link floor alone)"
+        ),
         environment=Environment(
             "flux" if backend == "flux" else "kubernetes",
             ALLOCATION if backend == "flux" else "c5a.4xlarge",

@@ -79,6 +79,9 @@ class FittedEnvironment:
     timed: frozenset[str]  # parameters of parts the history has any timing for
     rows: int
     sweeps: tuple[str, ...]
+    # The blob kinds of the history's cells: zero blobs inform no term priced per byte
+    # moved (structure.MOVED_PARAMETERS).
+    blobs: frozenset[str] = frozenset()
 
     def apply(self, model: TimeModel) -> TimeModel:
         """`model` with the fitted parameters (its image pull, links, provision kept)."""
@@ -190,6 +193,7 @@ def fit_environment(sweeps: Sequence[Sweep], prior: TimeModel) -> FittedEnvironm
         frozenset(timed),
         rows,
         tuple(s.name for s in sweeps),
+        frozenset(c.cell.blob for s in sweeps for c in s.cells),
     )
 
 

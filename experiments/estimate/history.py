@@ -19,6 +19,7 @@ import pandas as pd
 from experiments.errors import UserError
 from experiments.estimate.coverage import Environment
 from experiments.estimate.structure import Step, cell_steps
+from experiments.formats.blobs import DEFAULT_BLOB
 from experiments.formats.events import GENERATE_BLOB, STRATEGIES, VERIFY_PREFIX
 from experiments.formats.parsed import EVENTS_CSV
 from experiments.formats.parsed.load import load_parsed
@@ -29,6 +30,8 @@ from experiments.model.topology import build_tree
 __all__ = ["ObservedCell", "Sweep", "find_parsed_dirs", "load_sweep", "load_sweeps"]
 
 _NEEDED = {"event", "status", "time_seconds", "size_bytes", "nodes", "topology"}
+# Columns of settings that put cells of one uid and iteration side by side in a tree.
+_CELL_SETTINGS = ("blob", "links", "chunksize", "mmap", "purge_target_size")
 # Below this share of its (event, size)'s median a seed timing is a failed step.
 _FAILED_SHARE = 0.2
 
@@ -107,8 +110,12 @@ def load_sweep(folder: Path, total_wall: float | None = None, what: str = "--his
     environment = _environment(events, runs, str(folder))
     walls = _walls(runs)
     cells = []
-    for _, rows in events.groupby(["uid", "iteration"], sort=True):
-        key = (str(rows["uid"].iloc[0]), int(rows["iteration"].iloc[0]))
+    # One cell per uid and iteration, and per setting a tree holds side by side (blob
+    # kind, links, Flux knobs: each has its own directory level).
+    keys = ["uid", "iteration", *(c for c in _CELL_SETTINGS if c in events.columns)]
+    for _, rows in events.groupby(keys, sort=True, dropna=False):
+        blob = _first(rows, "blob") or DEFAULT_BLOB
+        key = (str(rows["uid"].iloc[0]), int(rows["iteration"].iloc[0]), blob)
         observed = _cell(rows, walls.get(key))
         if observed is not None:
             cells.append(observed)
@@ -148,7 +155,10 @@ def _cell(rows: pd.DataFrame, wall: float | None) -> ObservedCell | None:
     if not strategies:
         return None
     sizes = tuple(sorted({int(size) for size in rows["size"]}))
-    cell = Cell(nodes, topo, int(rows["iteration"].iloc[0]), sizes, strategies)
+    # What the blobs held (kary parse labels the seed's `zeros`): it decides which terms
+    # the cell can inform (structure.cell_steps).
+    blob = _first(rows, "blob") or DEFAULT_BLOB
+    cell = Cell(nodes, topo, int(rows["iteration"].iloc[0]), sizes, strategies, blob=blob)
     timed = rows.dropna(subset=["seconds"])
     seconds = {
         (str(event), int(size)): float(value)
@@ -170,8 +180,9 @@ def _cell(rows: pd.DataFrame, wall: float | None) -> ObservedCell | None:
     return observed
 
 
-def _walls(runs: pd.DataFrame) -> dict[tuple[str, int], float]:
-    """(uid, iteration) -> seconds from run.json's started to finished, for succeeded cells."""
+def _walls(runs: pd.DataFrame) -> dict[tuple[str, int, str], float]:
+    """(uid, iteration, blob) -> seconds from run.json's started to finished, for succeeded
+    cells (a cell of each blob kind shares its uid and iteration with the other's)."""
     if not len(runs) or not {"started", "finished", "uid", "iteration"} <= set(runs.columns):
         return {}
     walls = {}
@@ -180,7 +191,9 @@ def _walls(runs: pd.DataFrame) -> dict[tuple[str, int], float]:
         try:
             started = datetime.fromisoformat(str(row.started))
             finished = datetime.fromisoformat(str(row.finished))
-            key = (str(row.uid), int(str(row.iteration)))
+            blob = getattr(row, "blob", "")
+            blob = DEFAULT_BLOB if pd.isna(blob) or not blob else str(blob)
+            key = (str(row.uid), int(str(row.iteration)), blob)
         except (TypeError, ValueError):
             continue
         seconds = (finished - started).total_seconds()

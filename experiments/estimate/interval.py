@@ -38,7 +38,16 @@ from experiments.estimate.coverage import (
     reach,
 )
 from experiments.estimate.parameters import TimeModel
-from experiments.estimate.structure import PARTS, PING, CellTime, Step, cell_steps, step_seconds
+from experiments.estimate.structure import (
+    MOVED_PARAMETERS,
+    PARTS,
+    PING,
+    CellTime,
+    Step,
+    cell_steps,
+    step_seconds,
+)
+from experiments.formats.blobs import DEDUPLICATED
 from experiments.model.plan import Cell
 from experiments.model.topology import build_tree
 
@@ -92,6 +101,7 @@ class Candidate:
     match: str  # same, unknown, other or foreign (Environment.match)
     informed: frozenset[str] | None  # None: the stated defaults, no history
     timed: frozenset[str] = frozenset()  # parameters of parts history has timings for
+    blobs: frozenset[str] = frozenset()  # the blob kinds of the history's cells
 
     @property
     def environment_spread(self) -> float:
@@ -148,7 +158,7 @@ def choose_candidates(
     matches = [(plan_env.match(f.environment), f) for f in fits]
     best = min(_ORDER[m] for m, _ in matches)
     chosen = [
-        Candidate(f.apply(defaults), f.coverage, m, f.informed, f.timed)
+        Candidate(f.apply(defaults), f.coverage, m, f.informed, f.timed, f.blobs)
         for m, f in matches
         if _ORDER[m] == best
     ]
@@ -313,13 +323,19 @@ def _assumptions(
             )
         )
     timed = frozenset().union(*(c.timed for c in candidates))
+    blobs = frozenset().union(*(c.blobs for c in candidates))
+    deduplicated_only = bool(blobs) and blobs <= DEDUPLICATED
     for name, seconds in sorted(uninformed.items(), key=lambda item: -item[1]):
         value = getattr(candidates[0].model, name)
-        why = (
-            "history cannot tell it apart, so it stays near its stated default"
-            if name in timed
-            else "history never times it: stated default"
-        )
+        if deduplicated_only and name in MOVED_PARAMETERS:
+            why = (
+                f"history holds {'/'.join(sorted(blobs))} blobs only, which move one chunk "
+                "through the tree: stated default"
+            )
+        elif name in timed:
+            why = "history cannot tell it apart, so it stays near its stated default"
+        else:
+            why = "history never times it: stated default"
         detail = f"{PARAMETER_WORDS.get(name, name)} {value:.3g} s: {why}"
         out.append(Assumption(name, detail, seconds / total if total > 0 else 0.0))
     return out

@@ -87,15 +87,49 @@ class TimeModel(BaseModel):
     calibrated_from: int = 0  # history rows used
 
     def box_distribute_s(
-        self, size_bytes: int, fanout: int, depth: int, ranks: int
+        self,
+        size_bytes: int,
+        fanout: int,
+        depth: int,
+        ranks: int,
+        moved_bytes: int | None = None,
     ) -> float | None:
-        """A box wave's seconds from the fitted network terms; None without them or links."""
+        """A box wave's seconds from the fitted network terms; None without them or links.
+        The link floor counts the distinct bytes moved (`moved_bytes`, all of `size_bytes`
+        unless given); the per-rank term every byte each rank writes."""
         if self.box_terms is None or not self.link_gbps:
             return None
+        moved = size_bytes if moved_bytes is None else moved_bytes
         rate = self.link_gbps * 1e9 / 8
-        link_floor, fill = fanout * size_bytes / rate, depth * (GIB / BLOBS_PER_GB) / rate
+        link_floor, fill = fanout * moved / rate, depth * (GIB / BLOBS_PER_GB) / rate
         a, b, c, d = self.box_terms
         return a * link_floor + b * fill + c * ranks * size_bytes / GIB + d
+
+    def distribute_seconds(
+        self, size_bytes: int, moved_bytes: int, fanout: int, depth: int, ranks: int
+    ) -> float:
+        """One wave's seconds, its fixed start aside: every target rank writes `size_bytes`,
+        and `moved_bytes` distinct bytes cross the tree (all of a random blob; none worth
+        timing of a deduplicated one, whose one chunk moves once: formats/blobs.py).  The
+        terms priced per byte moved (fan-out, hops, the ranks' shared CPU, a link's floor
+        and round trips) scale with `moved_bytes`; an extract's write with `size_bytes`.
+        With the two equal this is `size` x distribute_s_per_gb."""
+        gb, moved = size_bytes / GIB, moved_bytes / GIB
+        cpu = moved * ranks * self.shared_cpu_s_per_gb
+        round_trips = moved * BLOBS_PER_GB * 2 * self.link_latency_s * depth
+        if self.emulated_links:
+            blob = BLOBS_PER_GB * self._blob_s()
+            wait = max(0.0, BLOBS_PER_GB * 2 * self.link_latency_s - (fanout - 1) * blob)
+            work = max(gb * self.extract_s_per_gb, cpu) + moved * max(depth - 1, 0) * (
+                self.hop_s_per_gb
+            )
+            return max(moved * (fanout * blob + wait), work + round_trips)
+        work = (
+            gb * self.extract_s_per_gb
+            + moved * (fanout * self.fanout_s_per_gb + max(depth - 1, 0) * self.hop_s_per_gb)
+            + cpu
+        )
+        return max(work, moved * self.link_feed_s_per_gb(fanout)) + round_trips
 
     def distribute_s_per_gb(self, fanout: int, depth: int, ranks: int = 0) -> float:
         """Seconds per GB of one wave whose busiest broker has `fanout` children,

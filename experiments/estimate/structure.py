@@ -22,16 +22,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from experiments.estimate.parameters import GIB, TimeModel
+from experiments.formats.blobs import DEDUPLICATED
 from experiments.formats.events import GENERATE_BLOB, VERIFY_PREFIX, strategy_events
 from experiments.model.plan import Cell
 from experiments.model.render import strategy_waves
 from experiments.model.topology import Tree, build_tree
 
-__all__ = ["PARTS", "CellTime", "Step", "cell_steps", "predict_cell", "step_seconds"]
+__all__ = [
+    "MOVED_PARAMETERS",
+    "PARTS",
+    "CellTime",
+    "Step",
+    "cell_steps",
+    "predict_cell",
+    "step_seconds",
+]
 
 # The parts of a cell's time, in the order a plan shows them.
 PARTS = ("overhead", "generate", "create", "distribute", "verify", "delete", "clean")
 OVERHEAD = "overhead"
+# The parameters priced per distinct byte that crosses the tree: a deduplicated blob
+# (one chunk) has none of these features, so its history cannot inform them.
+MOVED_PARAMETERS = frozenset({"fanout_s_per_gb", "hop_s_per_gb", "shared_cpu_s_per_gb"})
 PING = "ping"  # Cell.experiment of a cell that pings instead of distributing
 DIRECT = "direct"  # the strategy where each rank downloads from rank 0 over HTTP
 
@@ -48,6 +60,9 @@ class Step:
     fanout: int = 0
     depth: int = 0
     ranks: int = 0  # a distribution wave: ranks it reaches, relays included
+    # A distribution wave: the distinct bytes that cross the tree (None: all of `size`;
+    # 0 for a deduplicated blob, see cell_steps).
+    moved: int | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +101,10 @@ def cell_steps(cell: Cell, verify: bool, generate: bool = True) -> list[Step]:
     """Every step of `cell`, the overhead first, in the order the template runs them."""
     tree = build_tree(cell.topo, cell.nodes)
     tree_fanout, tree_depth = tree.max_fanout, tree.depth
+    # A deduplicated blob (the seed's zeros) is one chunk: it crosses the tree once and
+    # each rank writes the whole size.  Its waves have no feature that scales with bytes
+    # moved, so zero-blob history informs only the terms that do not (formats/blobs.py).
+    deduplicated = cell.blob in DEDUPLICATED
     distributions = len(cell.sizes) * len(cell.strategies)
     steps = [
         Step(
@@ -105,6 +124,7 @@ def cell_steps(cell: Cell, verify: bool, generate: bool = True) -> list[Step]:
         return steps
     for size in cell.sizes:
         gb = size / GIB
+        moved_gb = 0.0 if deduplicated else gb
         if generate:
             steps.append(Step("generate", GENERATE_BLOB, size, {"generate_s_per_gb": gb}))
         for strategy in cell.strategies:
@@ -124,13 +144,14 @@ def cell_steps(cell: Cell, verify: bool, generate: bool = True) -> list[Step]:
                         {
                             "distribute_s": 1.0,
                             "extract_s_per_gb": gb,
-                            "fanout_s_per_gb": gb * fanout,
-                            "hop_s_per_gb": gb * max(depth - 1, 0),
-                            "shared_cpu_s_per_gb": gb * ranks,
+                            "fanout_s_per_gb": moved_gb * fanout,
+                            "hop_s_per_gb": moved_gb * max(depth - 1, 0),
+                            "shared_cpu_s_per_gb": moved_gb * ranks,
                         },
                         fanout,
                         depth,
                         ranks,
+                        moved=0 if deduplicated else size,
                     )
                 )
                 if verify:
@@ -155,12 +176,12 @@ def step_seconds(step: Step, model: TimeModel) -> float:
     """A step's predicted seconds: linear in the parameters, except distribution,
     which a link can floor and emulated links shape (TimeModel.distribute_s_per_gb)."""
     if step.part == "distribute":
-        fitted = model.box_distribute_s(step.size, step.fanout, step.depth, step.ranks)
+        moved = step.size if step.moved is None else step.moved
+        fitted = model.box_distribute_s(step.size, step.fanout, step.depth, step.ranks, moved)
         if fitted is not None:
             return fitted
-        gb = step.size / GIB
-        rate = model.distribute_s_per_gb(step.fanout, step.depth, step.ranks)
-        return gb * rate + model.distribute_wave_s(step.fanout, step.depth)
+        seconds = model.distribute_seconds(step.size, moved, step.fanout, step.depth, step.ranks)
+        return seconds + model.distribute_wave_s(step.fanout, step.depth)
     return sum(getattr(model, name) * value for name, value in step.features.items())
 
 

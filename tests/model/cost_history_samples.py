@@ -61,14 +61,16 @@ def write_sweep(
     place: str = "test-instance",
     host: str = "testhost",
     walls: bool = True,
+    blob: str = "random",
 ) -> Path:
-    """A parsed directory of one sweep at `nodes`, each time `factor` x the truth."""
+    """A parsed directory of one sweep at `nodes`, each time `factor` x the truth, its
+    cells' blobs of kind `blob` (formats/blobs.py)."""
     rng = random.Random(seed)
     events, runs = [], []
     clock = datetime(2026, 1, 1, tzinfo=UTC)
     for iteration in range(iterations):
         for topo in topos:
-            cell = Cell(nodes, topo, iteration, sizes, ("all",))
+            cell = Cell(nodes, topo, iteration, sizes, ("all",), blob=blob)
             uid = f"{topology_dirname(topo)}-{nodes}"
             total = 0.0
             for step in cell_steps(cell, verify=True):
@@ -95,6 +97,7 @@ def write_sweep(
                         "strategy": "setup" if step.part == "generate" else "all",
                         "size_label": format_size(step.size),
                         "run_state": "succeeded",
+                        "blob": blob,
                     }
                 )
             finished = clock + timedelta(seconds=total)
@@ -117,7 +120,8 @@ def write_sweep(
             clock = finished + timedelta(seconds=5)
     folder.mkdir(parents=True)
     # Every column kary's parse writes (knobs unset), so the summary is computed as kary's is.
-    events_frame = pd.DataFrame(events).reindex(columns=EVENT_COLUMNS)
+    events_frame = pd.DataFrame(events).reindex(columns=[*EVENT_COLUMNS, "blob"])
+    events_frame = events_frame.loc[:, ~events_frame.columns.duplicated()]
     tables = Parsed(
         events=events_frame,
         ping=pd.DataFrame(columns=PING_COLUMNS),
