@@ -59,14 +59,17 @@ def significance_warning(cells: Sequence[Cell]) -> str | None:
     """A warning when the plan's designs are compared with too few iterations for any
     p < ALPHA; None when they can be, or nothing is compared.
 
-    Designs are compared within a node count (a plan's cells share their links): a
-    topology, with its Flux knobs where they vary.  Runs a side are each design's cells.
+    Designs are compared within a node count and a blob kind (a plan's cells share
+    their links; the report never ranks zeros against random): a topology, with its
+    Flux knobs where they vary.  Runs a side are each design's cells.
     """
-    runs: dict[int, dict[tuple[str, object], int]] = defaultdict(lambda: defaultdict(int))
+    runs: dict[tuple[int, str], dict[tuple[str, object], int]] = defaultdict(
+        lambda: defaultdict(int)
+    )
     for cell in cells:
         if cell.experiment != "distribute":
             continue  # ping cells are tabled by depth, not ranked
-        runs[cell.nodes][(cell.topo, cell.knobs)] += 1
+        runs[(cell.nodes, cell.blob)][(cell.topo, cell.knobs)] += 1
     compared = {nodes: designs for nodes, designs in runs.items() if len(designs) > 1}
     if not compared:
         return None
@@ -78,7 +81,8 @@ def significance_warning(cells: Sequence[Cell]) -> str | None:
     what = f"{most} designs" if knobs_vary else f"{most} topologies"
     if len({len(designs) for designs in compared.values()}) > 1:
         what = f"up to {what}"
-    where = f"at {next(iter(compared))} nodes" if len(compared) == 1 else "at a node count"
+    nodes = {count for count, _ in compared}
+    where = f"at {next(iter(nodes))} nodes" if len(nodes) == 1 else "at a node count"
     need = iterations_needed()
     iterations, side = (
         ("1 iteration", "1 run") if fewest == 1 else (f"{fewest} iterations", f"{fewest} runs")

@@ -18,6 +18,7 @@ from experiments.backends.base import Backend, BackendSettings, RunResult
 from experiments.cli import app
 from experiments.execution.progress import SilentReporter
 from experiments.model import significance
+from experiments.model.plan import Cell
 from experiments.model.significance import iterations_needed, significance_warning, smallest_p
 
 runner = CliRunner()
@@ -102,3 +103,16 @@ def test_run_warns_before_the_first_cell(tmp_path: Path, monkeypatch: pytest.Mon
     summary = run(plan(sweep), reporter=SilentReporter(), echo=said.append)
     assert summary.exit_code == 0
     assert f"kary run: {WARNING_AT_3}" in said
+
+
+def test_two_blob_kinds_are_two_comparisons_not_two_runs() -> None:
+    """A study of both kinds has one run a side per kind, never two (zeros are never
+    ranked against random)."""
+    cells = [
+        Cell(4, topo, 0, (2**20,), ("all",), blob=blob)
+        for topo in ("kary:1", "kary:2")
+        for blob in ("random", "zeros")
+    ]
+    warning = significance_warning(cells)
+    assert warning is not None and "with 1 iteration" in warning
+    assert "the 2 topologies at 4 nodes" in warning
