@@ -98,13 +98,27 @@ class PlannedSweep:
 
     def warnings(self) -> list[str]:
         """What `kary plan` and `kary run` warn of before a cell starts: cells the box makes
-        CPU-bound, iterations too few for the report's test, a local disk nearly full."""
+        CPU-bound, iterations too few for the report's test, a local disk nearly full,
+        done cells that ran another benchmark template."""
         found = [
             self.cpu_bound_line(),
             significance_warning(self.plan.cells),
             local_disk_warning(self.checked, self.plan.cells),
+            self.other_template_line(),
         ]
         return [line for line in found if line]
+
+    def other_template_line(self) -> str | None:
+        """Done cells whose benchmark template (its hash) is not this plan's: kept, since
+        upgrading kary changes the hash (model/identity.py), but said."""
+        other = self.ledger.other_template
+        if not other:
+            return None
+        return (
+            f"warning: {cells_text(len(other))} of {len(self.ledger.done)} done ran another "
+            f"benchmark template (e.g. {other[0].id}): their numbers may not compare with "
+            "new cells'; --force runs them again (old results kept aside)"
+        )
 
     def held_to(self) -> Estimate:
         """The figure --max-cost and --max-hours hold the sweep to: the estimate above

@@ -198,3 +198,28 @@ def test_a_changed_study_is_refused_and_other_links_get_their_own_cells(tmp_path
     assert "4/kary-2/bw-100Mbit/0" in slower.output
     same = runner.invoke(app, ["plan", *base, "--sizes", "16M"])
     assert same.exit_code == 0 and "0 cells to run, 1 already done" in same.output
+
+
+def test_done_cells_of_another_template_are_kept_and_said(tmp_path: Path) -> None:
+    plan = _ran(tmp_path)
+    record = read_record(plan.cells[0].raw_dir(tmp_path))
+    assert record is not None and record.template_hash
+    ledger = read_ledger(plan.cells, tmp_path, settings=BASE, template_hash=record.template_hash)
+    assert ledger.other_template == []
+    other = read_ledger(plan.cells, tmp_path, settings=BASE, template_hash="0123456789abcdef")
+    assert other.done == plan.cells and other.other_template == plan.cells
+    # The plan says so in one line.
+    runner = CliRunner()
+    data = tmp_path / "d"
+    args = ["--backend", "local", "--exact-nodes", "2", "--topo", "kary:1", "--sizes", "1M"]
+    assert runner.invoke(app, ["run", *args, "--data-dir", str(data)]).exit_code == 0
+    cell_dir = data / "2/kary-1/0"
+    ran = read_record(cell_dir)
+    assert ran is not None
+    write_record(cell_dir, ran.model_copy(update={"template_hash": "0123456789abcdef"}))
+    planned = runner.invoke(app, ["plan", *args, "--data-dir", str(data)])
+    assert planned.exit_code == 0, planned.output
+    assert (
+        "warning: 1 cell of 1 done ran another benchmark template (e.g. 2/kary-1/0)"
+        in planned.output
+    )
