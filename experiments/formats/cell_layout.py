@@ -49,6 +49,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from experiments.formats.blobs import BLOB_KINDS, DEFAULT_BLOB
 
@@ -127,19 +128,10 @@ def cell_id(
     return "/".join(level for level in levels if level)
 
 
-def cell_dir(
-    data_dir: Path,
-    nodes: int,
-    topo: str,
-    iteration: int,
-    knobs: Knobs | None = None,
-    network: str | None = None,
-    blob: str | None = None,
-) -> Path:
+def cell_dir(data_dir: Path, cell: str) -> Path:
     """`<data>/<nodes>/<topology dir>[/<network dir>][/<blob dir>][/<knob dir>]/<iteration>`:
-    where a cell's files go."""
-    parts = cell_id(nodes, topo, iteration, knobs, network, blob).split("/")
-    return Path(data_dir).joinpath(*parts)
+    where the files of the cell whose id is `cell` (cell_id) go."""
+    return Path(data_dir).joinpath(*cell.split("/"))
 
 
 def cell_of_path(parts: Sequence[str]) -> tuple[int | None, str | None, int | None]:
@@ -150,43 +142,44 @@ def cell_of_path(parts: Sequence[str]) -> tuple[int | None, str | None, int | No
     before that (`network_of_path`).  Any depth below the raw root is read, so a
     tree kept one folder down still parses.
     """
-    parts = _below_settings(parts)
+    parts, _ = _settings_of_path(parts)
     iteration = _whole(parts[-1]) if len(parts) >= 1 else None
     topo = topo_from_dirname(parts[-2]) if len(parts) >= 2 else None
     nodes = _whole(parts[-3]) if len(parts) >= 3 else None
     return nodes, topo, iteration
 
 
-def _below_settings(parts: Sequence[str]) -> list[str]:
-    """A cell path without its knob, blob and network directories (each there or not)."""
-    parts = list(parts)
-    for is_setting in (knobs_from_dirname, blob_from_dirname, network_from_dirname):
-        if len(parts) >= 2 and is_setting(parts[-2]) is not None:
+def _settings_of_path(parts: Sequence[str]) -> tuple[list[str], dict[str, Any]]:
+    """A cell path without its setting directories, and what they say: peeled from the
+    iteration outwards, each there or not (knobs, then blob, then network)."""
+    parts, found = list(parts), {}
+    readers = (
+        ("knobs", knobs_from_dirname),
+        ("blob", blob_from_dirname),
+        ("network", network_from_dirname),
+    )
+    for name, read in readers:
+        value = read(parts[-2]) if len(parts) >= 2 else None
+        if value is not None:
+            found[name] = value
             del parts[-2]
-    return parts
+    return parts, found
 
 
 def network_of_path(parts: Sequence[str]) -> dict[str, str] | None:
     """The links a cell directory's path names ({"bw": "100Mbit", ...}); None when none."""
-    parts = list(parts)
-    for is_setting in (knobs_from_dirname, blob_from_dirname):
-        if len(parts) >= 2 and is_setting(parts[-2]) is not None:
-            del parts[-2]
-    return network_from_dirname(parts[-2]) if len(parts) >= 2 else None
+    return _settings_of_path(parts)[1].get("network")
 
 
 def blob_of_path(parts: Sequence[str]) -> str | None:
     """The blob kind a cell directory's path names (`zeros`); None when it names none."""
-    parts = list(parts)
-    if len(parts) >= 2 and knobs_from_dirname(parts[-2]) is not None:
-        del parts[-2]
-    return blob_from_dirname(parts[-2]) if len(parts) >= 2 else None
+    return _settings_of_path(parts)[1].get("blob")
 
 
 def knobs_of_path(parts: Sequence[str]) -> Knobs:
-    """The knobs a cell directory's path names (its parent's name); NO_KNOBS when none."""
-    knobs = knobs_from_dirname(parts[-2]) if len(parts) >= 2 else None
-    return knobs if knobs is not None else NO_KNOBS
+    """The knobs a cell directory's path names; NO_KNOBS when none."""
+    knobs: Knobs = _settings_of_path(parts)[1].get("knobs", NO_KNOBS)
+    return knobs
 
 
 # The files of a cell directory (run.json is experiments.formats.run_record's).

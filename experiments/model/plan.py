@@ -84,9 +84,7 @@ class Cell:
         return cell_id(self.nodes, self.topo, self.iteration, self.knobs, self.network, self.blob)
 
     def raw_dir(self, data_dir: Path) -> Path:
-        return cell_dir(
-            data_dir, self.nodes, self.topo, self.iteration, self.knobs, self.network, self.blob
-        )
+        return cell_dir(data_dir, self.id)
 
 
 class ExperimentSpec(BaseModel):

@@ -47,7 +47,7 @@ def test_a_directory_that_names_no_topology_reads_as_none(name: str) -> None:
 
 def test_a_cells_id_is_its_path_below_the_raw_root(tmp_path: Path) -> None:
     assert cell_id(30, "kary:16", 0) == "30/kary-16/0"
-    assert cell_dir(tmp_path, 30, "kary:16", 0) == tmp_path / "30" / "kary-16" / "0"
+    assert cell_dir(tmp_path, cell_id(30, "kary:16", 0)) == tmp_path / "30" / "kary-16" / "0"
     assert cell_of_path(["30", "kary-16", "0"]) == (30, "kary:16", 0)
     assert cell_of_path(["old", "runs", "6", "binomial", "2"]) == (6, "binomial", 2)
     assert cell_of_path(["kary-2", "x"]) == (None, "kary:2", None)
@@ -57,7 +57,7 @@ def test_a_cells_id_is_its_path_below_the_raw_root(tmp_path: Path) -> None:
 def test_the_plans_cell_uses_the_layout(tmp_path: Path) -> None:
     cell = Cell(30, "kary:16", 1, (2**20,), ("all",))
     assert cell.id == cell_id(30, "kary:16", 1)
-    assert cell.raw_dir(tmp_path) == cell_dir(tmp_path, 30, "kary:16", 1)
+    assert cell.raw_dir(tmp_path) == cell_dir(tmp_path, cell_id(30, "kary:16", 1))
 
 
 @pytest.mark.parametrize(

@@ -36,7 +36,7 @@ def test_a_knob_directory_names_every_knob_set_and_reads_back(knobs: Knobs, dirn
 def test_a_cell_without_knobs_keeps_the_seeds_layout(tmp_path: Path) -> None:
     assert NO_KNOBS.dirname() is None
     assert cell_id(30, "kary:16", 0, NO_KNOBS) == "30/kary-16/0"
-    assert cell_dir(tmp_path, 30, "kary:16", 0, NO_KNOBS) == tmp_path / "30/kary-16/0"
+    assert cell_dir(tmp_path, cell_id(30, "kary:16", 0, NO_KNOBS)) == tmp_path / "30/kary-16/0"
     assert knobs_of_path(["30", "kary-16", "0"]) == NO_KNOBS
 
 

@@ -27,7 +27,7 @@ from unavailable import unavailable
 
 from analysis.tables.parsed_dir import load_parsed
 from analysis.tree import parse_tree
-from experiments.formats.cell_layout import cell_dir
+from experiments.formats.cell_layout import cell_dir, cell_id
 from experiments.formats.kary_line import format_kary_line, kary_records
 from experiments.formats.run_record import LOG_NAME, MINICLUSTER_NAME, read_record
 from experiments.model.render import ENTRYPOINT_TEMPLATE, MINICLUSTER_TEMPLATE
@@ -147,7 +147,7 @@ def test_run_json_and_every_parsed_row_agree_on_tricky_kary_lines(
     assert events.loc[events["status"] == "failed", "time_seconds"].isna().all()
     assert events.loc[events["status"] == "ok", "time_seconds"].notna().all()
     for topo in LOGS:
-        record = read_record(cell_dir(data, 4, topo, 0))
+        record = read_record(cell_dir(data, cell_id(4, topo, 0)))
         assert record is not None and record.backend == backend
         rows = _statuses(events, topo)
         failed = {f"{event} 1M" for event, status in rows.items() if status == "failed"}
