@@ -27,6 +27,7 @@ from experiments.estimate.plan_estimate import estimate_for
 from experiments.estimate.time_model import Estimate
 from experiments.execution.ledger import read_ledger
 from experiments.execution.progress import Reporter
+from experiments.execution.replacements import PREEMPTION_WAIT_S, ReplacementWait
 from experiments.execution.summary import RunSummary
 from experiments.files import write_atomic
 from experiments.formats.blobs import DEFAULT_BLOB, check_blob
@@ -171,6 +172,7 @@ def run(
     max_hours: float | None = None,
     reporter: Reporter | None = None,
     echo: Callable[[str], None] = stderr_line,
+    preemption_wait_s: float = PREEMPTION_WAIT_S,
 ) -> RunSummary:
     """Run a sweep (planned here if given as a Sweep) and record every cell in the raw tree.
 
@@ -179,6 +181,8 @@ def run(
     cell that would pass it; `max_hours` is the --up cluster's lease.  Progress
     goes to `reporter` (default: a progress bar); one-line notes to `echo`.
     Ctrl-C stops cleanly: the summary says `interrupted` and the same call resumes.
+    After a cell that lost a node to preemption, the run waits at most
+    `preemption_wait_s` (billed) for replacement nodes, else stops with the cells left.
     A billed sweep runs its smoke cell first (experiments/smoke.py); if that fails, no
     cell runs and the summary's `stopped_because` says why.
     """
@@ -189,6 +193,8 @@ def run(
     planned = plan(sweep) if isinstance(sweep, Sweep) else sweep
     if timeout is not None and timeout <= 0:
         raise UserError(f"invalid --timeout {timeout:g}: must be > 0 seconds")
+    if preemption_wait_s < 0:
+        raise UserError(f"invalid --preemption-wait {preemption_wait_s:g}: must be >= 0 seconds")
     # --up/--down and --max-cost: checked now, before anything starts or is billed.
     guard = planned.guard(max_cost, max_hours, echo)
     guard.cap.check_plan(planned.cost_usd_high, high_end=True)
@@ -266,6 +272,9 @@ def run(
                 instance_type=cluster.instance_type if cluster else None,
                 before_cell=guard.cap.before_cell,
                 settings=planned.settings,
+                after_preemption=ReplacementWait(
+                    backend, preemption_wait_s, guard.cap.hourly_usd, echo
+                ),
             )
     except KeyboardInterrupt:
         echo("kary run: interrupted while the cluster was being created")

@@ -61,6 +61,9 @@ class RunResult:
     - `manifest`: the MiniCluster that ran the cell when it is not the one
       rendered for it (the nested layout's, shared by the cells of a node
       count); the runner keeps it as the cell's minicluster.yaml.
+    - `preempted`: why the cell lost a node (or a pod) to preemption, in one
+      line, else None.  Such a cell is `preempted`: never timed, and run again
+      by the next run, like an interrupted one.
     """
 
     log: str
@@ -70,6 +73,7 @@ class RunResult:
     provenance: dict[str, Any] = field(default_factory=dict)
     start_failure: str | None = None
     manifest: str | None = None
+    preempted: str | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,8 @@ class Backend(abc.ABC):
       instance (or MiniCluster), which serves every cell of a node count: it
       goes after that node count's last cell, on any exception out of `run()`,
       and in `down()`.
+    - `await_replacements(limit_s)`, after a cell the backend found preempted
+      and before the next, waits (bounded) for replacement capacity.
     - `run_order(cells)` may regroup the cells to run (the nested layout runs
       a node count's cells together); `queue(cells)` then tells the backend
       every cell it will be handed, in that order, before the first `run()`.
@@ -158,6 +164,12 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def run(self, cell: Cell, rendered: Rendered, timeout: float | None) -> RunResult:
         """Run one rendered cell; see the class docstring for the contract."""
+
+    def await_replacements(self, limit_s: float) -> str | None:
+        """After a preempted cell, before the next: wait at most `limit_s` seconds for
+        the capacity the cell lost to come back.  None when it did (or there is
+        nothing to wait for: the default), else why not, in one line."""
+        return None
 
     def down(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Release what `up()` took; idempotent."""

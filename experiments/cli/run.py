@@ -17,6 +17,7 @@ import typer
 from experiments import api
 from experiments.cli import sweep_options as o
 from experiments.execution.progress import RichReporter, SilentReporter
+from experiments.execution.replacements import PREEMPTION_WAIT_S
 
 D = o.DEFAULT
 
@@ -86,6 +87,12 @@ def run(
     timeout: Annotated[float | None, typer.Option(
         "--timeout", help="Seconds per cell (default: 4x its predicted time, at least 300)."
     )] = None,
+    preemption_wait: Annotated[float, typer.Option(
+        "--preemption-wait", metavar="SECONDS",
+        help="After a cell loses a node to preemption, wait at most this long for "
+        "replacement nodes before the next cell (billed: the cluster runs meanwhile), "
+        f"then stop; the same command resumes.  Default {PREEMPTION_WAIT_S:g}."
+    )] = PREEMPTION_WAIT_S,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Only show the plan (same as `kary plan`).")] = False,
     yes: Annotated[bool, typer.Option(
@@ -120,6 +127,7 @@ def run(
         max_hours=max_hours,
         reporter=SilentReporter() if as_json else RichReporter(),
         echo=lambda line: typer.echo(line, err=True),
+        preemption_wait_s=preemption_wait,
     )
     if as_json:
         typer.echo(json.dumps(summary.to_json(), indent=2))

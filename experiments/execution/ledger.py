@@ -6,7 +6,9 @@ about the raw tree, read here from each cell's run.json:
 - `succeeded`: done, skipped (and not priced);
 - `failed` or `timeout`: skipped unless --rerun-failed, so a broken template is
   not paid for twice by accident;
-- `running`, `interrupted` or no record: runs (again).
+- `running`, `interrupted`, `preempted` (the cell lost a node to preemption:
+  nothing of it was timed) or no record: runs (again); the runner sets the
+  old record aside first.
 
 A cell is skipped only when it ran as the plan would run it: a recorded cell
 whose identity (model/identity.py: sizes, backend, place, links, ...) differs

@@ -1,4 +1,5 @@
-"""Judge one cell from what its backend returned: succeeded, failed or timeout, and why.
+"""Judge one cell from what its backend returned: succeeded, failed, timeout or
+preempted, and why.
 
 A cell succeeded only when the entrypoint exited 0, the log holds at least
 one timed step, every `KARY {"event": ...}` step is a timing (rc 0 and a valid
@@ -7,7 +8,9 @@ with `KARY {"meta": "done", "failed_steps": 0}`, and the overlay Flux printed
 (`flux overlay status`) is the tree of the topology the cell names.  Anything else is a failure
 with a one-line reason: a failure is never recorded as a timing.  A void step
 (a failed precondition: the template also exits non-zero) is named in the
-reason apart from the failed ones.
+reason apart from the failed ones.  A cell the backend found preempted (it lost a
+node) is `preempted` whatever its log says: what it printed before is not a
+timing of the cell, so none of its steps is counted.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ class LogSummary:
 
 @dataclass(frozen=True)
 class Verdict:
-    state: str  # succeeded | failed | timeout
+    state: str  # succeeded | failed | timeout | preempted
     error: str | None
     log: LogSummary
 
@@ -88,6 +91,8 @@ def _why(step: dict[str, Any]) -> str:
 
 
 def judge(result: RunResult) -> Verdict:
+    if result.preempted:
+        return Verdict("preempted", result.preempted, LogSummary())
     summary = summarize_log(result.log)
     reasons: list[str] = []
     failed = summary.failed

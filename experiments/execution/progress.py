@@ -27,6 +27,7 @@ _MARKS = {
     "failed": "[red]FAILED[/]",
     "timeout": "[red]TIMEOUT[/]",
     "interrupted": "[yellow]interrupted[/]",
+    "preempted": "[yellow]preempted[/]",
 }
 
 

@@ -7,7 +7,13 @@ Per cell, in data/raw/<nodes>/<topo>/<iteration>/:
 2. `minicluster.yaml` and `run.json` (state `running`) are written;
 3. the backend runs the rendered cell;
 4. `topology-experiment.out` (secrets redacted) and the final `run.json`
-   (`succeeded`, `failed`, `timeout` or `interrupted`, with the reason) are written.
+   (`succeeded`, `failed`, `timeout`, `interrupted` or `preempted`, with the
+   reason) are written.  A preempted cell (it lost a node) keeps no log, as an
+   interrupted one: nothing it printed is a timing of the cell.
+
+After a preempted cell, before the next, the run waits for the backend to get
+its capacity back (`after_preemption`, bounded by the caller) and stops, with
+the cells left, if it does not come.
 
 Every file is written atomically, so a crash leaves a cell whose run.json says
 `running` or `interrupted`, which the next run repeats.  Ctrl-C and SIGTERM
@@ -207,7 +213,7 @@ class _Runner:
             raise
         seconds = time.monotonic() - started
         verdict = judge(result)
-        if result.log:
+        if result.log and verdict.state != "preempted":
             write_atomic(cell_dir / LOG_NAME, redact(result.log))
         if result.manifest:
             write_atomic(cell_dir / MINICLUSTER_NAME, redact(result.manifest))
@@ -258,6 +264,7 @@ def _run_cells(
     reporter: Reporter,
     before_cell: Callable[[int, Cell], str | None] | None,
     signals: list[str],
+    after_preemption: Callable[[Cell], str | None] | None = None,
 ) -> None:
     last_start_failure = None
     for index, cell in enumerate(cells):
@@ -279,6 +286,12 @@ def _run_cells(
         reporter.cell_finished(index, outcome)
         if summary.interrupted:
             return
+        # A lost node comes back (or not) before the next cell: else it would start short.
+        if outcome.state == "preempted" and index < len(cells) - 1 and after_preemption:
+            reason = after_preemption(cell)
+            if reason:
+                summary.stopped_because = reason
+                return
         # The same start failure twice in a row will not heal by paying for a third cell.
         if outcome.start_failure and outcome.start_failure == last_start_failure:
             summary.stopped_because = (
@@ -303,6 +316,7 @@ def run_plan(
     instance_type: str | None = None,
     before_cell: Callable[[int, Cell], str | None] | None = None,
     settings: StudySettings | None = None,
+    after_preemption: Callable[[Cell], str | None] | None = None,
 ) -> RunSummary:
     """Run the plan's cells that `ledger` says are to run, in order, on `backend`.
 
@@ -310,7 +324,9 @@ def run_plan(
     skipped, failed ones too).  The backend is brought up and down here.
     `timeout` is per cell; None gives each cell `default_timeout` of its
     predicted seconds (`predicted`, by cell id).  `before_cell` may return a
-    reason to stop before a cell starts (a spending cap).  `settings` (the plan's
+    reason to stop before a cell starts (a spending cap); `after_preemption`, called
+    after a preempted cell when cells are left, waits for the capacity it lost and
+    may return a reason to stop (it did not come back in time).  `settings` (the plan's
     StudySettings) is recorded as each cell's identity, so a later plan can tell
     whether the cell ran as it would run it.  Ctrl-C / SIGTERM end
     the run with `interrupted` set; the caller exits 130.
@@ -349,7 +365,9 @@ def run_plan(
                             for cell, limit in zip(cells, timeouts, strict=True)
                         ]
                     )
-                    _run_cells(runner, cells, summary, reporter, before_cell, which)
+                    _run_cells(
+                        runner, cells, summary, reporter, before_cell, which, after_preemption
+                    )
                 finally:
                     with _shielded():
                         backend.down()

@@ -40,10 +40,15 @@ class RunSummary:
         return sum(1 for o in self.outcomes if o.state == state)
 
     @property
+    def cells_left(self) -> int:
+        """The cells the same run resumes: never started, interrupted or preempted."""
+        return self.not_started + self.count("interrupted") + self.count("preempted")
+
+    @property
     def exit_code(self) -> int:
         if self.interrupted:
             return 130
-        bad = self.count("failed") + self.count("timeout")
+        bad = self.count("failed") + self.count("timeout") + self.count("preempted")
         return 1 if bad or self.stopped_because else 0
 
     def to_json(self) -> dict[str, Any]:
@@ -52,10 +57,12 @@ class RunSummary:
             "failed": self.count("failed"),
             "timeout": self.count("timeout"),
             "interrupted": self.count("interrupted"),
+            "preempted": self.count("preempted"),
             "skipped": {"done": self.skipped_done, "failed": self.skipped_failed},
             "not_started": self.not_started,
             "wall_seconds": round(self.wall_seconds, 3),
             "stopped_because": self.stopped_because,
+            "cells_left": self.cells_left,
             "cells": [
                 {
                     "cell": o.cell.id,
@@ -73,7 +80,7 @@ class RunSummary:
             f"{self.count('succeeded')} succeeded",
             f"{self.count('failed')} failed",
         ]
-        for state in ("timeout", "interrupted"):
+        for state in ("timeout", "interrupted", "preempted"):
             if self.count(state):
                 parts.append(f"{self.count(state)} {'timed out' if state == 'timeout' else state}")
         skipped = self.skipped_done + self.skipped_failed
@@ -91,6 +98,10 @@ class RunSummary:
                 lines.append(f"  {outcome.cell.id}: {outcome.state}: {outcome.error}")
         if self.stopped_because:
             lines.append(f"stopped: {self.stopped_because}")
-        if self.interrupted or self.not_started:
-            lines.append("run the same command again to finish the cells that are left")
+        if self.cells_left:
+            left = self.cells_left
+            lines.append(
+                f"kary run ... resumes: {left} cell{'' if left == 1 else 's'} left "
+                "(run the same command again)"
+            )
         return "\n".join(lines) + "\n"

@@ -50,7 +50,11 @@ PER_CELL = "per-cell"
 NESTED = "nested"
 LAYOUTS = (NESTED, PER_CELL)
 
-CellState = Literal["pending", "running", "succeeded", "failed", "timeout", "interrupted"]
+# `preempted`: the cell lost a node to preemption (a Spot VM reclaimed, a node deleted):
+# never timed, and run again by the next run, as an `interrupted` one is.
+CellState = Literal[
+    "pending", "running", "succeeded", "failed", "timeout", "interrupted", "preempted"
+]
 
 
 def now_iso() -> str:

@@ -9,7 +9,13 @@ after `flux start`): the log says how the benchmark went, and `{cell}` in
 `Scenario.log` becomes the cell id of the entrypoint the MiniCluster carries.
 Pods can be stuck the ways real ones are: Pending unscheduled, a container
 waiting (ImagePullBackOff, CrashLoopBackOff), brokers that never join (a log
-without KARY lines and a Job that never ends).  Faults are injected per
+without KARY lines and a Job that never ends).  Nodes are state too: each
+MiniCluster's pods go to the nodes listed when it was made, and `preempt`
+deletes the node of one of the next MiniCluster's ranks a while after it is made,
+as a reclaimed Spot VM goes: the Node object is gone, and the pod, whose kubelet
+went with it, still shows Running on that node (the API keeps it until pod GC
+marks it `DisruptionTarget: DeletionByPodGC`, after `pod_gc_s`); a replacement
+node may join later.  Faults are injected per
 path prefix: an HTTP status, "drop" to close the connection unanswered,
 `("body", bytes)` to answer 200 with those bytes, `("stream", bytes)` to
 answer a watch with those lines, or "pass" to answer as usual.  Every request
@@ -94,6 +100,46 @@ class Scenario:
     first_job_after_s: float = 0.0
 
 
+def fake_node(
+    index: int,
+    capacity: str = "ON_DEMAND",
+    name: str | None = None,
+    group: str = "workers",
+    instance: str | None = None,
+) -> dict[str, Any]:
+    """A Node as an EKS managed node group labels it (managed-node-groups.html)."""
+    return {
+        "metadata": {
+            "name": name or f"node-{index}",
+            "labels": {
+                "node.kubernetes.io/instance-type": "c5a.4xlarge",
+                "topology.kubernetes.io/zone": "us-east-2b",
+                "eks.amazonaws.com/capacityType": capacity,
+                "eks.amazonaws.com/nodegroup": group,
+                "alpha.eksctl.io/nodegroup-name": group,
+            },
+        },
+        "spec": {"providerID": f"aws:///us-east-2b/{instance or f'i-{index:017x}'}"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def fake_nodes(count: int = 32, spot: range | None = None) -> list[dict[str, Any]]:
+    """`count` nodes, on demand but for the indexes in `spot`."""
+    return [fake_node(i, "SPOT" if spot and i in spot else "ON_DEMAND") for i in range(count)]
+
+
+@dataclass
+class Preemption:
+    """The next MiniCluster loses the node of `rank` `after_s` after it is made; a
+    replacement node joins `replaced_after_s` after that (None: never)."""
+
+    rank: int = 1
+    after_s: float = 0.3
+    replaced_after_s: float | None = None
+    pod_gc_s: float = 30.0  # as PodGC waits before it deletes a pod of a gone node
+
+
 @dataclass
 class FakeCluster:
     crd: bool = True
@@ -115,6 +161,36 @@ class FakeCluster:
     flux: str | None = None
     pod_settings: PodSettings | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    nodes: list[dict[str, Any]] = field(default_factory=fake_nodes)
+    # Node name -> when it was deleted (monotonic); what is to come: (when, what).
+    lost: dict[str, float] = field(default_factory=dict)
+    events: list[tuple[float, Any]] = field(default_factory=list)
+    pending_preemption: Preemption | None = None
+
+    def preempt(self, plan: Preemption) -> None:
+        """The next MiniCluster made loses a node (see Preemption)."""
+        self.pending_preemption = plan
+
+    def lose_node(self, name: str, replaced_after_s: float | None = None) -> None:
+        """Delete Node `name` now; a replacement joins `replaced_after_s` later."""
+        now = time.monotonic()
+        gone = next(n for n in self.nodes if n["metadata"]["name"] == name)
+        self.nodes = [n for n in self.nodes if n is not gone]
+        self.lost[name] = now
+        if replaced_after_s is not None:
+            index = len(self.nodes) + len(self.lost)
+            capacity = gone["metadata"]["labels"]["eks.amazonaws.com/capacityType"]
+            new = fake_node(index, capacity, name=f"{name}-r{len(self.lost)}")
+            self.events.append((now + replaced_after_s, lambda: self.nodes.append(new)))
+
+    def tick(self) -> None:
+        """Apply what was due by now: node losses and replacements."""
+        now = time.monotonic()
+        with self.lock:
+            due = [e for e in self.events if e[0] <= now]
+            self.events = [e for e in self.events if e[0] > now]
+        for _, apply in sorted(due, key=lambda e: e[0]):
+            apply()
 
     def stop_all(self) -> list[int]:
         """Stop every MiniCluster's local instance; the pids that outlived theirs."""
@@ -223,6 +299,21 @@ class FakeCluster:
                 }
             else:
                 phase, state = "Running", {"running": {"startedAt": _now()}}
+            if node is not None and run.get("node_names"):
+                node = run["node_names"][index % (scenario.pack or run["size"])]
+            lost_at = self.lost.get(node or "")
+            gc = run["preemption"].pod_gc_s if run.get("preemption") else 30.0
+            if lost_at is not None and time.monotonic() - lost_at >= gc:
+                # Pod GC: the pod of a node that is gone is marked, then deleted.
+                phase, state = "Failed", {"terminated": {"exitCode": 137, "reason": "Error"}}
+                conditions = [
+                    {
+                        "type": "DisruptionTarget",
+                        "status": "True",
+                        "reason": "DeletionByPodGC",
+                        "message": "PodGC: node no longer exists",
+                    }
+                ]
             pod_name, uid, restarts = f"{name}-{index}-x{index}z", f"uid-{name}-{index}", 0
             created = run["created"]
             box = run.get("pods")
@@ -346,18 +437,6 @@ def _list(kind: str, items: list[dict[str, Any]], rv: int) -> dict[str, Any]:
     }
 
 
-NODES = [
-    {
-        "metadata": {
-            "name": f"node-{i}",
-            "labels": {
-                "node.kubernetes.io/instance-type": "c5a.4xlarge",
-                "topology.kubernetes.io/zone": "us-east-2b",
-            },
-        }
-    }
-    for i in range(32)
-]
 # The cell id in the entrypoint's first comment line (templates/entrypoint.sh.j2).
 _CELL_ID = re.compile(r"# kary benchmark entrypoint: .*, cell (\S+)\.$", re.M)
 
@@ -424,6 +503,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = url.path
         cluster.requests.append((method, path, query))
         cluster.times.append(time.monotonic())
+        cluster.tick()
         fault = cluster.take_fault(path)
         if fault == "drop":
             self.close_connection = True
@@ -489,7 +569,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._miniclusters(method, parts[4], parts[6] if len(parts) > 6 else None, body, query)
             return
         if path == "/api/v1/nodes":
-            self._send(200, _list("NodeList", NODES, cluster.resource_version))
+            self._send(200, _list("NodeList", list(cluster.nodes), cluster.resource_version))
             return
         if parts[:2] == ["apis", "apps"] and parts[-1] == "operator-controller-manager":
             self._send(
@@ -670,7 +750,19 @@ class _Handler(BaseHTTPRequestHandler):
                     "image": body["spec"]["containers"][0]["image"],
                     "pods": pods,
                     "nested_cells": _nested_cells(body),
+                    # Its pods go to the nodes there are now, in list order.
+                    "node_names": [n["metadata"]["name"] for n in cluster.nodes],
+                    "preemption": cluster.pending_preemption,
                 }
+                plan, cluster.pending_preemption = cluster.pending_preemption, None
+                if plan is not None:
+                    victim = cluster.runs[name]["node_names"][plan.rank]
+                    cluster.events.append(
+                        (
+                            time.monotonic() + plan.after_s,
+                            lambda: cluster.lose_node(victim, plan.replaced_after_s),
+                        )
+                    )
                 self._send(201, body)
                 return
             if method == "GET" and name is None:

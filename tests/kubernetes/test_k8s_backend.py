@@ -55,6 +55,20 @@ def test_a_cell_runs_and_leaves_nothing_behind(
         "instance_type": "c5a.4xlarge",
         "zones": ["us-east-2b"],
         "nodes_used": 4,
+        # Each rank's node as the cluster labels it, and the worker nodes there were.
+        "capacity": "on-demand",
+        "rank_nodes": [
+            {
+                "rank": rank,
+                "node": f"node-{rank}",
+                "capacity": "on-demand",
+                "instance_type": "c5a.4xlarge",
+                "instance_id": f"i-{rank:017x}",
+                "zone": "us-east-2b",
+            }
+            for rank in range(4)
+        ],
+        "node_set": {"nodes": 32, "digest": result.provenance["node_set"]["digest"]},
         "container_exit_code": 0,
         "image": DEFAULT_IMAGE,
         "image_digest": IMAGE_DIGEST,

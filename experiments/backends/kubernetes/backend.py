@@ -38,10 +38,7 @@ from experiments.backends.kubernetes.api import (
     api_message,
     connect,
 )
-from experiments.backends.kubernetes.collect import (
-    NodeCatalog,
-    operator_facts,
-)
+from experiments.backends.kubernetes.collect import operator_facts
 from experiments.backends.kubernetes.context import ClusterContext
 from experiments.backends.kubernetes.minicluster import (
     NotOurs,
@@ -50,9 +47,11 @@ from experiments.backends.kubernetes.minicluster import (
     unique_name,
 )
 from experiments.backends.kubernetes.nested import NestedLayout
+from experiments.backends.kubernetes.nodes import NodeCatalog
 from experiments.backends.kubernetes.objects import CRD_RESOURCES, VERSION
 from experiments.backends.kubernetes.per_cell import PerCellLayout
 from experiments.backends.kubernetes.pod_watch import StartLimits
+from experiments.backends.kubernetes.preemption import await_workers
 from experiments.errors import UserError
 from experiments.formats.run_record import NESTED, PER_CELL
 from experiments.model.layout import effective_layout
@@ -93,6 +92,9 @@ class KubernetesBackend(Backend):
         nested_grace_s: float = 120.0,
         connect_api: Callable[[str | None, RetryPolicy], KubeApi] = connect,
         sleep: Callable[[float], None] = time.sleep,
+        workers: dict[str, str] | None = None,
+        desired_nodes: int | None = None,
+        node_poll_s: float = 10.0,
     ) -> None:
         self.namespace = namespace
         self.context = context
@@ -119,7 +121,13 @@ class KubernetesBackend(Backend):
         self.sleep = sleep
         self._api: KubeApi | None = None
         self._facts: dict[str, Any] = {}
-        self._nodes = NodeCatalog()
+        # The worker nodes (the cluster file's node selector; none: every node), and
+        # how many the node group should have (the file's count): after a preemption,
+        # kary waits for that many Ready (await_replacements).
+        self._nodes = NodeCatalog(workers)
+        self.desired_nodes = desired_nodes
+        self.node_poll_s = node_poll_s
+        self._ready_at_up: int | None = None
         self._reaped: list[str] = []
 
     @classmethod
@@ -144,6 +152,8 @@ class KubernetesBackend(Backend):
             require_context=switch,
             start_limits=StartLimits(allow_shared_nodes=bool(options.get("allow_shared_nodes"))),
             layout=effective_layout(settings.layout, "kubernetes"),
+            workers=dict(spec.node_selector) if spec else None,
+            desired_nodes=spec.nodes if spec else None,
         )
 
     # -- up / down ---------------------------------------------------------------
@@ -181,12 +191,24 @@ class KubernetesBackend(Backend):
         if self.cluster is None and api.context:
             self.cluster = api.context
         self._facts.update(operator_facts(api))
-        self._nodes.refresh(api)
+        if self._nodes.refresh(api):
+            self._ready_at_up = self._nodes.ready_workers()
         try:
             self._reaped = reap_leftovers(api, self.namespace, self._teardown())
         except (ApiException, ApiUnavailable) as err:
             reason = api_message(err) if isinstance(err, ApiException) else str(err)
             raise BackendError(f"listing leftover MiniClusters: {reason}") from None
+
+    def await_replacements(self, limit_s: float) -> str | None:
+        """Wait (at most `limit_s`) until the worker nodes are back at the node group's
+        count: the cluster file's, or as many as were Ready at up() when that is fewer
+        (or no file says); None when nothing says how many."""
+        counts = [n for n in (self.desired_nodes, self._ready_at_up) if n]
+        if self._api is None or not counts:
+            return None
+        # Some 20 looks within the bound, at most node_poll_s apart.
+        poll_s = min(self.node_poll_s, max(limit_s / 20, 0.05))
+        return await_workers(self._api, self._nodes, min(counts), limit_s, poll_s, self.sleep)
 
     def down(self) -> None:
         nested, self._nested = self._nested, None

@@ -1,12 +1,15 @@
 """What kary reads back from the cluster: its facts, and per cell the result run.json keeps.
 
 At up(): the Flux Operator's image and digest (`operator_facts`) and each
-node's instance type and zone (`NodeCatalog`).  Per finished (or timed-out, or
-unstartable) cell: rank 0's log, redacted; the entrypoint's exit status, read
-from the log (the operator's launcher container always exits 0); the pods'
-nodes, image and Flux version; checks that the log is this cell's and that no
-two ranks shared a node; and, when the cell did not succeed, every pod's phase
-and container states and the recent events about it, so a failure explains itself.
+node's instance type, zone and capacity type (nodes.NodeCatalog).  Per finished
+(or timed-out, or unstartable, or preempted) cell: rank 0's log, redacted; the
+entrypoint's exit status, read from the log (the operator's launcher container
+always exits 0); each rank's node (name, capacity type, instance type and id,
+zone) and the set of worker nodes then, the image and Flux version; checks that
+the log is this cell's and that no two ranks shared a node; and, when the cell
+did not succeed, every pod's phase and container states and the recent events
+about it, so a failure explains itself; a cell that did not succeed is looked at
+once more for a rank that lost its node to preemption (preemption.py).
 Facts that only fill a provenance field are read with `call_or_none`: a
 cluster that will not tell (no RBAC to list nodes) still runs cells.
 """
@@ -25,10 +28,10 @@ from experiments.backends.kubernetes.api import (
     api_message,
 )
 from experiments.backends.kubernetes.minicluster import job_pods
+from experiments.backends.kubernetes.nodes import NodeCatalog, cell_capacity
 from experiments.backends.kubernetes.objects import (
     DEPLOYMENT,
     EVENT_LIST,
-    NODE_LIST,
     POD_LIST,
     describe_pods,
     dig,
@@ -39,17 +42,18 @@ from experiments.backends.kubernetes.objects import (
     rank_zero,
 )
 from experiments.backends.kubernetes.pod_watch import (
+    PodWatch,
     StartFailure,
     shared_nodes,
     shared_nodes_problem,
 )
+from experiments.backends.kubernetes.preemption import Preempted, preempted_result
 from experiments.formats.kary_line import meta_record
 from experiments.model.operator import OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE
 from experiments.redact import redact
 
 __all__ = [
     "CellCheck",
-    "NodeCatalog",
     "cell_problems",
     "collect_result",
     "diagnostics",
@@ -91,37 +95,6 @@ def operator_facts(api: KubeApi) -> dict[str, Any]:
     return facts
 
 
-class NodeCatalog:
-    """Instance type and zone per node name, listed at up() and again for a node not seen."""
-
-    def __init__(self) -> None:
-        self._nodes: dict[str, tuple[str | None, str | None]] = {}
-
-    def refresh(self, api: KubeApi) -> None:
-        nodes = api.call_or_none("list nodes", api.core.list_node, expect=NODE_LIST)
-        for node in dig(nodes, "items") or []:
-            labels = dig(node, "metadata", "labels") or {}
-            self._nodes[dig(node, "metadata", "name")] = (
-                labels.get("node.kubernetes.io/instance-type"),
-                labels.get("topology.kubernetes.io/zone"),
-            )
-
-    def describe(self, api: KubeApi, pods: list[Obj]) -> dict[str, Any]:
-        """instance_type, zones and nodes_used of the nodes the pods ran on."""
-        facts: dict[str, Any] = {}
-        nodes = {n for p in pods if (n := dig(p, "spec", "nodeName"))}
-        if nodes - set(self._nodes):
-            self.refresh(api)
-        types = sorted({t for n in nodes if (t := self._nodes.get(n, (None, None))[0])})
-        zones = sorted({z for n in nodes if (z := self._nodes.get(n, (None, None))[1])})
-        if types:
-            facts["instance_type"] = ",".join(types)
-        if zones:
-            facts["zones"] = zones
-        facts["nodes_used"] = len(nodes)
-        return facts
-
-
 @dataclass(frozen=True)
 class CellCheck:
     """What the collected cell must match: its id, and whether ranks may share a node."""
@@ -134,27 +107,35 @@ def collect_result(
     api: KubeApi,
     ns: str,
     name: str,
-    outcome: tuple[str, str] | StartFailure | None,
+    outcome: tuple[str, str] | StartFailure | Preempted | None,
     limit: float,
     provenance: dict[str, Any],
-    nodes: NodeCatalog,
+    watch: PodWatch,
     check: CellCheck,
 ) -> RunResult:
     """The cell's RunResult once its Job finished (`outcome`), its pods could not start it
-    (a StartFailure), or it ran out of `limit` s (None).
+    (a StartFailure), a rank lost its node (Preempted), or it ran out of `limit` s (None).
 
     `provenance` (the cell's and cluster's facts so far) is extended and kept.  The
     exit status is the entrypoint's as its log's KARY done line tells it: under the
-    operator, rank 0's container exits 0 whatever the entrypoint did.
+    operator, rank 0's container exits 0 whatever the entrypoint did.  A cell that
+    did not succeed is looked at once more for a preemption (`watch`'s ranks and
+    nodes): a broker on a node that went fails the cell, or hangs it until its limit.
     """
     pods = job_pods(api, ns, name)
     pod0 = rank_zero(pods, name)
     log, log_error = rank_zero_log(api, ns, name, pod0)
-    provenance.update(pod_facts(api, pods, pod0, log, nodes))
+    nodes = watch.nodes if watch.nodes is not None else NodeCatalog()
+    provenance.update(pod_facts(api, pods, pod0, log, nodes, name, watch.loss.seen))
     container_rc = provenance.get("container_exit_code")
     timed_out, rc, start_failure = False, rc_from_log(log), None
+    if isinstance(outcome, Preempted) and rc == 0:
+        outcome = ("Complete", "")  # the benchmark had finished before its node went
     errors: list[str] = []
-    if isinstance(outcome, StartFailure):
+    if isinstance(outcome, Preempted):
+        rc = None
+        errors.append(str(outcome))
+    elif isinstance(outcome, StartFailure):
         rc, start_failure = None, outcome.kind
         provenance["start_failure"] = outcome.kind
         errors.append(str(outcome))
@@ -167,12 +148,17 @@ def collect_result(
         errors.append(f"rank 0's container exited with {container_rc}")
     if log_error:
         errors.append(log_error)
-    if start_failure is None:  # else the cell never ran: its own reason says enough
+    if start_failure is None and not isinstance(outcome, Preempted):
+        # else the cell never ran, or lost a node: its own reason says enough
         errors += cell_problems(log, pods, name, check, provenance)
     error = "; ".join(errors) or None
     if timed_out or error or rc:
         provenance["diagnostics"] = diagnostics(api, ns, name, pods)
-    return RunResult(log, rc, timed_out, error, provenance, start_failure=start_failure)
+    result = RunResult(log, rc, timed_out, error, provenance, start_failure=start_failure)
+    lost = outcome if isinstance(outcome, Preempted) else None
+    if lost is None and (timed_out or error or rc):
+        lost = watch.loss.find(pods, nodes)  # the nodes as pod_facts just listed them
+    return preempted_result(result, lost) if lost is not None else result
 
 
 def rc_from_log(log: str) -> int | None:
@@ -226,11 +212,30 @@ def rank_zero_log(api: KubeApi, ns: str, name: str, pod0: Obj | None) -> tuple[s
 
 
 def pod_facts(
-    api: KubeApi, pods: list[Obj], pod0: Obj | None, log: str, nodes: NodeCatalog
+    api: KubeApi,
+    pods: list[Obj],
+    pod0: Obj | None,
+    log: str,
+    nodes: NodeCatalog,
+    name: str,
+    seen: dict[int, str] | None = None,
 ) -> dict[str, Any]:
-    """For run.json: the nodes the pods ran on, rank 0's image and Flux version, and
-    rank 0's container exit status once it has one (`container_exit_code`)."""
+    """For run.json: the nodes the pods ran on (each rank's in `rank_nodes`, with their
+    capacity type and instance, and the cell's `capacity`: theirs, or `mixed`), the
+    worker nodes there were then (`node_set`), rank 0's image and Flux version, and
+    rank 0's container exit status once it has one (`container_exit_code`).
+    `seen`: each rank's node as first seen (a preempted rank's pod may be gone)."""
+    nodes.refresh(api)
     facts = nodes.describe(api, pods)
+    ranks = nodes.rank_nodes(pods, name, seen or {})
+    if ranks:
+        facts["rank_nodes"] = ranks
+        capacity = cell_capacity([r["capacity"] for r in ranks])
+        if capacity:
+            facts["capacity"] = capacity
+    node_set = nodes.node_set()
+    if node_set is not None:
+        facts["node_set"] = node_set
     facts.update(_image_facts(pod0, log))
     container_rc = _exit_code(pod0)
     if container_rc is not None:

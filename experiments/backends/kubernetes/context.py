@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from experiments.backends.kubernetes.api import KubeApi, RetryPolicy
-from experiments.backends.kubernetes.collect import NodeCatalog
 from experiments.backends.kubernetes.minicluster import Teardown
+from experiments.backends.kubernetes.nodes import NodeCatalog
 from experiments.backends.kubernetes.pod_watch import StartLimits
 
 __all__ = ["ClusterContext"]

@@ -31,7 +31,11 @@ What can go wrong, and what happens:
   cell) or rank 0's log rotated past what kary read: the cell fails with the
   reason and the group is broken (deleted; the next cell starts a new one);
 - a cell's nested job started but its entrypoint printed nothing within
-  `join_s`: some nested broker never joined; the cell is a start failure.
+  `join_s`: some nested broker never joined; the cell is a start failure;
+- a rank lost its node to preemption (pod_watch, preemption: the node deleted,
+  the pod's DisruptionTarget condition, a Spot node cordoned), seen while the
+  cell runs or when it ended without its result: the cell is `preempted` (never
+  timed; the next run runs it again) and the group is broken.
 
 A cell's clock starts at its job frame, not at the group's creation: the
 first cell's limit does not pay for pulling images.  The log is followed
@@ -41,7 +45,6 @@ keep alive for hours).
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -60,7 +63,6 @@ from experiments.backends.kubernetes.collect import (
 from experiments.backends.kubernetes.context import ClusterContext
 from experiments.backends.kubernetes.group_health import GroupBroken, Look, look_at
 from experiments.backends.kubernetes.job_watch import wait_for_job
-from experiments.backends.kubernetes.log_follow import LogFollower
 from experiments.backends.kubernetes.minicluster import (
     NotOurs,
     build_manifest,
@@ -68,13 +70,23 @@ from experiments.backends.kubernetes.minicluster import (
     delete_minicluster,
     job_pods,
 )
+from experiments.backends.kubernetes.nested_group import (
+    CellEnded,
+    CellOverdue,
+    Group,
+    cell_ended,
+    cell_text,
+    frames_lost,
+    limit_seconds,
+)
+from experiments.backends.kubernetes.objects import rank_zero
 from experiments.backends.kubernetes.pod_watch import PodWatch, StartFailure
+from experiments.backends.kubernetes.preemption import Preempted, preempted_result
 from experiments.formats.kary_line import meta_record
-from experiments.formats.nested_frame import CellFrame, Frames, split_frames
+from experiments.formats.nested_frame import CellFrame, split_frames
 from experiments.model.render_nested import (
     START_TIMEOUT_S,
     NestedCell,
-    NestedMiniCluster,
     render_nested,
 )
 
@@ -85,51 +97,6 @@ if TYPE_CHECKING:
 __all__ = ["NestedLayout"]
 
 
-class _CellEnded(Exception):
-    """The log shows the awaited cell's end (or the driver's): stop waiting."""
-
-    def __init__(self, seen: Look) -> None:
-        super().__init__()
-        self.seen = seen
-
-
-class _CellOverdue(Exception):
-    """The awaited cell outran its limit (and the grace) since its job frame."""
-
-    def __init__(self, seen: Look) -> None:
-        super().__init__()
-        self.seen = seen
-
-
-@dataclass
-class _Group:
-    """One MiniCluster of the layout and the cells its driver runs, in order."""
-
-    name: str
-    nodes: int
-    manifest: NestedMiniCluster
-    pods: PodWatch
-    created: str
-    delivered: list[str] = field(default_factory=list)
-    # Rank 0's log as followed so far (made once rank 0's pod exists).
-    follower: LogFollower | None = None
-    # Each rank's pod uid and restart count when first seen: a change breaks the group.
-    identity: dict[int, tuple[str, int]] = field(default_factory=dict)
-
-    @property
-    def cell_ids(self) -> tuple[str, ...]:
-        return self.manifest.cell_ids
-
-    def record(self, cell_id: str) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "nodes": self.nodes,
-            "created": self.created,
-            "cells": len(self.cell_ids),
-            "cell_index": self.cell_ids.index(cell_id),
-        }
-
-
 @dataclass
 class NestedLayout:
     """Runs queued cells as nested instances, a MiniCluster per node count (module doc)."""
@@ -138,7 +105,7 @@ class NestedLayout:
     log_every_s: float = 10.0
     grace_s: float = 120.0
     queued: list[QueuedCell] = field(default_factory=list)
-    group: _Group | None = None
+    group: Group | None = None
 
     def run(
         self, cell: Cell, rendered: Rendered, timeout: float | None, facts: dict[str, Any]
@@ -170,7 +137,7 @@ class NestedLayout:
 
     # -- the group a cell runs in --------------------------------------------------
 
-    def _group_for(self, cell: Cell, rendered: Rendered, limit: float) -> _Group:
+    def _group_for(self, cell: Cell, rendered: Rendered, limit: float) -> Group:
         cluster = self.cluster
         group = self.group
         if group is not None and cell.id in group.cell_ids and cell.id not in group.delivered:
@@ -186,7 +153,7 @@ class NestedLayout:
                 NestedCell(
                     q.cell.id,
                     q.cell.topo,
-                    _seconds(q, limit),
+                    limit_seconds(q, limit),
                     q.rendered.entrypoint_sh,
                     # Blobs land on rank 0's disk only when the cell distributes them.
                     q.cell.sizes if q.cell.experiment == "distribute" else (),
@@ -199,11 +166,18 @@ class NestedLayout:
         meta["name"] = cluster.name_cell(f"{meta['name']}-n{cell.nodes}")
         size = int(body["spec"]["size"])
         # From the create request on, the MiniCluster may exist: end() deletes it.
-        self.group = _Group(
+        self.group = Group(
             meta["name"],
             cell.nodes,
             manifest,
-            PodWatch(cluster.api, cluster.namespace, meta["name"], size, cluster.limits),
+            PodWatch(
+                cluster.api,
+                cluster.namespace,
+                meta["name"],
+                size,
+                cluster.limits,
+                nodes=cluster.nodes,
+            ),
             datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
         try:
@@ -229,7 +203,7 @@ class NestedLayout:
     # -- one cell -------------------------------------------------------------------
 
     def _wait(
-        self, group: _Group, cell: Cell, limit: float, provenance: dict[str, Any]
+        self, group: Group, cell: Cell, limit: float, provenance: dict[str, Any]
     ) -> tuple[RunResult, bool]:
         """The cell's result, and whether its MiniCluster broke (no end frame came)."""
         cluster = self.cluster
@@ -252,12 +226,13 @@ class NestedLayout:
                 seen = self._rank_zero(group)
             except (ApiException, ApiUnavailable):
                 return  # a side look: the Job watch reports an API that keeps failing
+            group.pods.remember(seen.pods)
             frames = split_frames(seen.log)
-            lost = _frames_lost(frames, group.cell_ids, cell.id)
+            lost = frames_lost(frames, group.cell_ids, cell.id)
             if lost is not None:
                 raise GroupBroken(lost)
-            if _ended(frames, cell.id) or frames.finished:
-                raise _CellEnded(seen)
+            if cell_ended(frames, cell.id) or frames.finished:
+                raise CellEnded(seen)
             if seen.broken is not None:
                 raise GroupBroken(seen.broken)
             if seen.log_error is not None:
@@ -268,7 +243,7 @@ class NestedLayout:
             if not job_seen:
                 job_seen.append(now)
             if now > job_seen[0] + limit + self.grace_s:
-                raise _CellOverdue(seen)
+                raise CellOverdue(seen)
             if joined[0] or meta_record(frame.text, "cell") is not None:
                 joined[0] = True
             elif now - job_seen[0] >= cluster.limits.join_s:
@@ -293,12 +268,16 @@ class NestedLayout:
                 check=look,
                 check_every_s=min(cluster.limits.check_every_s, self.log_every_s),
             )
-        except _CellEnded as ended:
+        except CellEnded as ended:
             outcome, seen = "ended", ended.seen
-        except _CellOverdue as overdue:
+        except CellOverdue as overdue:
             outcome, seen = None, overdue.seen
         except StartFailure as failure:
             outcome = failure
+        except Preempted:
+            # Seen before the cell's end frame was read, maybe: _result looks again and
+            # delivers a cell that ended; else the cell is preempted.
+            outcome = "a rank lost its node"
         except GroupBroken as broken:
             return self._broken(group, cell, str(broken), provenance), True
         try:
@@ -306,15 +285,17 @@ class NestedLayout:
         except GroupBroken as broken:
             return self._broken(group, cell, str(broken), provenance), True
 
-    def _rank_zero(self, group: _Group) -> Look:
+    def _rank_zero(self, group: Group) -> Look:
         look, group.follower = look_at(self.cluster, group.name, group.identity, group.follower)
         return look
 
-    def _broken(self, group: _Group, cell: Cell, why: str, provenance: dict[str, Any]) -> RunResult:
-        """The cell failed because its group broke under it (why), with what it printed."""
-        text = ""
-        if group.follower is not None:
-            text = (split_frames(group.follower.text).cells.get(cell.id) or CellFrame(cell.id)).text
+    def _broken(self, group: Group, cell: Cell, why: str, provenance: dict[str, Any]) -> RunResult:
+        """The cell failed because its group broke under it (why), with what it printed;
+        preempted when a rank lost its node (a replaced pod is how that often shows)."""
+        lost = group.pods.preemption()
+        if lost is not None:
+            return self._preempted(group, cell, lost, provenance)
+        text = cell_text(group, cell)
         provenance.update(
             {"minicluster": group.name, "layout": "nested", "nested_in": group.record(cell.id)}
         )
@@ -326,9 +307,28 @@ class NestedLayout:
             return result
         return self._failed(result, group.name, pods)
 
+    def _preempted(
+        self, group: Group, cell: Cell, lost: Preempted, provenance: dict[str, Any]
+    ) -> RunResult:
+        """The cell lost a node to preemption: never timed, run again by the next run."""
+        cluster = self.cluster
+        text = cell_text(group, cell)
+        provenance.update(
+            {"minicluster": group.name, "layout": "nested", "nested_in": group.record(cell.id)}
+        )
+        try:
+            pods = job_pods(cluster.api, cluster.namespace, group.name)
+        except (ApiException, ApiUnavailable):
+            pods = []
+        pod0 = rank_zero(pods, group.name)
+        seen = group.pods.loss.seen
+        provenance.update(pod_facts(cluster.api, pods, pod0, text, cluster.nodes, group.name, seen))
+        result = RunResult(text, None, False, str(lost), provenance, None, group.manifest.yaml)
+        return preempted_result(self._failed(result, group.name, pods), lost)
+
     def _result(
         self,
-        group: _Group,
+        group: Group,
         cell: Cell,
         limit: float,
         outcome: tuple[str, str] | StartFailure | str | None,
@@ -340,16 +340,23 @@ class NestedLayout:
         name = group.name
         seen = seen or self._rank_zero(group)
         pods, log, log_error = seen.pods, seen.log, seen.log_error
-        provenance.update(pod_facts(cluster.api, pods, seen.pod0, log, cluster.nodes))
+        provenance.update(
+            pod_facts(cluster.api, pods, seen.pod0, log, cluster.nodes, name, group.pods.loss.seen)
+        )
         provenance.update(
             {"minicluster": name, "layout": "nested", "nested_in": group.record(cell.id)}
         )
         frames = split_frames(log)
         frame = frames.cells.get(cell.id) or CellFrame(cell.id)
-        broke = _frames_lost(frames, group.cell_ids, cell.id) or seen.broken
+        broke = frames_lost(frames, group.cell_ids, cell.id) or seen.broken
         if frame.end is None and broke is not None:
             return self._broken(group, cell, broke, provenance), True
         text = frame.text
+        # A cell that ended without its result may have lost a node: pods and nodes as
+        # pod_facts just listed them.
+        lost = None if frame.ended else group.pods.loss.find(pods, cluster.nodes)
+        if lost is not None:
+            return self._preempted(group, cell, lost, provenance), True
         if isinstance(outcome, StartFailure):
             provenance["start_failure"] = outcome.kind
             failed = RunResult(
@@ -407,36 +414,16 @@ class NestedLayout:
         )
         # A cell that ended is delivered even when the group broke just after it.
         broken = seen.broken is not None
-        return (self._failed(result, name, pods) if (result.error or rc) else result), broken
+        if not (result.error or rc):
+            return result, broken
+        # Its nested job failed: a broker whose node went fails it too.
+        lost = group.pods.loss.find(pods, cluster.nodes)
+        if lost is not None:
+            return self._preempted(group, cell, lost, provenance), True
+        return self._failed(result, name, pods), broken
 
     def _failed(self, result: RunResult, name: str, pods: list[dict[str, Any]]) -> RunResult:
         """The result with the pods' states and recent events, so a failure explains itself."""
         cluster = self.cluster
         result.provenance["diagnostics"] = diagnostics(cluster.api, cluster.namespace, name, pods)
         return result
-
-
-def _frames_lost(frames: Frames, order: tuple[str, ...], cell_id: str) -> str | None:
-    """Why rank 0's log as read cannot hold the cell's frames any more: it has frames of
-    cells the driver runs after it (or its end) and none of the cell's own.  The lines
-    were lost before kary read them: the kubelet rotated the log."""
-    if cell_id in frames.cells or cell_id not in order:
-        return None
-    later = set(order[order.index(cell_id) + 1 :])
-    if frames.finished or later & set(frames.cells):
-        return (
-            f"rank 0's log shows what the driver did after cell {cell_id} but no frame of "
-            "it: its lines were lost before kary read them (the kubelet rotated the log)"
-        )
-    return None
-
-
-def _ended(frames: Frames, cell_id: str) -> bool:
-    frame = frames.cells.get(cell_id)
-    return frame is not None and frame.ended
-
-
-def _seconds(queued: QueuedCell, fallback: float) -> int:
-    """The cell's limit in whole seconds for `flux batch --time-limit`, rounded up (a
-    limit of 0 would be no limit at all)."""
-    return max(1, math.ceil(queued.timeout if queued.timeout is not None else fallback))

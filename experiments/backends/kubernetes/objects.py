@@ -58,7 +58,11 @@ _JOB = {
     "metadata?": {"resourceVersion?": str},
     "status?": {"conditions?": [{"type?": str, "status?": str}]},
 }
-_NODE = {"metadata?": {"name?": str, "labels?": dict}}
+_NODE = {
+    "metadata?": {"name?": str, "labels?": dict},
+    "spec?": {"providerID?": str, "unschedulable?": bool, "taints?": [dict]},
+    "status?": {"conditions?": [{"type?": str, "status?": str}]},
+}
 _EVENT = {"involvedObject?": dict, "count?": int}
 
 

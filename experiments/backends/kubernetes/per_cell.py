@@ -3,7 +3,8 @@
 Per cell: create the MiniCluster (a name of its own, labelled with owner,
 sweep and cell), wait for the indexed Job the operator makes under the same
 name to turn Complete or Failed (job_watch) while watching its pods fail fast
-on what never heals (pod_watch), read back the result (collect), then delete
+on what never heals and on a rank that lost its node to preemption
+(pod_watch, preemption), read back the result (collect), then delete
 the MiniCluster and wait, for a bounded time, for its pods to go: also on
 Ctrl-C, SIGTERM or an API that broke, so nothing of a cell outlives `run()`.
 A MiniCluster of the cell's name that kary did not make is never deleted.
@@ -29,6 +30,7 @@ from experiments.backends.kubernetes.minicluster import (
     delete_minicluster,
 )
 from experiments.backends.kubernetes.pod_watch import PodWatch, StartFailure
+from experiments.backends.kubernetes.preemption import Preempted
 
 if TYPE_CHECKING:
     from experiments.model.plan import Cell
@@ -59,8 +61,10 @@ class PerCellLayout:
         leftover = None
         try:
             create_minicluster(api, ns, name, body, cluster.teardown)
-            pods = PodWatch(api, ns, name, int(body["spec"]["size"]), cluster.limits)
-            outcome: tuple[str, str] | StartFailure | None
+            pods = PodWatch(
+                api, ns, name, int(body["spec"]["size"]), cluster.limits, nodes=cluster.nodes
+            )
+            outcome: tuple[str, str] | StartFailure | Preempted | None
             try:
                 outcome = wait_for_job(
                     api,
@@ -74,10 +78,10 @@ class PerCellLayout:
                     check=pods.check,
                     check_every_s=cluster.limits.check_every_s,
                 )
-            except StartFailure as failure:
+            except (StartFailure, Preempted) as failure:
                 outcome = failure
             check = CellCheck(cell.id, cluster.limits.allow_shared_nodes)
-            result = collect_result(api, ns, name, outcome, limit, provenance, cluster.nodes, check)
+            result = collect_result(api, ns, name, outcome, limit, provenance, pods, check)
         except NotOurs as err:
             ours = False
             raise BackendError(str(err)) from None

@@ -19,6 +19,12 @@ watch windows of the Job, lists the pods and raises StartFailure with a short
   `KARY {"meta": "cell"}` line: rank 0 starts the entrypoint only once every
   broker has joined (flux-core's broker.quorum is the instance size by default),
   so no such line means some broker never joined.
+
+Given the cluster's NodeCatalog, each look also lists the nodes and raises
+`Preempted` (preemption.py) when a rank lost its node: before any of the
+above, since a preempted rank's replacement pod is Pending, or lands beside
+another rank.  `preemption()` is the same look, unhurried, for a cell that
+ended without its result.
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ from kubernetes.client.exceptions import ApiException
 
 from experiments.backends.kubernetes.api import ApiUnavailable, KubeApi
 from experiments.backends.kubernetes.minicluster import job_pods
+from experiments.backends.kubernetes.nodes import NodeCatalog
 from experiments.backends.kubernetes.objects import dig, log_container, pod_index
+from experiments.backends.kubernetes.preemption import NodeLoss, Preempted
 from experiments.formats.kary_line import meta_record
 
 __all__ = [
@@ -166,10 +174,13 @@ class PodWatch:
         size: int,
         limits: StartLimits,
         clock: Callable[[], float] = time.monotonic,
+        nodes: NodeCatalog | None = None,
     ) -> None:
         self.api, self.ns, self.name, self.size = api, ns, name, size
         self.limits = limits
         self.clock = clock
+        self.nodes = nodes
+        self.loss = NodeLoss(name)
         self.created = clock()
         self._next = self.created + limits.check_every_s
         self._all_running_since: float | None = None
@@ -184,10 +195,33 @@ class PodWatch:
             pods = job_pods(self.api, self.ns, self.name)
         except (ApiException, ApiUnavailable):
             return  # the Job watch reports an API that keeps failing; this is a side look
+        lost = self._lost(pods)
+        if lost is not None:
+            raise lost
         problem = pod_problem(pods, self.name, self.size, now - self.created, self.limits)
         if problem is not None:
             raise problem
         self._check_joined(pods, now)
+
+    def remember(self, pods: list[Obj]) -> None:
+        """Note each rank's node from pods listed elsewhere (no API call)."""
+        self.loss.remember(pods)
+
+    def preemption(self) -> Preempted | None:
+        """Whether the cell lost a node to preemption, looked at now (None when the API
+        would not say): for a cell that ended without its result."""
+        try:
+            pods = job_pods(self.api, self.ns, self.name)
+        except (ApiException, ApiUnavailable):
+            pods = []
+        return self._lost(pods)
+
+    def _lost(self, pods: list[Obj]) -> Preempted | None:
+        # The nodes after the pods: a node a listed pod was bound to is in a later
+        # listing unless it went.  Without a listing, the pods' conditions still tell.
+        nodes = self.nodes if self.nodes is not None else NodeCatalog()
+        nodes.refresh(self.api)
+        return self.loss.find(pods, nodes)
 
     def _check_joined(self, pods: list[Obj], now: float) -> None:
         if self._started:

@@ -1,0 +1,107 @@
+"""A nested layout's group: one MiniCluster, the cells its driver runs, and what the
+frames of rank 0's log say of a cell (nested.py runs them).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from experiments.backends.base import QueuedCell
+from experiments.backends.kubernetes.group_health import Look
+from experiments.backends.kubernetes.log_follow import LogFollower
+from experiments.backends.kubernetes.pod_watch import PodWatch
+from experiments.formats.nested_frame import CellFrame, Frames, split_frames
+from experiments.model.render_nested import NestedMiniCluster
+
+if TYPE_CHECKING:
+    from experiments.model.plan import Cell
+
+__all__ = [
+    "CellEnded",
+    "CellOverdue",
+    "Group",
+    "cell_ended",
+    "cell_text",
+    "frames_lost",
+    "limit_seconds",
+]
+
+
+class CellEnded(Exception):
+    """The log shows the awaited cell's end (or the driver's): stop waiting."""
+
+    def __init__(self, seen: Look) -> None:
+        super().__init__()
+        self.seen = seen
+
+
+class CellOverdue(Exception):
+    """The awaited cell outran its limit (and the grace) since its job frame."""
+
+    def __init__(self, seen: Look) -> None:
+        super().__init__()
+        self.seen = seen
+
+
+@dataclass
+class Group:
+    """One MiniCluster of the layout and the cells its driver runs, in order."""
+
+    name: str
+    nodes: int
+    manifest: NestedMiniCluster
+    pods: PodWatch
+    created: str
+    delivered: list[str] = field(default_factory=list)
+    # Rank 0's log as followed so far (made once rank 0's pod exists).
+    follower: LogFollower | None = None
+    # Each rank's pod uid and restart count when first seen: a change breaks the group.
+    identity: dict[int, tuple[str, int]] = field(default_factory=dict)
+
+    @property
+    def cell_ids(self) -> tuple[str, ...]:
+        return self.manifest.cell_ids
+
+    def record(self, cell_id: str) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "nodes": self.nodes,
+            "created": self.created,
+            "cells": len(self.cell_ids),
+            "cell_index": self.cell_ids.index(cell_id),
+        }
+
+
+def cell_text(group: Group, cell: Cell) -> str:
+    """What the cell printed, as rank 0's log was followed so far."""
+    if group.follower is None:
+        return ""
+    return (split_frames(group.follower.text).cells.get(cell.id) or CellFrame(cell.id)).text
+
+
+def frames_lost(frames: Frames, order: tuple[str, ...], cell_id: str) -> str | None:
+    """Why rank 0's log as read cannot hold the cell's frames any more: it has frames of
+    cells the driver runs after it (or its end) and none of the cell's own.  The lines
+    were lost before kary read them: the kubelet rotated the log."""
+    if cell_id in frames.cells or cell_id not in order:
+        return None
+    later = set(order[order.index(cell_id) + 1 :])
+    if frames.finished or later & set(frames.cells):
+        return (
+            f"rank 0's log shows what the driver did after cell {cell_id} but no frame of "
+            "it: its lines were lost before kary read them (the kubelet rotated the log)"
+        )
+    return None
+
+
+def cell_ended(frames: Frames, cell_id: str) -> bool:
+    frame = frames.cells.get(cell_id)
+    return frame is not None and frame.ended
+
+
+def limit_seconds(queued: QueuedCell, fallback: float) -> int:
+    """The cell's limit in whole seconds for `flux batch --time-limit`, rounded up (a
+    limit of 0 would be no limit at all)."""
+    return max(1, math.ceil(queued.timeout if queued.timeout is not None else fallback))

@@ -1,0 +1,108 @@
+"""`kary run --cluster FILE` when a Spot node is reclaimed and no replacement comes: the
+run waits a bounded, billed time for the node group, then stops with a resume hint
+(issue 34, item 4)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from experiments.backends.kubernetes.api import RetryPolicy
+from experiments.backends.kubernetes.minicluster import Teardown
+from experiments.backends.kubernetes.pod_watch import StartLimits
+from experiments.cli import app
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kubernetes"))
+from fake_apiserver import (
+    FakeApiServer,
+    FakeCluster,
+    Preemption,
+    Scenario,
+    fake_nodes,
+    write_kubeconfig,
+)
+
+EKS_30 = Path(__file__).resolve().parents[2] / "clusters" / "eks-30.yaml"
+CONTEXT = "arn:aws:eks:us-east-2:123456789012:cluster/kary-topology-30"
+STEP_LOG = (
+    'KARY {"meta": "cell", "cell": "{cell}", "flux_version": "0.88.0"}\n'
+    'KARY {"event": "distribute-all-nodes", "size": "1M", "size_bytes": 1048576, '
+    '"seconds": 1.25, "rc": 0}\n'
+    'KARY {"meta": "done", "failed_steps": 0}\n'
+)
+
+
+@pytest.fixture
+def spot_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCluster]:
+    """The cluster file's 30 workers, all Spot; the backend's looks made fast."""
+    monkeypatch.setattr(
+        "experiments.backends.kubernetes.backend.RetryPolicy",
+        functools.partial(RetryPolicy, backoff_s=0.01, max_backoff_s=0.05),
+    )
+    monkeypatch.setattr(
+        "experiments.backends.kubernetes.backend.StartLimits",
+        functools.partial(StartLimits, check_every_s=0.05),
+    )
+    monkeypatch.setattr("experiments.backends.kubernetes.nested.NestedLayout.log_every_s", 0.05)
+    # A deleted MiniCluster's pods are looked for every 50 ms, not every 2 s.
+    monkeypatch.setattr(
+        "experiments.backends.kubernetes.backend.Teardown",
+        lambda timeout_s, poll_s, sleep: Teardown(timeout_s, 0.05, sleep),
+    )
+    cluster = FakeCluster(scenario=Scenario(log=STEP_LOG, delete_s=0.0), nodes=fake_nodes(30))
+    cluster.nodes = fake_nodes(30, spot=range(30))
+    with FakeApiServer(cluster) as server:
+        write_kubeconfig(Path(os.environ["KUBECONFIG"]), server.url, context=CONTEXT)
+        yield cluster
+
+
+def test_replacements_that_never_come_stop_the_run_with_a_resume_hint(
+    tmp_path: Path, fake_cloud: Any, spot_cluster: FakeCluster
+) -> None:
+    # 4/kary-2/0 hangs, and its rank 1's Spot node is reclaimed with nothing to replace it.
+    spot_cluster.scenario = Scenario(log=STEP_LOG, outcome="never", nested_cells_done=1)
+    spot_cluster.preempt(Preemption(rank=1, after_s=0.4, replaced_after_s=None))
+    raw = tmp_path / "raw"
+    args = ["run", "--cluster", str(EKS_30), "--exact-nodes", "4", "--sizes", "1M"]
+    args += ["--topo", "kary:1", "--topo", "kary:2", "--topo", "kary:3", "--data-dir", str(raw)]
+    started = time.monotonic()
+    result = CliRunner().invoke(app, [*args, "--yes", "--no-smoke", "--preemption-wait", "1"])
+    took = time.monotonic() - started
+    assert result.exit_code == 1, result.output
+    err = result.stderr.splitlines()
+    # The bound and what it may cost were said before the wait.
+    (said,) = [line for line in err if "lost a node to preemption: waiting" in line]
+    assert re.fullmatch(
+        r"kary run: cell 4/kary-2/0 lost a node to preemption: waiting up to 1 s for "
+        r"replacement nodes \(--preemption-wait\); billed while it waits: at most "
+        r"\$0\.\d\d at \$\d+\.\d\d/h",
+        said,
+    ), said
+    assert (
+        "stopped: the node group was not back at 30 Ready nodes 1 s after the preemption "
+        "(29 of 30 Ready): its replacements did not come in time"
+    ) in err
+    # One line says how to go on (then, as after any run with results, how to parse them).
+    assert err[-2:] == [
+        "kary run ... resumes: 2 cells left (run the same command again)",
+        f"next: kary parse --data {raw} --out {raw.with_name('parsed')}",
+    ]
+    states = {
+        str(p.parent.relative_to(raw)): json.loads(p.read_text())["state"]
+        for p in raw.glob("**/run.json")
+        if ".replaced" not in p.parts
+    }
+    assert states == {"4/kary-1/0": "succeeded", "4/kary-2/0": "preempted"}
+    assert spot_cluster.miniclusters == {}
+    # Bounded: the wait was the second asked for, not the default ten minutes.
+    assert took < 30
