@@ -48,7 +48,8 @@ class ParseResult:
     rows: ParsedRows
     problems: list[Problem]
     cells: int
-    logs: int
+    logs: int  # found: the cells holding a log
+    logs_parsed: int = 0  # of those, the logs that gave rows (the rest were skipped)
     written: list[Path] = field(default_factory=list)
 
     @cached_property
@@ -96,6 +97,7 @@ class _Tree:
     problems: list[Problem]
     cells: int
     logs: int
+    logs_parsed: int
 
 
 def _read(data_dir: Path, jobs: int | None, only: CellFilter | None) -> _Tree:
@@ -137,6 +139,7 @@ def _read(data_dir: Path, jobs: int | None, only: CellFilter | None) -> _Tree:
     problems += [Problem(d, "skipped", f"unreadable directory ({why})") for d, why in unreadable]
     problems.sort(key=lambda p: (_KIND_ORDER[p.kind], p.path))
     logs = sum(1 for r in results if r.cell.has_log)
+    logs_parsed = sum(1 for r in results if r.cell.has_log and r.measured)
     rows.overlays = overlays_of(results)
     rows.meta = {
         "format": PARSED_FORMAT,
@@ -156,7 +159,7 @@ def _read(data_dir: Path, jobs: int | None, only: CellFilter | None) -> _Tree:
         rows.meta["steps_void"] = rows.steps_void
     if only is not None:
         rows.meta["only"] = only.text  # these tables hold only the cells it selects
-    return _Tree(rows, problems, len(results), logs)
+    return _Tree(rows, problems, len(results), logs, logs_parsed)
 
 
 def parse_tree(
@@ -187,7 +190,7 @@ def _parse(
     plotter: PlotProcess | None,
 ) -> ParseResult:
     tree = _read(data_dir, None, only)
-    result = ParseResult(tree.rows, tree.problems, tree.cells, tree.logs)
+    result = ParseResult(tree.rows, tree.problems, tree.cells, tree.logs, tree.logs_parsed)
     if not plots:
         result.written = _write(out_dir, result)
         return result
@@ -246,7 +249,7 @@ def _selected(results: list[CellResult], only: CellFilter, data_dir: Path) -> li
     kept = [
         r
         for r in results
-        if r.identified and only.matches(r.nodes, r.topo, r.iteration, r.knobs)  # type: ignore[arg-type]
+        if r.identified and only.matches(r.nodes, r.topo, r.iteration, r.knobs, blob=r.blob)  # type: ignore[arg-type]
     ]
     if not kept:
         raise UserError(
@@ -256,8 +259,8 @@ def _selected(results: list[CellResult], only: CellFilter, data_dir: Path) -> li
 
 
 def _warn_duplicate_cells(results: list[CellResult]) -> None:
-    """Two folders holding the same run (backend, cluster, place, links, nodes, topology,
-    knobs, iteration) would count one iteration twice."""
+    """Two folders holding the same run (backend, cluster, place, links, blob, nodes,
+    topology, knobs, iteration) would count one iteration twice."""
     first: dict[tuple[object, ...], str] = {}
     # A folder whose path spells its identity is the original; an odd name the copy.
     by_path = sorted(
@@ -274,6 +277,7 @@ def _warn_duplicate_cells(results: list[CellResult]) -> None:
             str(extra.get("place")),
             # Cells on other links are other cells (cell_layout's network directory).
             str(network_of_path(result.cell.rel.split("/"))),
+            result.blob,  # zero blobs are other cells (cell_layout's blob directory)
             result.nodes,
             result.topo,
             result.knobs,

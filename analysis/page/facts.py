@@ -19,10 +19,12 @@ import pandas as pd
 
 from analysis.page.where import Where, emulated_note, free_or_unbilled_cost, where_of
 from analysis.read.records import is_void
+from analysis.tables.blobs import WRITES, archive_facts, deduplicated_rows
 from analysis.tables.parsed_dir import Parsed
 from analysis.tables.sources import source_names
 from experiments.errors import UserError
 from experiments.estimate.prices import PriceCatalog, hourly_price, load_price_catalog
+from experiments.formats.blobs import DEDUPLICATED
 from experiments.formats.cell_layout import size_text
 from experiments.formats.events import (
     SETUP_EVENTS,
@@ -67,6 +69,8 @@ class Facts:
     places: list[Where] = field(default_factory=list)
     # Said before anything else when any cell ran on the emulator.
     emulated_note: str | None = None
+    # Said at the top when any cell's blobs were zeros: what their times measure.
+    blob_note: str | None = None
     started: str | None = None
     finished: str | None = None
     measured_seconds: float = 0.0
@@ -145,6 +149,7 @@ def collect_facts(parsed: Parsed) -> Facts:
     table = runs if not runs.empty else events.drop_duplicates(["uid", "iteration"])
     facts.sources = sorted(set(source_names(table)))
     facts.places = where_of(table)
+    facts.blob_note = _blob_note(table, events)
     ok = events[(events["status"] == "ok") & events["time_seconds"].notna()]
     facts.measured_seconds = float(ok["time_seconds"].astype(float).sum())
     facts.failures = _failures(timed)
@@ -164,6 +169,39 @@ def collect_facts(parsed: Parsed) -> Facts:
     facts.emulated_note = emulated_note(facts.places, fidelity)
     facts.provenance = _provenance(parsed, records, facts)
     return facts
+
+
+def _blob_note(cells: pd.DataFrame, events: pd.DataFrame) -> str | None:
+    """What the report says first when any cell's blobs were zeros (one row per cell in
+    `cells`); None when none were."""
+    zeros = deduplicated_rows(cells)
+    count, total = int(zeros.sum()), len(cells)
+    if not count:
+        return None
+    if count == total:
+        which = "the one cell" if count == 1 else f"all {count} cells"
+    else:
+        which = f"{count} of {total} cells"
+    # Where they ran, the blob kind left off the label: the sentence says it.
+    sources = ", ".join(sorted(set(source_names(cells[zeros].drop(columns="blob")))))
+    return (
+        f"Deduplicated data: {which} had zero blobs ({sources}): an archive of one moves "
+        "about one distinct chunk through the tree, not the blob, so these cells are ranked "
+        f"and compared only among themselves. {WRITES.capitalize()}: "
+        f"{archive_facts(events[deduplicated_rows(events)])}."
+    )
+
+
+def _blob_counts(runs: pd.DataFrame) -> str:
+    """`random: 6 cells; zeros: 6 cells (deduplicated)`, or "" when runs.csv says nothing."""
+    if "blob" not in runs.columns or runs.empty:
+        return ""
+    counts = Counter(str(b) for b in runs["blob"] if isinstance(b, str) and b)
+    return "; ".join(
+        f"{kind}: {n} cell{'' if n == 1 else 's'}"
+        + (" (deduplicated: one distinct chunk per archive)" if kind in DEDUPLICATED else "")
+        for kind, n in sorted(counts.items())
+    )
 
 
 def _failures(timed: pd.DataFrame) -> list[Failure]:
@@ -277,6 +315,8 @@ def _catalog() -> PriceCatalog | None:
 
 def _provenance(parsed: Parsed, records: pd.DataFrame, facts: Facts) -> list[tuple[str, str]]:
     runs, meta = parsed.runs, parsed.meta
+    # One row per cell: runs.csv, or (the seed's parsed CSVs have none) each log's events.
+    cells = runs if not runs.empty else parsed.events.drop_duplicates(["uid", "iteration"])
 
     def found(column: str, table: pd.DataFrame = runs) -> list[str]:
         return _texts(table[column]) if column in table.columns else []
@@ -298,6 +338,7 @@ def _provenance(parsed: Parsed, records: pd.DataFrame, facts: Facts) -> list[tup
         ("images", listed("image")),
         ("template hash", template),
         ("log formats", listed("log_format")),
+        ("blobs", _blob_counts(cells) or "not recorded"),
         ("run records", f"{len(records)} of {len(runs)} cells have a readable run.json"),
     ]
     places = found("place", records)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import base64
 import struct
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from analysis.tables.blobs import deduplicated_rows, distributes_archive
 from analysis.tables.parsed_dir import Parsed
 from experiments.formats.events import event_sort_key
 
@@ -35,6 +36,14 @@ def _png_size(data: bytes) -> tuple[int, int]:
         return (0, 0)
     width, height = struct.unpack(">II", data[16:24])
     return int(width), int(height)
+
+
+def _event_of(stem: str) -> str:
+    """The event a plot file shows ("" for the failures and ping plots)."""
+    for prefix in ("seconds-per-gb-", "time-vs-size-"):
+        if stem.startswith(prefix):
+            return stem[len(prefix) :]
+    return stem[len("knob-") :].partition("-")[2] if stem.startswith("knob-") else ""
 
 
 def _describe(stem: str) -> tuple[str, bool, tuple[object, ...]]:
@@ -74,11 +83,34 @@ def collect_plots(parsed: Parsed, parsed_dir: Path) -> list[Plot]:
     """The parse's plots in reading order; drawn afresh when the directory has none."""
     plot_dir = Path(parsed_dir) / "plots"
     if plot_dir.is_dir() and any(plot_dir.glob("*.png")):
-        return _read(plot_dir)
+        return _with_blobs(_read(plot_dir), parsed)
     if parsed.events.empty and parsed.ping.empty:
         return []
     from analysis.plots.figures import write_plots  # matplotlib is slow to import
 
     with tempfile.TemporaryDirectory(prefix="kary-report-") as tmp:
         write_plots(parsed, Path(tmp))
-        return _read(Path(tmp))
+        return _with_blobs(_read(Path(tmp)), parsed)
+
+
+def _with_blobs(plots: list[Plot], parsed: Parsed) -> list[Plot]:
+    """A caption of an event some of whose rows had zero blobs says so, and for an archive's
+    distribution what its times measure."""
+    events = parsed.events
+    if events.empty:
+        return plots
+    dedup = deduplicated_rows(events)
+    zeros = set(events.loc[dedup, "event"].astype(str))
+    if not zeros:
+        return plots
+    others = set(events.loc[~dedup, "event"].astype(str))
+    labelled = []
+    for plot in plots:
+        event = _event_of(plot.name)
+        if event in zeros:
+            note = "zero blobs" + (" on lines of their own" if event in others else "")
+            if distributes_archive(event):
+                note += " (deduplicated: each rank's disk writes)"
+            plot = replace(plot, title=f"{plot.title} · {note}")
+        labelled.append(plot)
+    return labelled

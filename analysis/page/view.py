@@ -6,7 +6,7 @@ check the words without rendering HTML.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 from markupsafe import Markup
@@ -21,8 +21,9 @@ from analysis.page.results import (
     verdicts,
 )
 from analysis.page.svg import Scale, strip_svg, tree_svg
+from analysis.tables.blobs import writes_warning
 from analysis.tables.parsed_dir import Parsed
-from analysis.tables.sources import data_note
+from analysis.tables.sources import data_note, deduplicated, source_names
 from analysis.tables.stats import ALPHA, MIN_RUNS, TEST_NAME, RankTest, runs_needed, smallest_p
 from experiments.errors import UserError
 from experiments.formats.cell_layout import size_text, topology_dirname
@@ -152,6 +153,8 @@ def strategy_views(parsed: Parsed) -> list[dict[str, Any]]:
     samples = strategy_samples(parsed.events)
     if samples.empty:
         return []
+    # Each zero-blob source's words, from its events (its archives' chunks, by size).
+    warnings = _writes_warnings(parsed.events, samples)
     all_verdicts = verdicts(strategy_stats(samples), samples)
     knobs_vary = bool((samples["design"] != samples["topo"]).any())
     views = []
@@ -165,6 +168,10 @@ def strategy_views(parsed: Parsed) -> list[dict[str, Any]]:
             _group(samples[samples["strategy"] == strategy], mine, source, nodes, sizes, width)
             for source, nodes in sorted({(v.source, v.nodes) for v in mine})
         ]
+        archive = strategy != "direct"  # direct's HTTP moves every byte, zeros or not
+        for group in groups:
+            key = (group["source"], group["nodes"])
+            group["warning"] = warnings.get(key, "") if archive else ""
         views.append(
             {
                 "strategy": strategy,
@@ -175,7 +182,7 @@ def strategy_views(parsed: Parsed) -> list[dict[str, Any]]:
                 "many_sources": len({g["source"] for g in groups}) > 1,
                 # Where these timings ran (a box and its links, a test instance, the
                 # emulator), as the plots' captions say it: each source is ranked apart.
-                "data": data_note(sorted({g["source"] for g in groups})),
+                "data": data_note(sorted({g["source"] for g in groups}), archive),
                 "design_title": "topology, knobs" if knobs_vary else "topology",
                 # Not "clear": a template's `s.clear` would find dict.clear first.
                 "n_clear": sum(1 for v in mine if v.status == "clear"),
@@ -185,6 +192,21 @@ def strategy_views(parsed: Parsed) -> list[dict[str, Any]]:
             }
         )
     return views
+
+
+def _writes_warnings(events: pd.DataFrame, samples: pd.DataFrame) -> dict[tuple[str, int], str]:
+    """Per zero-blob (source, nodes): `these times measure each rank's disk writes: the
+    archive had 1 distinct chunk of 16 at 16M`."""
+    sources = sorted({s for s in samples["source"].astype(str) if deduplicated(s)})
+    if not sources:
+        return {}
+    frame = events.assign(where=source_names(events))
+    warnings = {}
+    zeros = frame[frame["where"].isin(sources)]
+    for key, rows in zeros.groupby(["where", "nodes"]):
+        where, nodes = cast("tuple[str, int]", key)
+        warnings[(str(where), int(nodes))] = writes_warning(rows)
+    return warnings
 
 
 def _group(

@@ -39,6 +39,7 @@ from analysis.plots.parts import (
     FAILED_COLOR,
     LINESTYLES,
     bars_note,
+    caption_data,
     colors,
     data_note,
     errorbar,
@@ -48,6 +49,7 @@ from analysis.plots.parts import (
 )
 from analysis.plots.theme import DRAWING, colormap_palette, lut_palette
 from analysis.read.workers import Forked, can_fork, usable_cores
+from analysis.tables.blobs import distributes_archive
 from analysis.tables.knobs import design_axes, setting_labels, setting_order_key, varying_knobs
 from analysis.tables.parsed_dir import Parsed
 from analysis.tables.stats import summarize
@@ -225,7 +227,8 @@ def _time_vs_size(summary: pd.DataFrame, event: str) -> Figure:
     legend(figure, axes, "topology, knobs" if knobs else "topology", order)
     # Three short lines: a one-panel figure is narrow, and one long line was clipped.
     figure.suptitle(
-        f"{event}: time against size\n{data_note(sources)}\n"
+        f"{event}: time against size\n"
+        f"{caption_data(figure, sources, distributes_archive(event))}\n"
         f"point: median over iterations · {bars_note(rows)} · x: failed steps",
         fontsize=10,
     )
@@ -279,7 +282,7 @@ def _seconds_per_gb(steps: pd.DataFrame, event: str) -> Figure:
     ax.set_title(
         f"{event}: seconds per GiB against fan-out\n"
         "median over sizes and iterations; no interval: sizes are not repeated runs\n"
-        f"{data_note(sources)}",
+        f"{caption_data(figure, sources, distributes_archive(event))}",
         fontsize=10,
     )
     ax.legend(title="nodes", loc="center left", bbox_to_anchor=(1.0, 0.5))

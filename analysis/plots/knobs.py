@@ -19,13 +19,14 @@ from matplotlib.figure import Figure
 
 from analysis.plots.parts import (
     bars_note,
+    caption_data,
     colors,
-    data_note,
     errorbar,
     legend,
     mark_failures,
     with_source,
 )
+from analysis.tables.blobs import distributes_archive
 from analysis.tables.knobs import design_axes, knob_value_text, setting_labels
 from experiments.formats.cell_layout import knob_label_order, size_text
 from experiments.formats.events import topology_order_key
@@ -76,7 +77,7 @@ class KnobPlot:
         sources = sorted(set(rows["source_name"]))
         figure.suptitle(
             f"{self.event}: does {knob.replace('_', '-')} matter? ({_WHAT[knob]})\n"
-            f"{data_note(sources)}\n"
+            f"{caption_data(figure, sources, distributes_archive(self.event))}\n"
             f"point: median over iterations · {bars_note(rows)} · x: failed steps",
             fontsize=10,
         )

@@ -5,6 +5,8 @@ Marks on axes only; figures are made and written by analysis.plots.figures.
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib
 import numpy as np
 import pandas as pd
@@ -20,6 +22,7 @@ __all__ = [
     "FAILED_COLOR",
     "LINESTYLES",
     "bars_note",
+    "caption_data",
     "colors",
     "data_note",
     "errorbar",
@@ -38,6 +41,13 @@ def with_source(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 LINESTYLES = ("-", "--", ":", "-.")
+
+
+def caption_data(figure: Figure, sources: list[str], archive: bool = False) -> str:
+    """`data_note` wrapped to the figure's width: several sources (a box and a test
+    instance, zero blobs beside random) make one line longer than a narrow figure."""
+    width = max(60, int(figure.get_figwidth() * 13))
+    return textwrap.fill(data_note(sources, archive), width, break_long_words=False)
 
 
 def bars_note(rows: pd.DataFrame) -> str:

@@ -6,6 +6,10 @@ line, the directory names, and the log's NODES / TOPOLOGY description lines.
 Sources that disagree are reported; a cell nobody can identify is skipped.
 The Flux knobs a cell set come from run.json, the cell line's `knobs` and the
 knob directory; a seed log has none of these and set no knob.
+What the cell's blobs held (`random` or `zeros`, formats/blobs.py) comes from
+run.json, the cell line's `blob` and the blob directory (`blob-zeros`); a kary
+cell none of them names made random blobs (kary made no others before it said),
+and a seed-format log without a run.json is `zeros` (SEED_BLOB).
 
 run.json is read by experiments.formats.run_record's one reader.  A record it
 refuses (damaged, invalid, or of a newer format than this kary's) is noted as
@@ -19,13 +23,20 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from analysis.read.kary_log import parse_kary
+from analysis.read.kary_log import ArchiveCounts, parse_kary
 from analysis.read.log_text import LogText, decode_log, header_value, overlay_lines
 from analysis.read.records import PingStep, Problem, ProblemKind, Step
 from analysis.read.seed_log import parse_legacy
 from analysis.read.walk import LOG_NAME, RECORD_NAME, CellDir
 from experiments.errors import UserError
-from experiments.formats.cell_layout import NO_KNOBS, Knobs, knobs_from_labels, topo_from_dirname
+from experiments.formats.blobs import BLOB_KINDS, DEFAULT_BLOB, SEED_BLOB
+from experiments.formats.cell_layout import (
+    NO_KNOBS,
+    Knobs,
+    blob_of_path,
+    knobs_from_labels,
+    topo_from_dirname,
+)
 from experiments.formats.kary_line import has_kary_lines
 from experiments.model.topology import overlay_parents, overlay_problem, parse_topology
 
@@ -44,12 +55,15 @@ class CellResult:
     topo: str | None = None
     iteration: int | None = None
     knobs: Knobs = NO_KNOBS
+    blob: str = DEFAULT_BLOB  # what its blobs held (formats/blobs.py)
     record: RunRecord | None = None  # None: no run.json, or one that was ignored
     log_format: str = ""  # "kary", "legacy" or "" (no usable log)
     complete: bool = False  # the log reached its end (end marker or done line)
     steps: list[Step] = field(default_factory=list)
     pings: list[PingStep] = field(default_factory=list)
     overlay: list[str] = field(default_factory=list)
+    # The log's archive lines by (size label, strategy): chunks and store growth.
+    archives: dict[tuple[str, str], ArchiveCounts] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     # It gave rows (steps or pings): still true once they went into a table and
     # were dropped here (a forked worker sends back rows, not steps).
@@ -132,6 +146,7 @@ def _parse_steps(result: CellResult, log: LogText) -> dict[str, Any]:
         kary = parse_kary(log)
         result.log_format = "kary"
         result.steps, result.pings, notes = kary.steps, kary.pings, kary.notes
+        result.archives = kary.archives
         result.complete = kary.done is not None
         if not result.pings and "EVENT flux-ping-" in log.text:
             result.pings = parse_legacy(log).pings
@@ -177,6 +192,18 @@ def _identify(
     ]
     picked = _pick(result, "knobs", [(n, _KnobsSaid(k) if k else None) for n, k in knobs])
     result.knobs = picked.knobs if picked is not None else NO_KNOBS
+    blobs = [
+        ("run.json", _blob(record.blob) if record else None),
+        ("the KARY cell line", _blob(meta.get("blob"))),
+        ("the directory", blob_of_path(cell.rel.split("/")) if cell.rel else None),
+    ]
+    said = _pick(result, "blob", blobs)
+    if said is not None:
+        result.blob = said
+    elif not cell.has_record and result.log_format == "legacy":
+        result.blob = SEED_BLOB  # the seed's own log: its image made zeros
+    else:
+        result.blob = DEFAULT_BLOB  # kary, before it said: random was all it made
 
 
 def _pick(result: CellResult, what: str, sources: list[tuple[str, Any]]) -> Any:
@@ -212,6 +239,10 @@ class _KnobsSaid:
 def _knobs(meta: dict[str, Any]) -> Knobs | None:
     labels = meta.get("knobs", {})
     return knobs_from_labels(labels) if isinstance(labels, dict) else None
+
+
+def _blob(value: Any) -> str | None:
+    return value if isinstance(value, str) and value in BLOB_KINDS else None
 
 
 def _int(value: Any) -> int | None:

@@ -7,6 +7,12 @@ failed is failed too (analysis.read.verify). A step whose KARY line says `void`
 (a precondition failed: experiments.formats.kary_line) has status
 `void: <reason>` and no time.
 
+After each archive is made, a `{"meta": "archive", "size": "16M", "strategy":
+"all", "blob": "zeros", "chunks": 16, "store_objects_added": 4}` line says what
+it held: its chunks and how many objects rank 0's content store gained (its new
+distinct chunks and its own few objects, formats/blobs.py); `archives` keeps
+them by (size label, strategy).
+
 The ping experiment's lines (`{"event": "flux-ping-broker", "rank": 3,
 "ms": 0.41, "hops": 6, ...}`) become pings, not steps: `ms` is the round trip
 flux ping reported, `hops` the length of its route.
@@ -16,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from analysis.read.log_text import LogText
 from analysis.read.records import FAILED, OK, PingStep, ProblemKind, Step, few, is_void, void_status
@@ -32,11 +38,18 @@ from experiments.formats.events import (
 )
 from experiments.formats.kary_line import KARY_JSON, load_record, step_problem, step_void
 
-__all__ = ["KaryLog", "parse_kary"]
+__all__ = ["ArchiveCounts", "KaryLog", "parse_kary"]
 
 _LINE = re.compile(rf"^(?:{KARY_JSON}|EVENT[ \t]+(?P<event>\S+))[ \t]*$", re.M)
 # The EVENT line of one ping: `flux-ping-broker-size-16M-rank-3`.
 _PING_EVENT = re.compile(r"^flux-ping-(?P<service>\w+)-size-(?P<size>[^-\s]+)-rank-(?P<rank>\d+)$")
+
+
+class ArchiveCounts(NamedTuple):
+    """What one archive held, as its log's archive line says (None where it does not)."""
+
+    chunks: int | None
+    store_objects_added: int | None
 
 
 @dataclass
@@ -46,6 +59,8 @@ class KaryLog:
     steps: list[Step] = field(default_factory=list)
     pings: list[PingStep] = field(default_factory=list)
     cell: dict[str, Any] = field(default_factory=dict)
+    # Each archive line's counts by (size label, strategy); the first line of each kept.
+    archives: dict[tuple[str, str], ArchiveCounts] = field(default_factory=dict)
     done: dict[str, Any] | None = None
     notes: list[tuple[ProblemKind, str]] = field(default_factory=list)
 
@@ -77,6 +92,8 @@ def parse_kary(log: LogText) -> KaryLog:
                 out.cell = record
             elif record["meta"] == "done":
                 out.done = record
+            elif record["meta"] == "archive":
+                _add_archive(out, record)
             continue
         service = ping_service(str(record.get("event")))
         if service is not None:
@@ -147,6 +164,19 @@ def parse_kary(log: LogText) -> KaryLog:
     # distribution it condemns.
     out.steps = fail_unverified(out.steps, verify_details)
     return out
+
+
+def _add_archive(out: KaryLog, record: dict[str, Any]) -> None:
+    size, strategy = record.get("size"), record.get("strategy")
+    if not isinstance(size, str) or not isinstance(strategy, str):
+        return
+    counts = ArchiveCounts(_count(record.get("chunks")), _count(record.get("store_objects_added")))
+    out.archives.setdefault((size, strategy), counts)
+
+
+def _count(value: Any) -> int | None:
+    """A count the line gives, or None (null: the store did not say; or not a count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _step(record: dict[str, Any]) -> Step | None:

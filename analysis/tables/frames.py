@@ -20,7 +20,9 @@ from analysis.read.records import is_void
 from analysis.tables.rows import TableRows
 from analysis.tables.summary_rows import SUMMARY_COLUMNS, Summary, summary_of
 from experiments.formats.parsed import (
+    BLOB_COLUMN,
     EVENT_COLUMNS,
+    EVENT_KINDS,
     KNOB_COLUMNS,
     PING_COLUMNS,
     PING_KINDS,
@@ -36,8 +38,8 @@ __all__ = ["SUMMARY_KEYS", "summary_frame", "summary_table", "tables_of"]
 # (strategy from event, size_gb from size_bytes), and factorizing fewer text
 # columns took a quarter off the summary's time.
 _SUMMARY_GROUPS = [
-    "backend", "cluster", *PLACE_COLUMNS, "nodes", "topology", "topo", *KNOB_COLUMNS, "event",
-    "size_label", "size_bytes",
+    "backend", "cluster", *PLACE_COLUMNS, BLOB_COLUMN, "nodes", "topology", "topo",
+    *KNOB_COLUMNS, "event", "size_label", "size_bytes",
 ]  # fmt: skip
 
 
@@ -53,9 +55,12 @@ def tables_of(parts: Sequence[TableRows]) -> tuple[pd.DataFrame, pd.DataFrame, p
     pings = list(chain.from_iterable(part.ping for part in parts))
     runs = list(chain.from_iterable(part.runs for part in parts))
     if not len(events["uid"]):  # type: ignore[arg-type]
-        events_frame = _frame([], EVENT_COLUMNS, {"time_seconds": "float", "size_gb": "float"})
+        kinds = {"time_seconds": "float", "size_gb": "float", **EVENT_KINDS}
+        events_frame = _frame([], EVENT_COLUMNS, kinds)
     else:
         events_frame = pd.DataFrame(events)
+        for column, kind in EVENT_KINDS.items():
+            events_frame[column] = events_frame[column].astype(_CASTS[kind])  # type: ignore[call-overload]
     if len(events_frame) and all(part.whole_gb for part in parts):
         # The seed wrote whole GB sizes as integers (`1`, not `1.0`): keep that.
         events_frame["size_gb"] = events_frame["size_gb"].astype("int64")
@@ -106,7 +111,7 @@ def summary_table(events: pd.DataFrame) -> pd.DataFrame:
         **{
             # A column of NaN only is float: as text first, so "" fills it.
             c: events[c].astype(object).fillna("")
-            for c in ("backend", "cluster", *PLACE_COLUMNS)
+            for c in ("backend", "cluster", *PLACE_COLUMNS, BLOB_COLUMN)
             if c in events.columns and events[c].hasnans
         }
     )

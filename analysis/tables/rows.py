@@ -30,7 +30,10 @@ from experiments.formats.cell_layout import topology_dirname
 from experiments.formats.events import strategy_of
 from experiments.formats.kary_line import content_store_text
 from experiments.formats.parsed import (
+    ARCHIVE_COLUMNS,
+    BLOB_COLUMN,
     EVENT_COLUMNS,
+    EVENT_KINDS,
     KNOB_COLUMNS,
     PLACE_COLUMNS,
     RECORD_FACTS,
@@ -181,13 +184,15 @@ def table_rows(results: Iterable[CellResult]) -> TableRows:
                 "uid": uid, "topology": topology, "iteration": res.iteration,
                 "nodes": res.nodes, "backend": backend, "cluster": cluster,
                 "source": source, "topo": res.topo, "run_state": state, **knobs, **place,
+                BLOB_COLUMN: res.blob,
             }  # fmt: skip
             # In SUMMARY_KEYS order: a box cell at 200Mbit and a test-instance cell
-            # of one design are two groups, never one.
-            cell_key: tuple[object, ...] = (backend, cluster, *place.values())
+            # of one design are two groups, never one; nor are zero and random blobs.
+            cell_key: tuple[object, ...] = (backend, cluster, *place.values(), res.blob)
             cell_key += (res.nodes, topology, res.topo)
             cell_key += tuple(knobs[name] for name in KNOB_COLUMNS)
             _add_steps(rows, res.steps, same, cell_key)
+            _add_archive_counts(rows, res)
         for ping in res.pings:
             rows.ping.append(
                 (
@@ -238,6 +243,7 @@ def table_rows(results: Iterable[CellResult]) -> TableRows:
                 pings_failed,
                 *(knobs[name] for name in KNOB_COLUMNS),
                 *(record[name] for name in RECORD_FACTS),
+                res.blob,
             )
         )
     rows.whole_gb = all(type(gb) is int for gb in rows.events["size_gb"])
@@ -279,6 +285,19 @@ def _add_steps(
     rows.group_ids += [groups.setdefault(key, len(groups)) for key in keys]
 
 
+def _add_archive_counts(rows: TableRows, res: CellResult) -> None:
+    """Each step's archive: the chunks and store growth its log's archive line gave for
+    the step's strategy and size (None where there is no such line)."""
+    events = rows.events
+    if not res.archives:
+        for name in ARCHIVE_COLUMNS:
+            events[name] += [None] * len(res.steps)
+        return
+    counts = [res.archives.get((s.size_label, _strategy(s.event) or "")) for s in res.steps]
+    events["archive_chunks"] += [c.chunks if c else None for c in counts]
+    events["store_objects_added"] += [c.store_objects_added if c else None for c in counts]
+
+
 @lru_cache(maxsize=1024)
 def size_gb_of(size: int) -> int | float:
     """A size in GiB; whole numbers as int (the seed's labels are whole GB: `1` stays `1`)."""
@@ -314,6 +333,8 @@ def events_csv_rows(rows: TableRows, whole_gb: bool) -> str | None:
             columns.append(int_cells(values) if whole_gb else float_cells(values))
         elif name == "time_seconds":
             columns.append(float_cells(values))
+        elif name in EVENT_KINDS:
+            columns.append(kind_cells(EVENT_KINDS[name], values))
         else:
             columns.append(text_cells(values))
     return join_rows(columns)

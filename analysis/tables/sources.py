@@ -1,27 +1,47 @@
-"""Where a table's timings come from, as one label per (backend, cluster, place, links).
+"""Where a table's timings come from, as one label per (backend, cluster, place, links,
+blob kind).
 
 The label is what the report groups by before it ranks anything: a box cell at
 200Mbit, a box cell at 100Mbit and a test-instance cell of one design are three
-sources, never one, so no verdict, plot line or comparison mixes them.
+sources, never one, so no verdict, plot line or comparison mixes them.  Zero
+blobs (formats/blobs.py) are a source of their own too, named on the label
+(`seed logs, zero blobs`): their times measure each rank's disk writes, and are
+never ranked against random blobs'.  Random blobs, kary's own, add nothing.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["data_note", "flux_kind", "source_label", "source_names"]
+from experiments.formats.blobs import DEDUPLICATED, DEFAULT_BLOB
+
+__all__ = ["data_note", "deduplicated", "flux_kind", "source_label", "source_names"]
 
 # How a place reads in a label: `box on flux:vm`, `test instance on flux:vm`.
 _PLACE_WORDS = {"box": "box", "test-instance": "test instance", "allocation": "allocation"}
 
 
-def source_label(backend: object, cluster: object, place: object = "", links: object = "") -> str:
+def source_label(
+    backend: object, cluster: object, place: object = "", links: object = "", blob: object = ""
+) -> str:
     """Where timings come from: `local:vm`, `kubernetes/gke-30`, `seed logs`, and with a
-    place or links `box on flux:vm, links 200Mbit` or `local:vm, links 200Mbit`."""
+    place or links `box on flux:vm, links 200Mbit` or `local:vm, links 200Mbit`; with
+    blobs other than random, `seed logs, zero blobs`."""
     host = _host(_text(backend), _text(cluster))
-    place, links = _text(place), _text(links)
+    place, links, blob = _text(place), _text(links), _text(blob)
     label = f"{_PLACE_WORDS.get(place, place)} on {host}" if place else host
-    return f"{label}, links {links}" if links else label
+    label = f"{label}, links {links}" if links else label
+    return f"{label}, {_blob_words(blob)}" if blob and blob != DEFAULT_BLOB else label
+
+
+def _blob_words(blob: str) -> str:
+    return "zero blobs" if blob == "zeros" else f"{blob} blobs"
+
+
+def deduplicated(source: str) -> bool:
+    """The source's blobs collapse to a few distinct chunks (zeros): its archive times
+    measure each rank's disk writes."""
+    return any(source.endswith(f", {_blob_words(kind)}") for kind in DEDUPLICATED)
 
 
 def _host(backend: str, cluster: str) -> str:
@@ -41,7 +61,7 @@ def source_names(frame: Any) -> list[str]:
     module and never pandas), its source label; a column it lacks counts as empty."""
     columns = [
         frame[name].tolist() if name in frame.columns else [""] * len(frame)
-        for name in ("backend", "cluster", "place", "links")
+        for name in ("backend", "cluster", "place", "links", "blob")
     ]
     return [source_label(*values) for values in zip(*columns, strict=True)]
 
@@ -55,9 +75,16 @@ def flux_kind(source: str) -> str:
     return ""
 
 
-def data_note(sources: list[str]) -> str:
+def data_note(sources: list[str], archive: bool = False) -> str:
     """`data: box on flux:vm, links 200Mbit (real Flux)`: the emulator's timings are its
-    own, and a box is not a test instance, so every plot and verdict names where it ran."""
-    notes = [f"{s} ({flux_kind(s)})" if flux_kind(s) else s for s in sources]
+    own, and a box is not a test instance, so every plot and verdict names where it ran.
+    A zero-blob source is named so (`seed logs, zero blobs`), and where the times are an
+    archive's distribution (`archive`), what they measure: each rank's disk writes."""
+    notes = []
+    for source in sources:
+        said = [flux_kind(source)] if flux_kind(source) else []
+        if archive and deduplicated(source):
+            said.append("deduplicated: each rank's disk writes")
+        notes.append(f"{source} ({'; '.join(said)})" if said else source)
     # Labels hold commas (`links 200Mbit, rank 0 1Gbit`): sources are set apart by `;`.
     return "data: " + "; ".join(notes)

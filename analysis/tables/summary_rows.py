@@ -1,5 +1,5 @@
-"""summary.csv without pandas: per (backend, cluster, place, links, cpu_bound, nodes,
-topology, knobs, event, size) statistics of the events table, in the order a reader expects.
+"""summary.csv without pandas: per (backend, cluster, place, links, cpu_bound, blob,
+nodes, topology, knobs, event, size) statistics of the events table, in the order a reader expects.
 
 The one implementation of the summary: the parse makes it from its workers'
 rows (`summary_of_rows`), and `analysis.tables.frames.summary_table` from a
@@ -20,7 +20,7 @@ from analysis.tables.group_stats import SUMMARY_STATS, group_stats
 from analysis.tables.rows import TableRows, size_gb_of
 from experiments.formats.cell_layout import knob_label_order
 from experiments.formats.events import event_sort_key, strategy_of, topology_order_key
-from experiments.formats.parsed import KNOB_COLUMNS, PLACE_COLUMNS, SUMMARY_KEYS
+from experiments.formats.parsed import BLOB_COLUMN, KNOB_COLUMNS, PLACE_COLUMNS, SUMMARY_KEYS
 
 __all__ = ["SUMMARY_COLUMNS", "Summary", "summary_of", "summary_of_rows"]
 
@@ -152,6 +152,7 @@ def _sort_key(key: tuple[object, ...]) -> tuple[object, ...]:
         str(named["backend"]),
         str(named["cluster"]),
         *(str(named[name]) for name in PLACE_COLUMNS),
+        str(named[BLOB_COLUMN]),
         named["nodes"],
         topology_order_key(str(named["topo"])),
         tuple(knob_label_order(str(named[name])) for name in KNOB_COLUMNS),

@@ -21,19 +21,29 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
+def _count(n: int, noun: str) -> str:
+    """`1 step`, `2 steps`."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _parse_line(result: ParseResult, out: Path) -> str:
+    """`parsed 1 of 2 logs in 2 cells: 1 step (0 failed); ...`: what gave rows, of what
+    was found (a skipped log is found, not parsed)."""
     meta = result.meta
+    logs = _count(result.logs, "log")
+    if result.logs_parsed != result.logs:
+        logs = f"{result.logs_parsed} of {logs}"
     line = (
-        f"parsed {result.logs} logs in {result.cells} cells: {meta['steps']} steps "
+        f"parsed {logs} in {_count(result.cells, 'cell')}: {_count(meta['steps'], 'step')} "
         f"({meta['steps_failed']} failed"
         + (f", {meta['steps_void']} void" if meta.get("steps_void") else "")
         + ")"
     )
     if meta["pings"]:
-        line += f", {meta['pings']} pings ({meta['pings_failed']} failed)"
+        line += f", {_count(meta['pings'], 'ping')} ({meta['pings_failed']} failed)"
     skipped, partial = len(result.skipped), len(result.partial)
     if skipped or partial:
-        line += f"; {skipped} files skipped, {partial} partly parsed (see stderr)"
+        line += f"; {_count(skipped, 'file')} skipped, {partial} partly parsed (see stderr)"
     return f"{line}; wrote {out}"
 
 

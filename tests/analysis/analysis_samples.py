@@ -63,16 +63,20 @@ def kary_log(
     stop_before: str | None = None,
     done: bool = True,
     output: dict[str, str] | None = None,
+    blob: str | None = None,
 ) -> str:
     """A log as templates/entrypoint.sh.j2 writes it; `rc` maps 'event-size' to an exit status.
 
     stop_before='event-size' cuts the log right after that step's EVENT line (a killed run).
     output maps 'event-size' to what that step printed (instead of flux exec's `[1-N]: Exit`).
+    `blob` ('random', 'zeros'): the cell line names it, and each archive is followed by
+    its archive line, its store growth as flux-core 0.88 gives it (`archive_line`); None:
+    a log written before kary said either.
     """
     rc = rc or {}
     output = output or {}
-    cell = cell_id(nodes, topo, iteration)
-    meta = {
+    cell = cell_id(nodes, topo, iteration, blob=blob)
+    meta: dict[str, Any] = {
         "meta": "cell",
         "cell": cell,
         "nodes": nodes,
@@ -80,7 +84,10 @@ def kary_log(
         "flux_version": "0.66.0",
         "size_attr": str(nodes),
     }
+    if blob is not None:
+        meta["blob"] = blob
     lines = [header(nodes, topo), format_kary_line(meta) + "\n"]
+    stored: set[str] = set()  # the distinct chunks rank 0's content store holds
     failed = 0
     for label in sizes:
         size = SIZES[label]
@@ -101,10 +108,26 @@ def kary_log(
                     lines.append(f"[1-{nodes - 1}]: Exit {status}\n")
                 lines.append(f"\nreal\t0m{took:.3f}s\nuser\t0m0.001s\nsys\t0m0.002s\n")
                 lines.append(_kary(event, label, size, took, status))
+                if blob is not None and i == 0 and strategy != "direct" and not status:
+                    lines.append(archive_line(label, strategy, blob, size, stored))
     if done:
         lines.append(format_kary_line({"meta": "done", "failed_steps": failed}) + "\n")
         lines.append('SCRIPT entrypoint\n#!/bin/bash\necho "KARY {\\"meta\\": \\"done\\"}"\n')
     return "".join(lines)
+
+
+def archive_line(label: str, strategy: str, blob: str, size: int, stored: set[str]) -> str:
+    """The line after an archive is made: its chunks, and the objects the content store
+    gained (its chunks not stored before, and 3 of its own; `stored` is updated)."""
+    chunks = size // 2**20
+    distinct = {"zeros"} if blob == "zeros" else {f"{label}/{i}" for i in range(chunks)}
+    added = len(distinct - stored) + 3
+    stored |= distinct
+    record = {
+        "meta": "archive", "size": label, "strategy": strategy, "blob": blob,
+        "chunks": chunks, "store_objects_added": added,
+    }  # fmt: skip
+    return format_kary_line(record) + "\n"
 
 
 def _kary(event: str, label: str, size: int, seconds: float, rc: int) -> str:

@@ -90,10 +90,28 @@ def test_parse_lists_every_damaged_file_and_exits_0(damaged_tree: Path, tmp_path
     )
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines() == EXPECTED_STDERR
+    # 12 logs found; 3 of them gave no rows (empty, binary, a folder of no cell).
     assert result.stdout == (
-        "parsed 12 logs in 13 cells: 50 steps (5 failed); "
+        "parsed 9 of 12 logs in 13 cells: 50 steps (5 failed); "
         f"4 files skipped, 4 partly parsed (see stderr); wrote {out}\n"
     )
+
+
+def test_the_parse_line_counts_what_was_parsed_and_says_one_as_one(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    write_cell(raw, "4/kary-1/0", legacy_log(4, "kary:1", sizes=(1,), events=("create-archive",)))
+    write_cell(raw, "4/kary-1/1", "")  # found, and skipped: not parsed
+    out = tmp_path / "parsed"
+    result = runner.invoke(app, ["parse", "--data", str(raw), "--out", str(out), "--no-plots"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "parsed 1 of 2 logs in 2 cells: 1 step (0 failed); "
+        f"1 file skipped, 0 partly parsed (see stderr); wrote {out}\n"
+    )
+    one = tmp_path / "one"
+    write_cell(one, "4/kary-1/0", legacy_log(4, "kary:1", sizes=(1,), events=("create-archive",)))
+    result = runner.invoke(app, ["parse", "--data", str(one), "--out", str(out), "--no-plots"])
+    assert result.stdout == f"parsed 1 log in 1 cell: 1 step (0 failed); wrote {out}\n"
 
 
 def test_strict_exits_1_when_anything_was_skipped(damaged_tree: Path, tmp_path: Path) -> None:

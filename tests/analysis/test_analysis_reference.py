@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from analysis_samples import tree_digest
 
-from analysis import parse_tree, read_tree
+from analysis import load_parsed, parse_tree, read_tree
 
 ARCHIVE_TREES = [("raw-eks-exact-6", "parsed-eks-exact-6"), ("raw-gke-max-6", "parsed-gke-max-6")]
 SEED_KEYS = ["uid", "topology", "iteration", "nodes", "event", "size_gb"]
@@ -119,9 +119,24 @@ def test_the_seed_columns_come_first_and_keep_their_values(
     assert text[0].startswith("uid,topology,iteration,nodes,event,size_gb,time_seconds,size_bytes,")
     assert text[1] == (
         "kary-1-6,kary-1,0,6,create-archive,1,9.255,1073741824,ok,,,,"
-        # No Flux knob set; no run.json, so no place, links or CPU-bound.
-        "6/kary-1/0/topology-experiment.out,kary:1,all,1,,,,,,,"
+        # No Flux knob set; no run.json, so no place, links or CPU-bound; the seed's
+        # blobs were zeros; its log has no archive line, so no chunks or store growth.
+        "6/kary-1/0/topology-experiment.out,kary:1,all,1,,,,,,,,zeros,,"
     )
+
+
+@pytest.mark.parametrize("raw", ["raw-eks-exact-6", "raw-gke-max-6", "raw-kind"])
+def test_every_row_of_the_seeds_trees_is_zeros(flux_distribute: Path, raw: str) -> None:
+    # The seed's image made every size with head -c N /dev/zero (formats/blobs.py).
+    tables, _, _, _ = read_tree(flux_distribute / raw)
+    assert set(tables.events["blob"]) == set(tables.runs["blob"]) == {"zeros"}
+    assert set(tables.summary["blob"]) == {"zeros"}
+    assert tables.events["archive_chunks"].isna().all()
+
+
+def test_the_seeds_own_parsed_csv_is_zeros(flux_distribute: Path) -> None:
+    parsed = load_parsed(flux_distribute / "parsed-eks-exact-6")
+    assert set(parsed.events["blob"]) == set(parsed.summary["blob"]) == {"zeros"}
 
 
 def test_the_kind_tree_parses_with_three_strategies(flux_distribute: Path) -> None:

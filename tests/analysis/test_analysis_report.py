@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -212,6 +213,21 @@ def test_gke_reference_report_shows_strategies_iterations_and_no_failures(
     # Five runs a side can reach p < 0.05; on these timings Mann-Whitney separates one.
     assert "1 clear, 5 tied, 0 unsure of 6" in page
     assert page.count("matches the logged flux overlay status") == 9
+
+
+def test_gke_reference_report_warns_that_its_times_are_disk_writes(gke_report: Path) -> None:
+    page = html.unescape(gke_report.read_text())
+    top = page.index('<h2 id="set0-overview">')
+    assert page.index("Deduplicated data: all 45 cells had zero blobs (seed logs)") < top
+    writes = (
+        "zero blobs: these times measure each rank's disk writes: the seed's image made every "
+        "size with head -c N /dev/zero, so each archive held one distinct 1 MiB chunk (its "
+        "logs do not count them)"
+    )
+    # Beside each verdict group and each group of strips of the three archive strategies.
+    assert page.count(writes) == 2 * 3 * 3
+    assert "data: seed logs, zero blobs (deduplicated: each rank's disk writes)" in page
+    assert "distribute-all-nodes: time against size · zero blobs (deduplicated" in page
 
 
 def test_gke_reference_report_in_a_real_browser(gke_report: Path, tmp_path: Path) -> None:

@@ -132,6 +132,7 @@ def test_grouping_by_the_telling_keys_gives_the_summary_of_all_keys() -> None:
             "place": rng.choice(["", "box", "test-instance"], rows),
             "links": rng.choice(["", "200Mbit"], rows),
             "cpu_bound": rng.choice(["", "yes", "no"], rows),
+            "blob": rng.choice(["random", "zeros"], rows),
             "nodes": rng.choice([4, 8], rows),
             "topo": rng.choice(["kary:1", "kary:2", "binomial"], rows),
             "chunksize": rng.choice(["", "256K"], rows),

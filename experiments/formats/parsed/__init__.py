@@ -20,8 +20,11 @@ from experiments.files import write_atomic
 from experiments.formats.cell_layout import KNOB_NAMES
 
 __all__ = [
+    "ARCHIVE_COLUMNS",
+    "BLOB_COLUMN",
     "EVENTS_CSV",
     "EVENT_COLUMNS",
+    "EVENT_KINDS",
     "KNOB_COLUMNS",
     "META_JSON",
     "OVERLAYS_JSON",
@@ -56,6 +59,20 @@ KNOB_COLUMNS = list(KNOB_NAMES)
 # (`yes`, `no`; "" elsewhere).  They shape a cell's numbers as much as a knob does,
 # so every events row and summary group carries them: nothing is ranked across them.
 PLACE_COLUMNS = ["place", "links", "cpu_bound"]
+# What the cell's blobs held (experiments.formats.blobs): `random` or `zeros`.  A
+# kary cell says so in run.json (else its log's cell line, else its blob directory;
+# a kary cell recorded before kary said made random blobs), and a seed-format log
+# is `zeros` (SEED_BLOB: its only producer built zero blobs).  A zeros time
+# measures each rank's disk writes, not the tree: nothing is ranked across kinds.
+BLOB_COLUMN = "blob"
+# What the archive of a step's strategy and size was, from the log's `KARY
+# {"meta": "archive"}` line: its 1 MiB chunks, and how many objects rank 0's
+# content store gained when it was made (its new distinct chunks and the archive's
+# own few objects; a later strategy's archive of the same blob finds its chunks
+# stored, so the most of a cell's archives at a size is the one that tells).  On
+# every step of that strategy and size; empty where the log has no such line
+# (`direct`, the seed's logs, a kary log written before it).
+ARCHIVE_COLUMNS = ["archive_chunks", "store_objects_added"]
 # The seed's columns first, in the seed's order, then kary's.
 EVENT_COLUMNS = [
     "uid",
@@ -77,7 +94,11 @@ EVENT_COLUMNS = [
     "run_state",
     *KNOB_COLUMNS,
     *PLACE_COLUMNS,
+    BLOB_COLUMN,
+    *ARCHIVE_COLUMNS,
 ]
+# The events columns that are not text or the seed's numbers: nullable integers.
+EVENT_KINDS = dict.fromkeys(ARCHIVE_COLUMNS, "Int64")
 # The seed's ping columns (service is the ping target: broker or kvs;
 # message_size_bytes is the pad), then kary's.
 PING_COLUMNS = [
@@ -144,12 +165,14 @@ RUN_COLUMNS = [
     # From run.json too, so the report needs the parsed tables alone.  A
     # parsed directory written before these were added lacks them.
     *RECORD_FACTS,
+    BLOB_COLUMN,
 ]
 # summary.csv's group keys: one group per cell identity, event and size.
 SUMMARY_KEYS = [
     "backend",
     "cluster",
     *PLACE_COLUMNS,
+    BLOB_COLUMN,
     "nodes",
     "topology",
     "topo",
@@ -176,6 +199,7 @@ TEXT_COLUMNS = {
     "uid", "topology", "event", "status", "reason", "backend", "cluster", "source", "topo",
     "strategy", "size_label", "run_state", "topology-uid", "service", "log_format", "state",
     "instance_type", "image", "flux_version", "error", *RECORD_FACTS, *KNOB_COLUMNS,
+    BLOB_COLUMN,
 }  # fmt: skip
 
 

@@ -3,6 +3,9 @@ seed's older CSVs.
 
 It refuses a newer format with a clear message and reads the seed's own parsed
 CSVs, which have no status column (every row counts as ok) and no summary.
+A table written before a column was added gets it here, from what the older
+parse does say (see `_blobs_back_filled`), so an older parse still loads and
+still compares.
 Analysis (compare, report) and the time model's history both read through here.
 """
 
@@ -17,9 +20,12 @@ from typing import Any
 import pandas as pd
 
 from experiments.errors import UserError
-from experiments.formats.cell_layout import LOG_NAME, topo_from_dirname
+from experiments.formats.blobs import DEFAULT_BLOB, SEED_BLOB
+from experiments.formats.cell_layout import LOG_NAME, blob_of_path, topo_from_dirname
 from experiments.formats.events import strategy_of
 from experiments.formats.parsed import (
+    ARCHIVE_COLUMNS,
+    BLOB_COLUMN,
     EVENT_COLUMNS,
     EVENTS_CSV,
     KNOB_COLUMNS,
@@ -78,11 +84,13 @@ def load_parsed(parsed_dir: Path, summarize: Summarize | None = None) -> Parsed:
         )
     runs = _read_csv(parsed_dir / RUNS_CSV, RUN_COLUMNS)
     events = _places_from_runs(_read_csv(events_path, EVENT_COLUMNS), runs)
+    events = _archive_counts(_blobs_back_filled(events, runs))
+    summary = _added_columns_unset(_read_csv(parsed_dir / SUMMARY_CSV, None))
     return Parsed(
         events=_added_columns_unset(events),
         ping=_read_csv(parsed_dir / PING_CSV, PING_COLUMNS),
-        runs=_added_columns_unset(runs),
-        summary=_added_columns_unset(_read_csv(parsed_dir / SUMMARY_CSV, None)),
+        runs=_added_columns_unset(_runs_blob_back_filled(runs)),
+        summary=_summary_blob_back_filled(summary, events, summarize),
         overlays=_read_overlays(parsed_dir / OVERLAYS_JSON),
         meta=meta,
     )
@@ -125,6 +133,73 @@ def _places_from_runs(events: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     return events
 
 
+def _seed_cells(runs: pd.DataFrame) -> set[str]:
+    """The cells (runs.csv `source`) whose log is the seed's format and that have no
+    run.json: the seed's own cells, whose blobs were zeros (formats/blobs.py)."""
+    if not {"source", "log_format", "state"} <= set(runs.columns):
+        return set()
+    seed = (runs["log_format"].astype(str) == "legacy") & (runs["state"].astype(str) == "")
+    return set(runs.loc[seed, "source"].astype(str))
+
+
+def _blob_of_cell(cell: str, seed_cells: set[str]) -> str:
+    """A cell's blob kind as an older parse tells it: its blob directory, else `zeros`
+    for the seed's cells, else `random` (all kary made before it said)."""
+    named = blob_of_path(cell.split("/")) if cell else None
+    if named is not None:
+        return named
+    return SEED_BLOB if cell in seed_cells else DEFAULT_BLOB
+
+
+def _blobs_back_filled(events: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """An events table parsed before it carried `blob` takes it, row by row, from its
+    log's path and its cell's runs.csv row (see `_blob_of_cell`)."""
+    if BLOB_COLUMN in events.columns:
+        return events
+    seed_cells = _seed_cells(runs)
+    found: dict[str, str] = {}
+    blobs = []
+    for log in events["source"].astype(str) if "source" in events.columns else []:
+        if log not in found:
+            cell = log.rpartition("/")[0] if log != LOG_NAME else ""
+            found[log] = _blob_of_cell(cell, seed_cells)
+        blobs.append(found[log])
+    events[BLOB_COLUMN] = blobs if blobs or events.empty else DEFAULT_BLOB
+    return events
+
+
+def _runs_blob_back_filled(runs: pd.DataFrame) -> pd.DataFrame:
+    if BLOB_COLUMN in runs.columns or "source" not in runs.columns:
+        return runs
+    seed_cells = _seed_cells(runs)
+    runs[BLOB_COLUMN] = [_blob_of_cell(cell, seed_cells) for cell in runs["source"].astype(str)]
+    return runs
+
+
+def _archive_counts(events: pd.DataFrame) -> pd.DataFrame:
+    """The archive columns as nullable integers, empty where a parse predates them."""
+    for column in ARCHIVE_COLUMNS:
+        values = events[column] if column in events.columns else pd.NA
+        events[column] = pd.Series(values, index=events.index).astype("Int64")
+    return events
+
+
+def _summary_blob_back_filled(
+    summary: pd.DataFrame, events: pd.DataFrame, summarize: Summarize | None
+) -> pd.DataFrame:
+    """A summary written before `blob` was a key: the events' one kind, or where they
+    hold several (one group may pool them), the summary made again from the events."""
+    if BLOB_COLUMN in summary.columns:
+        return summary
+    kinds = set(events[BLOB_COLUMN].astype(str))
+    if len(kinds) > 1 and summarize is not None:
+        return summarize(events)
+    # Where SUMMARY_KEYS has it: after cpu_bound (an older summary has every key but it).
+    at = list(summary.columns).index("cpu_bound") + 1 if "cpu_bound" in summary.columns else 0
+    summary.insert(at, BLOB_COLUMN, kinds.pop() if len(kinds) == 1 else "")
+    return summary
+
+
 def _read_overlays(path: Path) -> dict[str, list[str]]:
     try:
         data = json.loads(path.read_text())
@@ -154,10 +229,12 @@ def _load_seed(parsed_dir: Path, summarize: Summarize) -> Parsed:
     ):  # fmt: skip
         frame[column] = ""
     frame["strategy"] = [strategy_of(e) or "" for e in frame["event"]]
+    # The seed's image made every size with head -c N /dev/zero (formats/blobs.py).
+    frame[BLOB_COLUMN] = SEED_BLOB
     for column in EVENT_COLUMNS:
         if column not in frame.columns:
             frame[column] = pd.NA
-    events = frame[EVENT_COLUMNS]
+    events = _archive_counts(frame[EVENT_COLUMNS].copy())
     return Parsed(
         events=events,
         ping=pd.DataFrame(columns=PING_COLUMNS),
