@@ -60,9 +60,30 @@ FIGURES = [
         "any (a plan is made from files: the seed's history, clusters/prices.yaml, the "
         "levers measured on a 2-core VM, flux-core 0.88)",
         (
-            "  per-cell         4 h 41 min (3 h 7 min - 7 h 3 min)  $89.54 ($59.74 - $134.79)",
-            " *nested           4 h 5 min (2 h 44 min - 6 h 8 min)  $78.02 ($52.18 - $117.18)",
-            "  nested + --mmap  3 h 55 min (1 h 44 min - 8 h 38 min)  $74.91 ($33.34 - $164.75)",
+            "  per-cell         4 h 39 min (3 h 7 min - 6 h 58 min)  $93.76 ($62.95 - $140.36)",
+            " *nested           4 h 3 min (2 h 43 min - 6 h 3 min)  $81.62 ($54.93 - $121.92)",
+            "  nested + --mmap  3 h 53 min (1 h 44 min - 8 h 29 min)  $78.13 ($35.05 - $170.72)",
+        ),
+    ),
+    Figure(
+        "plan-spot",
+        [
+            *KARY, "plan", "--cluster", "clusters/eks-30-spot.yaml", "--exact-nodes", "30",
+            "--min-size", "1", "--max-size", "10", "--iters", "1", "--blob", "random",
+            "--layout", "nested", "--history",
+            str(SHARED / "reference/flux-distribute/parsed-eks-exact-6"),
+        ],
+        "any (a plan is made from files: the seed's history, clusters/prices.yaml's dated "
+        "spot and on-demand prices, the levers measured on a 2-core VM, flux-core 0.88)",
+        (
+            "capacity: spot $47.46 ($31.87 - $136.87) at $10.18/h ($19.60/h at the high end) "
+            "· on demand $91.43 ($61.38 - $136.87) at $19.60/h",
+            "  per-cell         4 h 39 min (3 h 7 min - 6 h 58 min)  spot $47.46 ($31.87 - "
+            "$136.87)  on demand $91.43 ($61.38 - $136.87)",
+            " *nested           4 h 3 min (2 h 43 min - 6 h 3 min)  spot $41.32 ($27.81 - "
+            "$118.89)  on demand $79.59 ($53.56 - $118.89)",
+            "  nested + --mmap  3 h 53 min (1 h 44 min - 8 h 29 min)  spot $39.55 ($17.74 - "
+            "$166.47)  on demand $76.19 ($34.17 - $166.47)",
         ),
     ),
     Figure(

@@ -12,7 +12,16 @@ from experiments.formats.run_record import ALLOCATION
 from experiments.model.places import UNBILLED, describe_backend
 from experiments.model.plan import ExperimentSpec, Plan
 
-__all__ = ["bill_json", "bill_lines", "format_duration", "layout_lines", "plan_json", "plan_text"]
+__all__ = [
+    "bill_json",
+    "bill_lines",
+    "capacity_json",
+    "capacity_line",
+    "format_duration",
+    "layout_lines",
+    "plan_json",
+    "plan_text",
+]
 
 _SHOWN_CELLS = 20
 # Assumptions smaller than this share of the estimate are counted, not listed.
@@ -101,52 +110,105 @@ def plan_text(
     if estimate.instance_type is None:
         lines.append(_unpriced_cost_line(backend, place))
     else:
+        bill = estimate.bill
+        spot = " spot" if bill is not None and bill.spot else ""
         disks = " + disks" if estimate.disk_detail else ""
+        extras = "".join(f" + {line.name}" for line in (bill.extras if bill else ()))
         lines.append(
-            f"cost: {estimate.nodes_billed} nodes ({estimate.instance_type} workers)"
-            f" + control plane{disks}"
+            f"cost: {estimate.nodes_billed} nodes ({estimate.instance_type}{spot} workers)"
+            f" + control plane{disks}{extras}"
             f" = ${estimate.hourly_usd:.2f}/h (prices as of {estimate.price_as_of})"
             f" -> ${estimate.cost_usd:.2f}"
             f" (${estimate.cost_usd_low:.2f} - ${estimate.cost_usd_high:.2f})"
         )
+        capacity = capacity_line(estimate)
+        if capacity:
+            lines.append(capacity)
         lines += bill_lines(estimate)
     return "\n".join(lines) + "\n"
 
 
+def _on_demand_hourly(estimate: Estimate) -> float | None:
+    """$/h of the same cluster on demand, where the plan's workers run on spot."""
+    bill = estimate.bill
+    if bill is None or bill.on_demand is None:
+        return None
+    return estimate.hourly_usd - bill.usd_per_hour + bill.on_demand.usd_per_hour
+
+
+def capacity_line(estimate: Estimate) -> str | None:
+    """Spot and on-demand side by side, where the workers run on spot: each a point
+    estimate and an interval (spot's high end at its p90 price)."""
+    hourly = _on_demand_hourly(estimate)
+    if hourly is None:
+        return None
+    return (
+        f"capacity: spot ${estimate.cost_usd:.2f} (${estimate.cost_usd_low:.2f} - "
+        f"${estimate.cost_usd_high:.2f}) at ${estimate.hourly_usd:.2f}/h"
+        f" (${estimate.hourly_usd_high:.2f}/h at the high end) · on demand "
+        f"${hourly * estimate.seconds / 3600:.2f} (${hourly * estimate.seconds_low / 3600:.2f}"
+        f" - ${hourly * estimate.seconds_high / 3600:.2f}) at ${hourly:.2f}/h"
+    )
+
+
+def capacity_json(estimate: Estimate) -> dict[str, Any] | None:
+    """`capacity_line` for --json."""
+    hourly = _on_demand_hourly(estimate)
+    if hourly is None:
+        return None
+    return {
+        "spot": {
+            "usd_per_hour": round(estimate.hourly_usd, 4),
+            "usd_per_hour_high": round(estimate.hourly_usd_high, 4),
+            "cost_usd": round(estimate.cost_usd, 2),
+            "cost_usd_low": round(estimate.cost_usd_low, 2),
+            "cost_usd_high": round(estimate.cost_usd_high, 2),
+        },
+        "on_demand": {
+            "usd_per_hour": round(hourly, 4),
+            "cost_usd": round(hourly * estimate.seconds / 3600, 2),
+            "cost_usd_low": round(hourly * estimate.seconds_low / 3600, 2),
+            "cost_usd_high": round(hourly * estimate.seconds_high / 3600, 2),
+        },
+    }
+
+
 def bill_lines(estimate: Estimate) -> list[str]:
-    """The hourly figure line by line: each instance type, the control plane with its
-    support tier and why, the disks; then a warning if the prices are stale."""
+    """The hourly figure line by line: each node group at its capacity (a spot group with
+    its price's source and the same nodes on demand), the control plane with its support
+    tier and why, the disks, NAT gateways and public IPv4; then a warning if the prices
+    are stale."""
     bill = estimate.bill
     if bill is None:
         return []
-    lines = [f"  workers: {worker.text()}" for worker in bill.workers]
-    if bill.control_plane is not None:
-        lines.append(f"  control plane: {bill.control_plane.text()}")
+    lines = [
+        f"  workers: {worker.text()}" + ("" if worker.spot else f", as of {worker.as_of}")
+        for worker in bill.workers
+    ]
+    control = bill.control_plane
+    if control is not None:
+        as_of = f", as of {control.as_of}" if control.as_of else ""
+        lines.append(f"  control plane: {control.text()}{as_of}")
     if bill.disk_detail:
-        lines.append(f"  disks: {bill.disk_detail} = ${bill.disk_usd_per_hour:.2f}/h")
+        as_of = f", as of {bill.disk_as_of}" if bill.disk_as_of else ""
+        lines.append(f"  disks: {bill.disk_detail} = ${bill.disk_usd_per_hour:.2f}/h{as_of}")
+    lines += [f"  {line.name}: {line.text()}" for line in bill.extras]
     if estimate.price_warning:
         lines.append(estimate.price_warning)
     return lines
 
 
 def bill_json(estimate: Estimate) -> dict[str, Any] | None:
-    """`bill_lines` for --json: each hourly line with its numbers."""
+    """`bill_lines` for --json: each hourly line with its numbers, date and source."""
     bill = estimate.bill
     if bill is None:
         return None
     control = bill.control_plane
+    extras = {line.item: line.record() for line in bill.extras}
     return {
         "usd_per_hour": round(bill.usd_per_hour, 4),
-        "workers": [
-            {
-                "instance_type": w.instance_type,
-                "count": w.count,
-                "usd_per_hour_each": w.usd_per_hour_each,
-                "usd_per_hour": round(w.usd_per_hour, 4),
-                "prices_as_of": w.as_of,
-            }
-            for w in bill.workers
-        ],
+        "usd_per_hour_high": round(bill.usd_per_hour_high, 4),
+        "workers": [w.record() for w in bill.workers],
         "control_plane": None
         if control is None
         else {
@@ -155,9 +217,21 @@ def bill_json(estimate: Estimate) -> dict[str, Any] | None:
             "why": control.why or None,
             "standard_usd_per_hour": control.standard_usd_per_hour,
             "kubernetes_version": control.kubernetes_version,
+            "as_of": control.as_of,
+            "source": control.source,
         },
-        "disks": {"usd_per_hour": round(bill.disk_usd_per_hour, 4), "detail": bill.disk_detail}
+        "disks": {
+            "usd_per_hour": round(bill.disk_usd_per_hour, 4),
+            "detail": bill.disk_detail,
+            "as_of": bill.disk_as_of,
+            "source": bill.disk_source,
+        }
         if bill.disk_detail
+        else None,
+        "nat_gateway": extras.get("nat_gateway"),
+        "public_ipv4": extras.get("public_ipv4"),
+        "on_demand_usd_per_hour": round(bill.on_demand.usd_per_hour, 4)
+        if bill.on_demand is not None
         else None,
         "priced_on": bill.priced_on.isoformat() if bill.priced_on else None,
         "price_warning": estimate.price_warning,
@@ -227,6 +301,7 @@ def plan_json(
         "nodes_billed": estimate.nodes_billed,
         "price_as_of": estimate.price_as_of,
         "bill": bill_json(estimate),
+        "capacity": capacity_json(estimate),
         "order": plan.spec.order,
         "seed": plan.spec.seed,
         "time_model": estimate.model.model_dump(),
@@ -264,18 +339,28 @@ def _held_to_note(above: LayoutEstimate, runs: LayoutEstimate) -> str:
 
 
 def layout_lines(layouts: list[LayoutEstimate], chosen: str) -> list[str]:
-    """The plan's cells in each layout, side by side, and what each takes on trust."""
+    """The plan's cells in each layout, side by side (and, on a spot cluster, on spot and
+    on demand), and what each takes on trust."""
     if not layouts:
         return []
     width = max(len(layout.name) for layout in layouts)
-    lines = ["layouts (the same cells; --layout chooses; the 80% interval in brackets):"]
+    spot = layouts[0].on_demand_costs() is not None
+    header = "layouts (the same cells; --layout chooses; the 80% interval in brackets"
+    lines = [
+        header
+        + ("; spot, its high end at the p90 spot price, and the same on demand):" if spot else "):")
+    ]
     for layout in layouts:
         mark = "*" if layout.name == chosen else " "
         cost = (
-            f"  ${layout.cost_usd:.2f} (${layout.cost_usd_low:.2f} - ${layout.cost_usd_high:.2f})"
+            f"  {'spot ' if spot else ''}${layout.cost_usd:.2f}"
+            f" (${layout.cost_usd_low:.2f} - ${layout.cost_usd_high:.2f})"
             if layout.hourly_usd
             else ""
         )
+        on_demand = layout.on_demand_costs()
+        if on_demand is not None:
+            cost += f"  on demand ${on_demand[0]:.2f} (${on_demand[1]:.2f} - ${on_demand[2]:.2f})"
         lines.append(
             f" {mark}{layout.name:<{width}}  {format_duration(layout.seconds)}"
             f" ({format_duration(layout.seconds_low)} - {format_duration(layout.seconds_high)})"

@@ -196,7 +196,26 @@ class PlannedSweep:
     def check_cost(self, max_cost: float | None, max_hours: float | None = None) -> None:
         """Refuse (UserError) when the estimate's high end passes `max_cost` (--max-cost)."""
         guard = self.guard(max_cost, max_hours)
-        guard.cap.check_plan(self.cost_usd_high, high_end=True)
+        guard.cap.check_plan(self.cost_usd_high, high_end=True, note=self.capacity_note())
+
+    def capacity_note(self) -> str:
+        """On a spot cluster, what the same plan (with its smoke cell) costs on demand:
+        `on demand it would be $151.72 ($102.03 - $227.71)`; else ""."""
+        held = self.held_to()
+        bill = held.bill
+        if bill is None or bill.on_demand is None:
+            return ""
+        hourly = held.hourly_usd - bill.usd_per_hour + bill.on_demand.usd_per_hour
+        smoke = self.smoke.estimate if self.smoke.runs else None
+        costs = []
+        for attribute in ("seconds", "seconds_low", "seconds_high"):
+            seconds = getattr(held, attribute) + (getattr(smoke, attribute) if smoke else 0.0)
+            costs.append(hourly * seconds / 3600.0)
+        point, low, high = costs
+        return (
+            f"on demand the same plan would be ${point:,.2f} (${low:,.2f} - ${high:,.2f}), "
+            f"at ${hourly:.2f}/h"
+        )
 
     @property
     def cost_usd_high(self) -> float:

@@ -149,6 +149,9 @@ class GkeProvider(Provider):
             argv += ["--disk-size", str(gke.disk_size)]
         if gke.disk_type is not None:
             argv += ["--disk-type", gke.disk_type]
+        # The default pool on Spot VMs: Google may take a node back at any time.
+        if gke.spot:
+            argv.append("--spot")
         if gke.network:
             argv += ["--network", gke.network]
         if gke.cluster_version:

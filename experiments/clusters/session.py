@@ -95,14 +95,16 @@ class SpendingCap:
     def __post_init__(self) -> None:
         self.started = self.started or self.clock()
 
-    def check_plan(self, estimate_usd: float, high_end: bool = False) -> None:
+    def check_plan(self, estimate_usd: float, high_end: bool = False, note: str = "") -> None:
         """Refuse a plan estimated above the cap; `high_end`: the figure is the high
-        end of the plan's interval (what kary checks, so a likely overrun is refused)."""
+        end of the plan's interval (what kary checks, so a likely overrun is refused);
+        `note` follows the refusal (a spot plan: what the same plan costs on demand)."""
         if self.max_usd is not None and estimate_usd > self.max_usd:
             what = " (the high end of its 80% interval)" if high_end else ""
             raise UserError(
                 f"the plan is estimated at ${estimate_usd:,.2f}{what}, more than --max-cost "
                 f"${self.max_usd:,.2f}: run fewer cells or raise --max-cost"
+                + (f"; {note}" if note else "")
             )
 
     def spent(self) -> float:
@@ -188,7 +190,10 @@ def sweep_guard(
     if max_cost is not None and max_cost <= 0:
         raise UserError(f"invalid --max-cost {max_cost:g}: must be above 0 dollars")
     teardown = estimate.model.teardown_s if down else 0.0
-    cap = SpendingCap(max_cost, estimate.hourly_usd, [c.seconds for c in estimate.cells], teardown)
+    # Spot nodes are counted at the high end of their price (the p90, else on demand):
+    # the cap must hold whatever the spot price does while the sweep runs.
+    hourly = estimate.hourly_usd_high
+    cap = SpendingCap(max_cost, hourly, [c.seconds for c in estimate.cells], teardown)
     if cluster is None:
         return SweepGuard(None, None, False, False, cap, echo)
     provider = provider_for(cluster, shell or Shell(echo=lambda line: echo(f"  | {line}")))

@@ -7,12 +7,15 @@
 - `box_network`, `bottleneck`: a box's network terms, and whether a box cell
   measures its links or this machine's cores;
 - `layouts`: the same cells per layout (per-cell, nested, nested + --mmap);
-- `prices`, `price_refresh`: the dated price catalog and its refresh;
+- `prices`, `price_refresh`: the dated price catalog and its refresh; `bill`: the
+  hourly bill's lines; `spot_prices`, `spot_refresh`: dated spot prices and their
+  refresh from EC2's price history; `network_prices`: NAT gateways and public IPv4;
 - `plan_estimate`: a plan's estimate from all of these; `model_check`: each
   parsed sweep predicted from the others.
 """
 
 __all__ = [
+    "bill",
     "bottleneck",
     "box_network",
     "coverage",
@@ -22,10 +25,13 @@ __all__ = [
     "interval",
     "layouts",
     "model_check",
+    "network_prices",
     "parameters",
     "plan_estimate",
     "price_refresh",
     "prices",
+    "spot_prices",
+    "spot_refresh",
     "structure",
     "time_model",
 ]

@@ -31,8 +31,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from experiments.estimate.bill import HourlyPrice, PricedInterval
 from experiments.estimate.parameters import GIB
-from experiments.estimate.prices import PricedInterval
 from experiments.estimate.time_model import Estimate
 from experiments.formats.run_record import NESTED, PER_CELL
 
@@ -126,13 +126,34 @@ class LayoutEstimate(PricedInterval):
     hourly_usd: float
     parts: dict[str, float]
     assumptions: list[str] = field(default_factory=list)
+    # The plan's hourly bill: a spot plan's high end is at its p90, and it prices the same
+    # layout on demand beside it.
+    bill: HourlyPrice | None = None
 
     @property
     def cost_usd(self) -> float:
         return self.hourly_usd * self.seconds / 3600.0
 
+    @property
+    def on_demand_hourly_usd(self) -> float | None:
+        """$/h of the same cluster on demand, where the plan's workers run on spot."""
+        if self.bill is None or self.bill.on_demand is None:
+            return None
+        return self.hourly_usd - self.bill.usd_per_hour + self.bill.on_demand.usd_per_hour
+
+    def on_demand_costs(self) -> tuple[float, float, float] | None:
+        """($, low, high) of this layout on demand, where the plan runs on spot."""
+        hourly = self.on_demand_hourly_usd
+        if hourly is None:
+            return None
+        return (
+            hourly * self.seconds / 3600.0,
+            hourly * self.seconds_low / 3600.0,
+            hourly * self.seconds_high / 3600.0,
+        )
+
     def record(self) -> dict[str, Any]:
-        return {
+        record = {
             "layout": self.name,
             "seconds": round(self.seconds, 1),
             "seconds_low": round(self.seconds_low, 1),
@@ -143,6 +164,12 @@ class LayoutEstimate(PricedInterval):
             "breakdown_seconds": {k: round(v, 1) for k, v in self.parts.items()},
             "assumptions": list(self.assumptions),
         }
+        on_demand = self.on_demand_costs()
+        if on_demand is not None:
+            cost, low, high = (round(c, 2) for c in on_demand)
+            record["capacity"] = "spot"
+            record["on_demand"] = {"cost_usd": cost, "cost_usd_low": low, "cost_usd_high": high}
+        return record
 
 
 def layout_estimates(estimate: Estimate, levers: Levers | None = None) -> list[LayoutEstimate]:
@@ -166,6 +193,7 @@ def layout_estimates(estimate: Estimate, levers: Levers | None = None) -> list[L
         estimate.hourly_usd,
         dict(estimate.parts),
         ["a MiniCluster per cell: the per-cell estimate above"],
+        estimate.bill,
     )
     groups: dict[int, set[int]] = defaultdict(set)
     cells_per_nodes: dict[int, int] = defaultdict(int)
@@ -208,7 +236,11 @@ def layout_estimates(estimate: Estimate, levers: Levers | None = None) -> list[L
             f"generation at the per-cell model's {model.generate_s_per_gb:.2f} s/GB "
             f"(measured here: {levers.generate_s_per_gb:.2f} s/GB)"
         )
-        layouts.append(LayoutEstimate(name, seconds, low, high, estimate.hourly_usd, parts, notes))
+        layouts.append(
+            LayoutEstimate(
+                name, seconds, low, high, estimate.hourly_usd, parts, notes, estimate.bill
+            )
+        )
     return layouts
 
 

@@ -9,6 +9,8 @@ terms.OnDemand.*.priceDimensions.*.pricePerUnit.USD.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,14 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from experiments.errors import UserError
 from experiments.files import write_atomic
 
-__all__ = ["PRICING_ENDPOINT_REGION", "fetch_on_demand_price", "refresh_catalog"]
+__all__ = [
+    "PRICING_ENDPOINT_REGION",
+    "aws_call_error",
+    "fetch_on_demand_price",
+    "read_catalog",
+    "refresh_catalog",
+    "write_catalog",
+]
 
 PRICING_ENDPOINT_REGION = "us-east-1"
 
@@ -46,21 +55,28 @@ def _on_demand_usd(product: dict[str, Any]) -> float | None:
     return None
 
 
-def fetch_on_demand_price(client: Any, region: str, instance_type: str) -> float:
-    """The on-demand Linux $/h of one instance type in one region."""
+@contextmanager
+def aws_call_error(what: str) -> Iterator[None]:
+    """Turn a failed AWS call (no credentials, refused, unreachable) into one UserError."""
     try:
-        response = client.get_products(
-            ServiceCode="AmazonEC2", Filters=_filters(region, instance_type), MaxResults=10
-        )
+        yield
     except NoCredentialsError:
         raise UserError(
             "no AWS credentials: configure them (aws configure, AWS_PROFILE) to refresh prices"
         ) from None
     except ClientError as err:
         code = err.response.get("Error", {}).get("Code", "error")
-        raise UserError(f"AWS Price List API refused the request ({code})") from None
+        raise UserError(f"{what} refused the request ({code})") from None
     except BotoCoreError as err:
-        raise UserError(f"AWS Price List API call failed: {err}") from None
+        raise UserError(f"{what} call failed: {err}") from None
+
+
+def fetch_on_demand_price(client: Any, region: str, instance_type: str) -> float:
+    """The on-demand Linux $/h of one instance type in one region."""
+    with aws_call_error("AWS Price List API"):
+        response = client.get_products(
+            ServiceCode="AmazonEC2", Filters=_filters(region, instance_type), MaxResults=10
+        )
     prices = [
         price
         for entry in response.get("PriceList", [])
@@ -82,11 +98,7 @@ def refresh_catalog(
         import boto3
 
         client = boto3.client("pricing", region_name=PRICING_ENDPOINT_REGION)
-    try:
-        text = Path(catalog_path).read_text()
-        catalog = yaml.safe_load(text) or {}
-    except (OSError, yaml.YAMLError) as err:
-        raise UserError(f"price catalog {catalog_path} is not readable YAML: {err}") from None
+    text, catalog = read_catalog(catalog_path)
     if not instance_types:
         existing = catalog.get("regions", {}).get(region, {}).get("usd_per_hour", {})
         instance_types = sorted(existing)
@@ -98,8 +110,22 @@ def refresh_catalog(
     entry["as_of"] = date.today().isoformat()
     entry["source"] = "AWS Price List API (get_products, on-demand Linux, shared tenancy)"
     entry["usd_per_hour"] = {**dict(entry.get("usd_per_hour") or {}), **fresh}
-    # Keep the file's opening comments: they say what the catalog is.
+    write_catalog(catalog_path, text, catalog)
+    return fresh
+
+
+def read_catalog(catalog_path: Path) -> tuple[str, dict[str, Any]]:
+    """The catalog's text and its parsed mapping, or a UserError."""
+    try:
+        text = Path(catalog_path).read_text()
+        catalog = yaml.safe_load(text) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise UserError(f"price catalog {catalog_path} is not readable YAML: {err}") from None
+    return text, catalog
+
+
+def write_catalog(catalog_path: Path, text: str, catalog: dict[str, Any]) -> None:
+    """Write `catalog` back, keeping the file's comments at its top: they say what it is."""
     header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
     header = header if text.startswith("#") else ""
     write_atomic(Path(catalog_path), header + yaml.safe_dump(catalog, sort_keys=False))
-    return fresh

@@ -3,16 +3,19 @@
 `hourly_price` is the one sum of instance prices x counts (+ the provider's
 control plane, at the extended-support rate once the cluster's Kubernetes
 version is past its end of standard support in the catalog's calendar): the
-plan's estimate, `kary cluster` (up's confirmation, status,
-the cost lines of a plan) and the report's cost of a finished sweep all use it,
-so they cannot disagree about what the same nodes cost.  `cluster_hourly_price`
-adds each node's boot disk, billed per GB-month while the node exists.
+report's cost of a finished sweep uses it.  `cluster_hourly_price` is a cluster
+file's whole bill, line by line, for the plan's estimate and `kary cluster` (up's
+confirmation, status): each group at the capacity it runs on (a spot group at the
+catalog's dated spot price, spot_prices.py, with the same cluster on demand
+beside it), the control plane, each node's boot disk (billed per GB-month while
+the node exists), and the NAT gateways and public IPv4 addresses its VPC bills
+(network_prices.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -20,8 +23,18 @@ from typing import Any
 from pydantic import BaseModel
 
 from experiments.errors import UserError
+from experiments.estimate.bill import (
+    EXTENDED,
+    STANDARD,
+    ControlPlanePrice,
+    HourlyPrice,
+    PricedInterval,
+    WorkerPrice,
+)
+from experiments.estimate.network_prices import check_network_section, network_lines
+from experiments.estimate.spot_prices import SpotPrice, check_spot_section, find_spot_price
 from experiments.files import read_document
-from experiments.model.cluster_spec import ClusterSpec
+from experiments.model.cluster_spec import ON_DEMAND, SPOT, ClusterSpec, NodeGroup
 
 __all__ = [
     "DEFAULT_CONTROL_PLANE_USD_PER_HOUR",
@@ -58,8 +71,18 @@ class PriceCatalog(BaseModel):
     regions: dict[str, dict[str, Any]]
     # provider -> {as_of, source, extended_usd_per_hour, standard_support_ends: {ver: date}}
     kubernetes_support: dict[str, dict[str, Any]] = {}
+    # provider -> {as_of, source} of its standard control plane rate
+    control_plane_source: dict[str, dict[str, Any]] = {}
     # region -> {disk type: USD per GB-month}, with the section's as_of and source
     disk_usd_per_gb_month: dict[str, Any] = {}
+    # region -> instance type -> zone or "region" -> a dated spot price (spot_prices.py)
+    spot: dict[str, Any] = {}
+    # nat_gateway / public_ipv4 -> {as_of, source, regions: {region: USD per hour}}
+    network_usd_per_hour: dict[str, Any] = {}
+
+    def spot_price(self, region: str, zones: Sequence[str | None], instance_type: str) -> SpotPrice:
+        """The dearest dated spot price of `instance_type` over `zones`, or a UserError."""
+        return find_spot_price(self.spot, region, zones, instance_type, self.path)
 
     def disk_price(self, region: str, disk_type: str) -> float:
         """USD per GB-month of a `disk_type` boot disk in `region`, or a UserError."""
@@ -80,36 +103,54 @@ class PriceCatalog(BaseModel):
 
     def control_plane(self, provider: str, version: str | None, on: date) -> ControlPlanePrice:
         """`provider`'s control plane running Kubernetes `version` on day `on`: its rate,
-        its support tier and why, and the standard rate beside it."""
+        its support tier and why, and the standard rate beside it, with their sources."""
         standard = float(
             self.control_plane_usd_per_hour.get(provider, DEFAULT_CONTROL_PLANE_USD_PER_HOUR)
         )
-        in_standard = ControlPlanePrice(provider, version, standard, standard, STANDARD, "")
+        dated = self.control_plane_source.get(provider) or {}
+        in_standard = ControlPlanePrice(
+            provider,
+            version,
+            standard,
+            standard,
+            STANDARD,
+            "",
+            _text(dated.get("as_of")),
+            _text(dated.get("source")),
+        )
         calendar = self.kubernetes_support.get(provider)
         if version is None or not calendar:
             return in_standard
         extended = float(calendar["extended_usd_per_hour"])
         ends = {str(v): _day(d) for v, d in (calendar.get("standard_support_ends") or {}).items()}
-        if version in ends:
-            if on <= ends[version]:
-                return in_standard
-            why = f"Kubernetes {version} in extended support since {ends[version]}"
-            return ControlPlanePrice(provider, version, extended, standard, EXTENDED, why)
-        # Not in the calendar: newer than every listed version is still in standard support.
-        newest = max((_version_key(v) for v in ends), default=None)
-        if newest is None or _version_key(version) > newest:
+        if version in ends and on <= ends[version]:
             return in_standard
-        why = (
-            f"Kubernetes {version} is older than {self.path}'s support calendar "
-            f"({calendar.get('as_of', 'undated')}): extended support assumed"
+        newest = max((_version_key(v) for v in ends), default=None)
+        if version in ends:
+            why = f"Kubernetes {version} in extended support since {ends[version]}"
+        elif newest is None or _version_key(version) > newest:
+            # Not in the calendar: newer than every listed version is still in standard support.
+            return in_standard
+        else:
+            why = (
+                f"Kubernetes {version} is older than {self.path}'s support calendar "
+                f"({calendar.get('as_of', 'undated')}): extended support assumed"
+            )
+        return replace(
+            in_standard,
+            usd_per_hour=extended,
+            support=EXTENDED,
+            why=why,
+            as_of=_text(calendar.get("as_of")),
+            source=_text(calendar.get("source")),
         )
-        return ControlPlanePrice(provider, version, extended, standard, EXTENDED, why)
 
-    def refresh_hint(self, region: str | None, instance_type: str) -> str:
-        """How to bring `instance_type`'s price in `region` up to date."""
+    def refresh_hint(self, region: str | None, instance_type: str, spot: bool = False) -> str:
+        """How to bring `instance_type`'s (spot) price in `region` up to date."""
         entry = self.regions.get(region or "") or {}
         if region is not None and entry.get("provider") == "aws":
-            return f"`kary prices refresh --region {region} --instance-type {instance_type}`"
+            flag = " --spot" if spot else ""
+            return f"`kary prices refresh{flag} --region {region} --instance-type {instance_type}`"
         return f"update {self.path} by hand (kary refreshes AWS prices only)"
 
     def instance_price(self, region: str, instance_type: str) -> tuple[float, str]:
@@ -151,7 +192,10 @@ def load_price_catalog(path: Path | None = None) -> PriceCatalog:
         network_gbps=raw.get("network_gbps", {}),
         regions=raw["regions"],
         kubernetes_support=_support_calendar(raw.get("kubernetes_support"), Path(path)),
+        control_plane_source=raw.get("control_plane_source") or {},
         disk_usd_per_gb_month=_disk_prices(raw.get("disk_usd_per_gb_month"), Path(path)),
+        spot=check_spot_section(raw.get("spot"), Path(path)),
+        network_usd_per_hour=check_network_section(raw.get("network_usd_per_hour"), Path(path)),
     )
 
 
@@ -170,6 +214,11 @@ def _disk_prices(raw: Any, path: Path) -> dict[str, Any]:
             f"{{disk type: USD per GB-month}}}} ({err!r})"
         ) from None
     return dict(raw)
+
+
+def _text(value: Any) -> str | None:
+    """A catalog's folded text on one line; None for none."""
+    return " ".join(str(value).split()) if value else None
 
 
 def _day(value: Any) -> date:
@@ -196,73 +245,6 @@ def _support_calendar(raw: Any, path: Path) -> dict[str, dict[str, Any]]:
             f"extended_usd_per_hour and standard_support_ends {{version: YYYY-MM-DD}} ({err})"
         ) from None
     return dict(raw)
-
-
-STANDARD = "standard"
-EXTENDED = "extended"
-
-
-@dataclass(frozen=True)
-class ControlPlanePrice:
-    """A managed control plane's rate: standard support, or extended past its end."""
-
-    provider: str
-    kubernetes_version: str | None
-    usd_per_hour: float
-    standard_usd_per_hour: float
-    support: str  # STANDARD or EXTENDED
-    why: str  # "" in standard support; else "Kubernetes 1.33 in extended support since ..."
-
-    def text(self) -> str:
-        """`$0.60/h, EKS extended support (Kubernetes 1.33 in extended support since
-        2026-07-29; standard support is $0.10/h)`."""
-        tier = f"{self.provider.upper()} {self.support} support"
-        if self.support == STANDARD:
-            version = (
-                f" for Kubernetes {self.kubernetes_version}" if self.kubernetes_version else ""
-            )
-            return f"${self.usd_per_hour:.2f}/h, {tier}{version}"
-        return (
-            f"${self.usd_per_hour:.2f}/h, {tier} ({self.why}; standard support is "
-            f"${self.standard_usd_per_hour:.2f}/h)"
-        )
-
-
-@dataclass(frozen=True)
-class WorkerPrice:
-    """Nodes of one instance type: how many, at what rate, priced as of when."""
-
-    instance_type: str
-    count: int
-    usd_per_hour_each: float
-    as_of: str
-
-    @property
-    def usd_per_hour(self) -> float:
-        return self.count * self.usd_per_hour_each
-
-    def text(self) -> str:
-        return (
-            f"{self.count} x {self.instance_type} at ${self.usd_per_hour_each:.4f}/h"
-            f" = ${self.usd_per_hour:.2f}/h"
-        )
-
-
-@dataclass(frozen=True)
-class HourlyPrice:
-    """What some nodes bill per hour, how many they are, and how the sum was made."""
-
-    usd_per_hour: float
-    nodes_billed: int
-    as_of: str | None  # the catalog's date for the (last) instance type priced
-    detail: str  # "6 x c5a.4xlarge at $0.6160/h + control plane $0.10/h"
-    # The nodes' boot disks, included in usd_per_hour (cluster_hourly_price).
-    disk_usd_per_hour: float = 0.0
-    disk_detail: str = ""  # "30 x 200 GB pd-balanced at $0.0274/h"
-    # The sum's lines: each instance type, and the control plane where one is billed.
-    workers: tuple[WorkerPrice, ...] = ()
-    control_plane: ControlPlanePrice | None = None
-    priced_on: date | None = None  # the day priced (the control plane's tier follows it)
 
 
 def hourly_price(
@@ -311,46 +293,95 @@ def hourly_price(
 
 
 def cluster_hourly_price(
-    cluster: ClusterSpec, catalog: PriceCatalog, on: date | None = None
+    cluster: ClusterSpec,
+    catalog: PriceCatalog,
+    on: date | None = None,
+    capacity: str | None = None,
 ) -> HourlyPrice:
-    """What the cluster bills per hour on day `on` (default today): node groups, control
-    plane, and each node's boot disk (the cluster file's, else the provider's default)."""
-    groups = [(group.instance_type, group.count) for group in cluster.node_groups]
-    price = hourly_price(
-        catalog, groups, cluster.region, cluster.provider, cluster.kubernetes_version, on
+    """What the cluster bills per hour on day `on` (default today): each node group at
+    its capacity (or every one at `capacity`), the control plane, each node's boot disk
+    (the cluster file's, else the provider's default), NAT gateways and public IPv4.
+    Where a group runs on spot, `on_demand` is the same cluster on demand."""
+    day = on or datetime.now(timezone.utc).date()
+    workers = tuple(
+        _group_price(catalog, cluster, group, capacity or group.capacity)
+        for group in cluster.node_groups
     )
-    disk_usd, parts = 0.0, []
+    control = catalog.control_plane(cluster.provider, cluster.kubernetes_version, day)
+    disk_usd, disks = 0.0, []
     for group in cluster.node_groups:
         disk = cluster.disk_of(group.disk)
         per_node = disk.gb * catalog.disk_price(cluster.region, disk.type) / HOURS_PER_MONTH
         disk_usd += per_node * group.count
-        parts.append(f"{group.count} x {disk.gb} GB {disk.type} at ${per_node:.4f}/h")
-    detail = " + ".join(parts)
-    return replace(
-        price,
-        usd_per_hour=price.usd_per_hour + disk_usd,
-        detail=f"{price.detail} + disks {detail}",
-        disk_usd_per_hour=disk_usd,
-        disk_detail=detail,
+        disks.append(f"{group.count} x {disk.gb} GB {disk.type} at ${per_node:.4f}/h")
+    extras = tuple(network_lines(cluster, catalog.network_usd_per_hour, capacity))
+    parts = [
+        f"{w.count} x {w.instance_type}{' spot' if w.capacity == SPOT else ''}"
+        f" at ${w.usd_per_hour_each:.4f}/h"
+        for w in workers
+    ]
+    parts.append(
+        f"control plane ${control.usd_per_hour:.2f}/h"
+        + (f" ({control.why})" if control.why else "")
     )
+    parts.append(f"disks {' + '.join(disks)}")
+    parts += [
+        f"{line.name} {line.count} x ${line.usd_per_hour_each:.4f}/h"
+        for line in extras
+        if line.usd_per_hour_each is not None
+    ]
+    total = (
+        sum(w.usd_per_hour for w in workers)
+        + control.usd_per_hour
+        + disk_usd
+        + sum(line.usd_per_hour for line in extras)
+    )
+    price = HourlyPrice(
+        total,
+        sum(w.count for w in workers),
+        workers[-1].as_of if workers else None,
+        " + ".join(parts),
+        disk_usd_per_hour=disk_usd,
+        disk_detail=" + ".join(disks),
+        workers=workers,
+        control_plane=control,
+        priced_on=day,
+        disk_as_of=_text(catalog.disk_usd_per_gb_month.get("as_of")),
+        disk_source=_text(catalog.disk_usd_per_gb_month.get("source")),
+        extras=extras,
+    )
+    if capacity is None and price.spot:
+        return replace(price, on_demand=cluster_hourly_price(cluster, catalog, day, ON_DEMAND))
+    return price
 
 
-class PricedInterval:
-    """Dollars for a span priced by the hour: the low and high ends of its interval.
-
-    Mixed into dataclasses that have `hourly_usd`, `seconds_low` and `seconds_high`."""
-
-    hourly_usd: float
-    seconds_low: float
-    seconds_high: float
-
-    @property
-    def cost_usd_low(self) -> float:
-        return self.hourly_usd * self.seconds_low / 3600.0
-
-    @property
-    def cost_usd_high(self) -> float:
-        return self.hourly_usd * self.seconds_high / 3600.0
+def _group_price(
+    catalog: PriceCatalog, cluster: ClusterSpec, group: NodeGroup, capacity: str
+) -> WorkerPrice:
+    """One node group's rate: the dearest of its types, on demand or at its spot price."""
+    on_demand = max(
+        ((catalog.instance_price(cluster.region, t), t) for t in group.types),
+        key=lambda found: found[0][0],
+    )
+    (usd, as_of), dearest = on_demand
+    types = group.types if len(group.types) > 1 else ()
+    if capacity != SPOT:
+        return WorkerPrice(dearest, group.count, usd, as_of, types=types)
+    zones = group.zones or (cluster.zone,)
+    spot = max(
+        (catalog.spot_price(cluster.region, zones, t) for t in group.types),
+        key=lambda price: price.usd_per_hour,
+    )
+    return WorkerPrice(
+        spot.instance_type,
+        group.count,
+        spot.usd_per_hour,
+        spot.as_of,
+        capacity=SPOT,
+        spot=spot,
+        on_demand_usd_per_hour_each=catalog.instance_price(cluster.region, spot.instance_type)[0],
+        types=types,
+    )
 
 
 def price_age_days(as_of: str | None, on: date) -> int | None:
@@ -362,17 +393,26 @@ def price_age_days(as_of: str | None, on: date) -> int | None:
 
 
 def stale_prices_line(price: HourlyPrice, catalog: PriceCatalog, region: str | None) -> str | None:
-    """A warning when `price`'s instance prices are older than STALE_AFTER_DAYS on the day
+    """A warning when `price`'s instance prices (on demand, and spot where a group runs on
+    it, with the on-demand rate shown beside) are older than STALE_AFTER_DAYS on the day
     priced (or undated), saying how to refresh them; None when they are recent."""
     if not price.workers or price.priced_on is None:
         return None
-    oldest = min(price.workers, key=lambda w: w.as_of)
-    age = price_age_days(oldest.as_of, price.priced_on)
-    if age is not None and age <= STALE_AFTER_DAYS:
+    dated = [(w.instance_type, w.as_of, w.spot is not None) for w in price.workers]
+    if price.on_demand is not None:
+        dated += [(w.instance_type, w.as_of, False) for w in price.on_demand.workers]
+    stale = []
+    for instance_type, as_of, spot in dict.fromkeys(dated):
+        age = price_age_days(as_of, price.priced_on)
+        if age is None or age > STALE_AFTER_DAYS:
+            stale.append((instance_type, as_of, spot, age))
+    if not stale:
         return None
-    when = f"from {oldest.as_of}, {age} days old" if age is not None else "undated"
-    return (
-        f"warning: the {oldest.instance_type} price is {when} "
-        f"(more than {STALE_AFTER_DAYS}): the bill may be off; "
-        f"{catalog.refresh_hint(region, oldest.instance_type)} updates it"
+    what = ", ".join(
+        f"the {instance_type}{' spot' if spot else ''} price is "
+        + (f"from {as_of}, {age} days old" if age is not None else "undated")
+        for instance_type, as_of, spot, age in stale
     )
+    hints = list(dict.fromkeys(catalog.refresh_hint(region, t, spot) for t, _, spot, _ in stale))
+    does = f"{hints[0]} updates it" if len(hints) == 1 else f"{' and '.join(hints)} update them"
+    return f"warning: {what} (more than {STALE_AFTER_DAYS}): the bill may be off; {does}"

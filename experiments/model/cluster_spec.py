@@ -19,8 +19,12 @@ from experiments.errors import UserError
 from experiments.files import read_document
 
 __all__ = [
+    "CAPACITIES",
     "DEFAULT_DISK",
     "DISK_TYPES",
+    "ON_DEMAND",
+    "SPOT",
+    "Capacity",
     "ClusterSpec",
     "Disk",
     "GkeSpec",
@@ -62,12 +66,35 @@ class Disk(BaseModel):
         )
 
 
+# What a node group's instances run on: on-demand capacity, or spot (spare capacity at
+# a discount, which the provider may take back: eksctl `spot: true`, gcloud `--spot`).
+Capacity = Literal["on-demand", "spot"]
+ON_DEMAND: Capacity = "on-demand"
+SPOT: Capacity = "spot"
+CAPACITIES: tuple[str, ...] = get_args(Capacity)
+
+
 class NodeGroup(BaseModel):
     name: str
+    # The group's first instance type: what the time model reads (its network speed).
     instance_type: str
     count: int
     # Each node's boot disk, priced with the node (None: the provider's default).
     disk: Disk | None = None
+    capacity: Capacity = ON_DEMAND
+    # Every type the group may launch (eksctl's instanceTypes); empty: instance_type alone.
+    # The plan prices a group of several at the dearest of them.
+    instance_types: tuple[str, ...] = ()
+    # The zones its nodes may land in (empty: the cluster's zone).
+    zones: tuple[str, ...] = ()
+    # Whether each node has a public IPv4 address (billed by AWS since 2024-02-01): eksctl
+    # puts a group in its public subnets unless `privateNetworking: true`; GKE nodes have
+    # an external IP unless the cluster is private, which kary's GKE spec never makes.
+    public_ip: bool = True
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return self.instance_types or (self.instance_type,)
 
 
 class ClusterSpec(BaseModel):
@@ -90,6 +117,15 @@ class ClusterSpec(BaseModel):
     tolerations: list[dict[str, str]] = Field(default_factory=list)
     # Each worker's boot disk: what kary's plan checks a sweep's disk against and prices.
     disk: Disk | None = None
+    # The workers' capacity (the worker group's: on-demand or spot).
+    capacity: Capacity = ON_DEMAND
+    # NAT gateways the provider's tooling makes with the cluster (eksctl: one by default).
+    nat_gateways: int = 0
+
+    @property
+    def spot(self) -> bool:
+        """Whether any node group runs on spot capacity."""
+        return any(group.capacity == SPOT for group in self.node_groups)
 
     @property
     def worker_disk(self) -> Disk:
@@ -126,6 +162,8 @@ class GkeSpec(BaseModel):
         default=None, alias="diskSize", ge=_MIN_DISK_GB, le=_MAX_DISK_GB
     )
     disk_type: GkeDiskType | None = Field(default=None, alias="diskType")
+    # The default pool on Spot VMs (gcloud's --spot).
+    spot: bool = False
 
     @property
     def region(self) -> str:
@@ -175,45 +213,117 @@ def _tolerations(group: dict[str, Any], path: Path) -> list[dict[str, str]]:
 
 def _eks_spec(raw: dict[str, Any], path: Path) -> ClusterSpec:
     meta = raw.get("metadata") or {}
-    groups = list(raw.get("managedNodeGroups") or []) + list(raw.get("nodeGroups") or [])
+    managed = list(raw.get("managedNodeGroups") or [])
+    groups = managed + list(raw.get("nodeGroups") or [])
     if not meta.get("name") or not meta.get("region") or not groups:
         raise UserError(
             f"{path}: an eksctl ClusterConfig needs metadata.name, metadata.region "
             "and at least one node group"
         )
+    for index, group in enumerate(groups):
+        _eks_group_fields(group, index < len(managed), index, path)
 
     # The worker group is the one with the most nodes; a system group may sit beside it.
     def size_of(group: dict[str, Any]) -> int:
         return int(group.get("desiredCapacity") or group.get("minSize") or 0)
 
     workers = max(groups, key=size_of)
-    if not workers.get("instanceType") or size_of(workers) < 1:
-        raise UserError(f"{path}: node group {workers.get('name')!r} needs instanceType and a size")
+    if not _eks_types(workers) or size_of(workers) < 1:
+        raise UserError(
+            f"{path}: node group {workers.get('name')!r} needs instanceType (or a managed "
+            "group's instanceTypes) and a size"
+        )
     zones = workers.get("availabilityZones") or raw.get("availabilityZones") or [None]
+    node_groups = [
+        NodeGroup(
+            name=g.get("name", "?"),
+            instance_type=_eks_types(g)[0],
+            count=size_of(g),
+            disk=_eks_disk(g, path),
+            capacity=SPOT if g.get("spot") else ON_DEMAND,
+            instance_types=tuple(_eks_types(g)) if g.get("instanceTypes") else (),
+            zones=tuple(g.get("availabilityZones") or raw.get("availabilityZones") or ()),
+            public_ip=not g.get("privateNetworking"),
+        )
+        for g in groups
+        if _eks_types(g) and size_of(g) > 0
+    ]
     return ClusterSpec(
         provider="eks",
         name=meta["name"],
         region=meta["region"],
         zone=zones[0],
-        instance_type=workers["instanceType"],
+        instance_type=_eks_types(workers)[0],
         nodes=size_of(workers),
-        node_groups=[
-            NodeGroup(
-                name=g.get("name", "?"),
-                instance_type=g["instanceType"],
-                count=size_of(g),
-                disk=_eks_disk(g, path),
-            )
-            for g in groups
-            if g.get("instanceType") and size_of(g) > 0
-        ],
+        node_groups=node_groups,
         path=path,
         raw=raw,
         kubernetes_version=_minor(meta.get("version")),
         node_selector={EKS_NODEGROUP_LABEL: str(workers.get("name"))},
         tolerations=_tolerations(workers, path),
         disk=_eks_disk(workers, path),
+        capacity=SPOT if workers.get("spot") else ON_DEMAND,
+        nat_gateways=_eks_nat_gateways(raw, path),
     )
+
+
+def _eks_types(group: dict[str, Any]) -> list[str]:
+    """The instance types a group may launch: [instanceType] or its instanceTypes."""
+    if group.get("instanceType"):
+        return [str(group["instanceType"])]
+    return [str(t) for t in group.get("instanceTypes") or []]
+
+
+def _eks_group_fields(group: Any, managed: bool, index: int, path: Path) -> None:
+    """What eksctl refuses of a node group's capacity fields, refused here in its words."""
+    key = "managedNodeGroups" if managed else "nodeGroups"
+    where = f"{path}: node group {group.get('name')!r}" if isinstance(group, dict) else str(path)
+    if not isinstance(group, dict):
+        raise UserError(f"{where}: {key}[{index}] is not a mapping")
+    types = group.get("instanceTypes")
+    if types is not None and (
+        not isinstance(types, list) or not types or not all(isinstance(t, str) for t in types)
+    ):
+        raise UserError(f"{where}: instanceTypes must be a list of instance type names")
+    if group.get("instanceType") and types:
+        # eksctl's own check (pkg/apis/eksctl.io/v1alpha5/validation.go).
+        raise UserError(
+            f"{where}: only one of instanceType or instanceTypes can be specified ({key}[{index}])"
+        )
+    spot = group.get("spot")
+    if spot is not None and not isinstance(spot, bool):
+        raise UserError(f"{where}: spot must be true or false, not {spot!r}")
+    if not managed and (spot or types):
+        raise UserError(
+            f"{where}: spot and instanceTypes are managed node group fields (eksctl's "
+            "unmanaged nodeGroups take instancesDistribution, which kary does not price): "
+            "move the group under managedNodeGroups"
+        )
+
+
+# eksctl's vpc.nat.gateway modes; Single is its default (pkg/apis/eksctl.io/v1alpha5/vpc.go,
+# ClusterNATDefault, v0.230): one NAT gateway and its Elastic IP in the first zone's
+# public subnet.  HighlyAvailable makes one per zone; an existing VPC gets none from eksctl.
+_NAT_MODES = ("Single", "HighlyAvailable", "Disable")
+
+
+def _eks_nat_gateways(raw: dict[str, Any], path: Path) -> int:
+    """How many NAT gateways `eksctl create cluster` makes for this ClusterConfig."""
+    vpc = raw.get("vpc") or {}
+    if not isinstance(vpc, dict):
+        raise UserError(f"{path}: vpc must be a mapping")
+    if vpc.get("id") or vpc.get("subnets"):
+        return 0  # eksctl uses the VPC it is given and makes no gateway in it
+    mode = (vpc.get("nat") or {}).get("gateway") or "Single"
+    if mode not in _NAT_MODES:
+        raise UserError(f"{path}: vpc.nat.gateway {mode!r} is not one of {', '.join(_NAT_MODES)}")
+    if mode == "Disable":
+        return 0
+    if mode == "Single":
+        return 1
+    # One per zone; eksctl's default zones are 3, or 2 in us-east-1 (its VPC docs).
+    zones = raw.get("availabilityZones") or []
+    return len(zones) or (2 if raw.get("metadata", {}).get("region") == "us-east-1" else 3)
 
 
 def _eks_disk(group: dict[str, Any], path: Path) -> Disk | None:
@@ -287,6 +397,8 @@ def load_cluster_spec(path: Path) -> ClusterSpec:
                     instance_type=gke.machine_type,
                     count=gke.num_nodes,
                     disk=_gke_disk(gke),
+                    capacity=SPOT if gke.spot else ON_DEMAND,
+                    zones=(gke.zone,),
                 )
             ],
             path=path,
@@ -294,6 +406,7 @@ def load_cluster_spec(path: Path) -> ClusterSpec:
             kubernetes_version=_minor(gke.cluster_version),
             node_selector={GKE_NODEPOOL_LABEL: "default-pool"},
             disk=_gke_disk(gke),
+            capacity=SPOT if gke.spot else ON_DEMAND,
         )
     raise UserError(
         f"cluster file {path}: kind must be ClusterConfig (eksctl) or GKECluster, "

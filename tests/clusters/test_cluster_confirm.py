@@ -21,13 +21,14 @@ CLUSTERS = Path(__file__).resolve().parents[2] / "clusters"
 EKS_30 = CLUSTERS / "eks-30.yaml"
 GKE_30 = CLUSTERS / "gke-30.yaml"
 NAME = "kary-topology-30"
-# 30 x $0.616 + control plane $0.10 + 30 disks of 200 GB gp2 at $0.10 per GB-month / 730 h.
+# 30 x $0.616 + control plane $0.10 + 30 disks of 200 GB gp2 at $0.10 per GB-month / 730 h
+# + eksctl's NAT gateway ($0.045/h) + 31 public IPv4 addresses at $0.005/h.
 EKS_COST = (
-    "cost: $19.40/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.10/h + disks 30 x 200 GB "
-    "gp2 at $0.0274/h; prices as of "
+    "cost: $19.60/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.10/h + disks 30 x 200 GB "
+    "gp2 at $0.0274/h + NAT gateway 1 x $0.0450/h + public IPv4 31 x $0.0050/h; prices as of "
 )
-EKS_AT_MOST = "at most $77.61 if it lives until it expires (4 h, 2026-06-27 19:30 UTC)"
-EKS_QUESTION = f"Create {NAME}? It bills $19.40/h until it is deleted [y/N]:"
+EKS_AT_MOST = "at most $78.41 if it lives until it expires (4 h, 2026-06-27 19:30 UTC)"
+EKS_QUESTION = f"Create {NAME}? It bills $19.60/h until it is deleted [y/N]:"
 
 
 def _terminal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -39,7 +40,7 @@ def test_without_a_terminal_or_yes_it_refuses_before_any_cloud_call(fake_cloud: 
     assert result.exit_code == 2
     err = result.stderr.splitlines()
     assert err[-1] == (
-        f"kary: error: creating {NAME} bills $19.40/h and there is no terminal to confirm it: "
+        f"kary: error: creating {NAME} bills $19.60/h and there is no terminal to confirm it: "
         "check the plan above and add --yes"
     )
     # The plan and both figures are on screen before the refusal.
@@ -127,6 +128,6 @@ def test_on_a_real_terminal_it_asks_and_a_no_creates_nothing(fake_cloud: Any) ->
     text = screen.decode()
     # Not the tests' frozen clock: this kary runs on the real day, after EKS 1.33 left
     # standard support (2026-07-29), so its control plane bills $0.60/h, not $0.10/h.
-    assert "cost: $19.90/h" in text  # disks included
-    assert "at most $79.61 if it lives until it expires (4 h, " in text
+    assert "cost: $20.10/h" in text  # disks, the NAT gateway and public IPv4 included
+    assert "at most $80.41 if it lives until it expires (4 h, " in text
     assert fake_cloud.calls() == []

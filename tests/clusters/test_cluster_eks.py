@@ -103,8 +103,9 @@ def test_up_creates_a_labelled_cluster_with_the_operator_and_a_dead_man_switch(
         "expires 2026-06-27 17:30 UTC (in 1 h 30 min)",
         "dead-man switch: fires 2026-06-27 17:30 UTC (in 1 h 30 min): "
         f"scales node group workers ({asgs[0]}) to 0",
-        "cost: $19.40/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.10/h + disks 30 x "
-        "200 GB gp2 at $0.0274/h); about $9.70 so far",
+        "cost: $19.60/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.10/h + disks 30 x "
+        "200 GB gp2 at $0.0274/h + NAT gateway 1 x $0.0450/h + public IPv4 31 x $0.0050/h); "
+        "about $9.80 so far",
     ]
     # down removes everything.
     down = runner.invoke(app, ["cluster", "down", str(EKS_30)])
@@ -414,9 +415,10 @@ def test_the_dry_run_prices_the_control_plane_for_the_day(fake_cloud: Any, clock
     assert result.exit_code == 0, result.output
     cost = [line for line in result.stdout.splitlines() if line.startswith("cost: ")]
     assert cost == [
-        "cost: $19.90/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.60/h "
+        "cost: $20.10/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.60/h "
         "(Kubernetes 1.33 in extended support since 2026-07-29) + disks 30 x 200 GB gp2 at "
-        "$0.0274/h; prices as of 2025-07-01)"
+        "$0.0274/h + NAT gateway 1 x $0.0450/h + public IPv4 31 x $0.0050/h; prices as of "
+        "2025-07-01)"
     ]
 
 

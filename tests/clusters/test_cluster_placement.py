@@ -36,6 +36,7 @@ def test_every_placement_group_the_cluster_files_name_is_found() -> None:
     }
     assert names == {
         "eks-256.yaml": [],
+        "eks-30-spot.yaml": [f"{GROUP}-spot"],
         "eks-30.yaml": [GROUP],
         "eks-6.yaml": [GROUP],
         "eks-p5-efa.yaml": ["kary-p5-efa"],

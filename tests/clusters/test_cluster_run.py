@@ -74,7 +74,7 @@ def test_the_dry_run_shows_the_exact_create_and_delete_commands_time_and_cost(
     assert any(line.startswith("time: ") and "provision 20 min 0 s" in line for line in out)
     assert any("teardown 10 min 0 s" in line for line in out)
     assert any(line.startswith("cost: 30 nodes (c5a.4xlarge workers)") for line in out)
-    assert out[-1].startswith("at most $77.61 if it lives until it expires (4 h, ")
+    assert out[-1].startswith("at most $78.41 if it lives until it expires (4 h, ")
     assert fake_cloud.calls() == []  # a dry run touches nothing
 
 

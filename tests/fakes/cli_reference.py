@@ -81,7 +81,7 @@ COMMANDS: dict[str, dict[tuple[str, ...], Spec]] = {
                 "--threads-per-core": True, "--enable-gvnic": False, "--network": True,
                 "--subnetwork": True, "--cluster-version": True, "--labels": True,
                 "--node-labels": True, "--node-taints": True, "--async": False,
-                "--disk-size": True, "--disk-type": True,
+                "--disk-size": True, "--disk-type": True, "--spot": False,
             },
         ),
         ("container", "clusters", "delete"): Spec(

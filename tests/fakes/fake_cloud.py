@@ -93,6 +93,21 @@ def eksctl(argv: list[str]) -> None:
         mode = _mode("KARY_FAKE_EKSCTL_CREATE")
         if mode == "fail-early":
             _fail("Error: loading config file: invalid instance type")
+        # eksctl's own checks of a group's capacity fields (its v1alpha5 validation).
+        for index, group in enumerate(config.get("managedNodeGroups") or []):
+            if group.get("instanceType") and group.get("instanceTypes"):
+                _fail(
+                    "Error: only one of instanceType or instanceTypes can be specified "
+                    f"(managedNodeGroups[{index}])"
+                )
+        # Unmanaged groups have neither field: eksctl parses its file strictly.
+        for group in config.get("nodeGroups") or []:
+            for field in ("spot", "instanceTypes"):
+                if field in group:
+                    _fail(
+                        f'Error: loading config file "{_flag(argv, "-f")}": error unmarshaling '
+                        f'JSON: while decoding JSON: json: unknown field "{field}"'
+                    )
         with _state() as state:
             if name in state["eks"]:
                 _fail(f"Error: creating CloudFormation stack: AlreadyExistsException {name}")
@@ -112,6 +127,14 @@ def eksctl(argv: list[str]) -> None:
                 "version": str(config["metadata"].get("version", "1.33")),
                 "tags": config["metadata"].get("tags", {}),
                 "nodegroups": [g["name"] for g in config.get("managedNodeGroups") or []],
+                # What EKS would launch per managed group (its capacityType, instanceTypes).
+                "capacity": {
+                    g["name"]: {
+                        "capacityType": "SPOT" if g.get("spot") else "ON_DEMAND",
+                        "instanceTypes": g.get("instanceTypes") or [g.get("instanceType")],
+                    }
+                    for g in config.get("managedNodeGroups") or []
+                },
             }
             if mode == "fail-halfway":
                 for group in config.get("managedNodeGroups") or []:
@@ -238,7 +261,12 @@ def gcloud(argv: list[str]) -> None:
                     _fail(
                         f"ERROR: (gcloud.container.clusters.create) ResponseError: code=409, message=Already exists: {name}."
                     )
-                state["gke"][name] = {"zone": zone, "status": "PROVISIONING", "labels": labels}
+                state["gke"][name] = {
+                    "zone": zone,
+                    "status": "PROVISIONING",
+                    "labels": labels,
+                    "spot": "--spot" in argv,
+                }
             print(f"Creating cluster {name} in {zone}...", file=sys.stderr)
             sys.stderr.flush()
             if mode == "hang":

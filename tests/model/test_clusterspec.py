@@ -20,9 +20,11 @@ def test_every_shipped_cluster_file_loads() -> None:
     assert {n: (s.provider, s.instance_type, s.nodes) for n, s in specs.items()} == {
         "eks-6.yaml": ("eks", "c5a.4xlarge", 6),
         "eks-30.yaml": ("eks", "c5a.4xlarge", 30),
+        "eks-30-spot.yaml": ("eks", "c5a.4xlarge", 30),
         "eks-256.yaml": ("eks", "c5a.4xlarge", 256),
         "eks-p5-efa.yaml": ("eks", "p5.48xlarge", 4),
         "gke-30.yaml": ("gke", "c2d-standard-32", 30),
+        "gke-30-spot.yaml": ("gke", "c2d-standard-32", 30),
     }
     gke = specs["gke-30.yaml"]
     assert (gke.region, gke.zone) == ("us-central1", "us-central1-a")

@@ -25,7 +25,15 @@ from experiments.formats.parsed import EVENT_COLUMNS, RUN_COLUMNS
 from experiments.model.cluster_spec import ClusterSpec, load_cluster_spec
 from experiments.resources import resource_path
 
-CLUSTERS = ["eks-6.yaml", "eks-30.yaml", "eks-256.yaml", "eks-p5-efa.yaml", "gke-30.yaml"]
+CLUSTERS = [
+    "eks-6.yaml",
+    "eks-30.yaml",
+    "eks-30-spot.yaml",
+    "eks-256.yaml",
+    "eks-p5-efa.yaml",
+    "gke-30.yaml",
+    "gke-30-spot.yaml",
+]
 
 
 def _cluster(name: str) -> ClusterSpec:
@@ -48,6 +56,32 @@ def _disks(cluster: ClusterSpec) -> float:
         * cluster.disk_of(g.disk).gb
         * catalog.disk_price(cluster.region, cluster.disk_of(g.disk).type)
         / 730
+        for g in cluster.node_groups
+    )
+
+
+def _network(cluster: ClusterSpec) -> float:
+    """eksctl's VPC beside the nodes: its NAT gateway ($0.045/h) and one public IPv4 address
+    ($0.005/h) per node in a public subnet and for the gateway.  GKE's external IPs are not
+    priced (the catalog has no dated figure for them) and GKE makes no NAT gateway."""
+    if cluster.provider != "eks":
+        return 0.0
+    public = sum(g.count for g in cluster.node_groups if g.public_ip)
+    return 0.045 * cluster.nat_gateways + 0.005 * (public + cluster.nat_gateways)
+
+
+def _nodes(cluster: ClusterSpec) -> float:
+    """Each group at its capacity: on demand, or a spot group at the catalog's spot price."""
+    catalog = load_price_catalog()
+    return sum(
+        (
+            catalog.spot_price(
+                cluster.region, g.zones or (cluster.zone,), g.instance_type
+            ).usd_per_hour
+            if g.capacity == "spot"
+            else catalog.instance_price(cluster.region, g.instance_type)[0]
+        )
+        * g.count
         for g in cluster.node_groups
     )
 
@@ -79,15 +113,7 @@ def _report_cost(cluster: ClusterSpec, hours: int) -> str | None:
 @pytest.mark.parametrize("name", CLUSTERS)
 def test_the_plan_and_the_cluster_commands_bill_a_cluster_alike(name: str) -> None:
     cluster = _cluster(name)
-    catalog = load_price_catalog()
-    by_hand = (
-        sum(
-            catalog.instance_price(cluster.region, g.instance_type)[0] * g.count
-            for g in cluster.node_groups
-        )
-        + _control_plane(cluster)
-        + _disks(cluster)
-    )
+    by_hand = _nodes(cluster) + _control_plane(cluster) + _disks(cluster) + _network(cluster)
     assert _plan_hourly(cluster) == pytest.approx(by_hand, abs=1e-4)  # the JSON rounds
     assert hourly_cost(cluster).usd_per_hour == pytest.approx(by_hand)
 
@@ -96,8 +122,9 @@ def test_the_plan_and_the_cluster_commands_bill_a_cluster_alike(name: str) -> No
 def test_the_report_prices_node_hours_as_the_plan_does(name: str) -> None:
     cluster = _cluster(name)
     control = _control_plane(cluster)
-    # The report leaves the control plane and the disks out (run.json records no disk).
-    nodes_per_hour = _plan_hourly(cluster) - control - _disks(cluster)
+    # The report leaves the control plane, the disks and the network out (run.json
+    # records no disk).
+    nodes_per_hour = _plan_hourly(cluster) - control - _disks(cluster) - _network(cluster)
     cost = _report_cost(cluster, hours=100)
     assert cost is not None
     assert cost.startswith(f"≈ ${100 * nodes_per_hour:,.2f}: cells' wall time × ")
@@ -156,8 +183,11 @@ def test_the_control_plane_bills_the_extended_rate_past_standard_support(
     # The whole cluster, through the one sum the plan and `kary cluster` use.
     nodes = 30 * catalog.instance_price("us-east-2", "c5a.4xlarge")[0]
     disks = 30 * 200 * 0.10 / 730  # eks-30.yaml: 200 GB gp2 each, $0.10 per GB-month
+    # eksctl's NAT gateway ($0.045/h) and 31 public IPv4 addresses ($0.005/h): 30 nodes'
+    # and the gateway's.
+    network = 0.045 + 31 * 0.005
     assert cluster_hourly_price(eks_30, catalog, date(2026, 11, 25)).usd_per_hour == (
-        pytest.approx(nodes + 0.60 + disks)
+        pytest.approx(nodes + 0.60 + disks + network)
     )
 
 

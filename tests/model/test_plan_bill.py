@@ -43,28 +43,60 @@ def test_the_hourly_figure_is_broken_down_in_text_and_json(tmp_path: Path) -> No
     # clusters/prices.yaml: EKS 1.33 left standard support on 2026-07-29.
     args = ["--cluster", str(EKS_30), "--exact-nodes", "30", "--data-dir", str(tmp_path)]
     lines = _plan(*args)
-    assert "  workers: 30 x c5a.4xlarge at $0.6160/h = $18.48/h" in lines
+    assert "  workers: 30 x c5a.4xlarge at $0.6160/h = $18.48/h, as of 2025-07-01" in lines
     assert (
         "  control plane: $0.60/h, EKS extended support (Kubernetes 1.33 in extended support "
-        "since 2026-07-29; standard support is $0.10/h)"
+        "since 2026-07-29; standard support is $0.10/h), as of 2026-11-25"
     ) in lines
-    assert "  disks: 30 x 200 GB gp2 at $0.0274/h = $0.82/h" in lines
+    assert "  disks: 30 x 200 GB gp2 at $0.0274/h = $0.82/h, as of 2026-11-26" in lines
+    # eksctl's VPC: one NAT gateway by default, and a public IPv4 address per node in its
+    # public subnets and for the gateway.
+    assert (
+        "  NAT gateway: 1 x $0.0450/h (eksctl's default vpc.nat.gateway Single) = $0.045/h, "
+        "as of 2026-09-20; plus $0.045 per GB it carries (nodes in public subnets send "
+        "nothing through it)"
+    ) in lines
+    assert (
+        "  public IPv4: 31 x $0.0050/h (30 nodes in public subnets + the NAT gateway's "
+        "Elastic IP) = $0.155/h, as of 2026-02-24"
+    ) in lines
     plan = json.loads(runner.invoke(app, ["plan", *args, "--json"]).stdout)
     bill = plan["bill"]
     assert bill["workers"] == [
         {
             "instance_type": "c5a.4xlarge",
             "count": 30,
+            "capacity": "on-demand",
             "usd_per_hour_each": 0.616,
             "usd_per_hour": 18.48,
+            "usd_per_hour_high": 18.48,
             "prices_as_of": "2025-07-01",
+            "instance_types": ["c5a.4xlarge"],
+            "spot": None,
+            "on_demand_usd_per_hour_each": None,
         }
     ]
     control = bill["control_plane"]
     assert (control["usd_per_hour"], control["standard_usd_per_hour"]) == (0.60, 0.10)
     assert control["support"] == "extended" and control["kubernetes_version"] == "1.33"
-    parts = 18.48 + control["usd_per_hour"] + bill["disks"]["usd_per_hour"]
+    assert control["as_of"] == "2026-11-25" and "EKS User Guide" in control["source"]
+    assert bill["disks"]["as_of"] == "2026-11-26" and "EBS" in bill["disks"]["source"]
+    nat, ipv4 = bill["nat_gateway"], bill["public_ipv4"]
+    assert (nat["count"], nat["usd_per_hour_each"], nat["as_of"]) == (1, 0.045, "2026-09-20")
+    assert "VPC pricing" in nat["source"]
+    assert (ipv4["count"], ipv4["usd_per_hour_each"], ipv4["as_of"]) == (31, 0.005, "2026-02-24")
+    assert "2024-02-01" in ipv4["source"]
+    parts = (
+        18.48
+        + control["usd_per_hour"]
+        + bill["disks"]["usd_per_hour"]
+        + nat["usd_per_hour"]
+        + ipv4["usd_per_hour"]
+    )
     assert plan["hourly_usd"] == pytest.approx(parts, abs=1e-3)
+    # All on demand: no spot line, no high end above the point, nothing side by side.
+    assert bill["usd_per_hour_high"] == bill["usd_per_hour"] and plan["capacity"] is None
+    assert not any(line.startswith("capacity:") for line in lines)
 
 
 def test_a_control_plane_in_standard_support_says_so() -> None:
