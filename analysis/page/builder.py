@@ -160,7 +160,7 @@ def _dataset(index: int, name: str, path: Path, parsed: Parsed) -> dict[str, Any
         "anchor": f"set{index}",
         "facts": facts,
         "overview": _overview(facts),
-        "where": [where_line(place) for place in facts.places],
+        "where": [where_line(place) for place in facts.places] + facts.capacity_notes,
         "strategies": strategy_views(parsed),
         "direct": direct_table(parsed.events),
         "pings": ping_tables(parsed.ping),

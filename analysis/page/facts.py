@@ -17,7 +17,15 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.page.where import Where, emulated_note, free_or_unbilled_cost, where_of
+from analysis.page.where import (
+    Where,
+    capacity_notes,
+    capacity_rows,
+    emulated_note,
+    free_or_unbilled_cost,
+    nodes_of,
+    where_of,
+)
 from analysis.read.records import is_void
 from analysis.tables.blobs import WRITES, archive_facts, deduplicated_rows
 from analysis.tables.parsed_dir import Parsed
@@ -36,7 +44,8 @@ from experiments.formats.parsed import RECORD_FACTS
 
 __all__ = ["Facts", "Failure", "collect_facts"]
 
-_BAD_STATES = {"failed", "timeout", "interrupted"}
+# A preempted cell (it lost a node) is never timed and runs again, as an interrupted one.
+_BAD_STATES = {"failed", "timeout", "interrupted", "preempted"}
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,8 @@ class Facts:
     places: list[Where] = field(default_factory=list)
     # Said before anything else when any cell ran on the emulator.
     emulated_note: str | None = None
+    # Said beside where the cells ran: mixed capacity, a node set that changed.
+    capacity_notes: list[str] = field(default_factory=list)
     # Said at the top when any cell's blobs were zeros: what their times measure.
     blob_note: str | None = None
     started: str | None = None
@@ -168,6 +179,9 @@ def collect_facts(parsed: Parsed) -> Facts:
     fidelity = _texts(records["emulator_fidelity"]) if "emulator_fidelity" in records else []
     facts.emulated_note = emulated_note(facts.places, fidelity)
     facts.provenance = _provenance(parsed, records, facts)
+    nodes = nodes_of(runs)
+    facts.capacity_notes = capacity_notes(nodes)
+    facts.provenance += capacity_rows(nodes)
     return facts
 
 

@@ -6,6 +6,12 @@ this machine (real brokers in network namespaces over shaped links), not a
 Flux allocation; a test instance is this machine too; an allocation is the
 site's, billed by its accounting; the emulator is not Flux at all, and the
 report says so before anything else.
+
+On a cluster, the nodes matter too: each cell's capacity (on-demand, spot or
+mixed), each rank's node and the set of worker nodes there were (runs.csv's
+`capacity`, `rank_nodes` and `node_set`).  The report flags a study that ran on
+mixed capacity, or whose node set changed between cells (a node replaced, as
+after a Spot preemption), and lists every node with its capacity.
 """
 
 from __future__ import annotations
@@ -16,8 +22,19 @@ from dataclasses import dataclass
 import pandas as pd
 
 from analysis.tables.sources import source_names
+from experiments.formats.node_text import UNKNOWN, NodeText, nodes_of_text
 
-__all__ = ["Where", "emulated_note", "free_or_unbilled_cost", "where_line", "where_of"]
+__all__ = [
+    "Nodes",
+    "Where",
+    "capacity_notes",
+    "capacity_rows",
+    "emulated_note",
+    "free_or_unbilled_cost",
+    "nodes_of",
+    "where_line",
+    "where_of",
+]
 
 # What each (backend, place) is, and what it cost when kary bills nothing.
 _WHAT = {
@@ -142,3 +159,75 @@ def emulated_note(places: list[Where], fidelity: list[str]) -> str | None:
     if fidelity:
         note += f" Fidelity: {'; '.join(fidelity)}."
     return note
+
+
+@dataclass(frozen=True)
+class Nodes:
+    """The nodes the cells ran on, and the node sets each cluster's cells saw."""
+
+    nodes: dict[str, NodeText]  # by name: as the last cell that used it recorded it
+    cells: Counter[str]  # cells by their capacity (on-demand, spot, mixed)
+    sets: dict[str, int]  # cluster -> how many node sets its cells saw (when more than 1)
+    set_cells: dict[str, int]  # cluster -> how many of its cells recorded their node set
+
+
+def nodes_of(table: pd.DataFrame) -> Nodes:
+    """The nodes of runs.csv's cells (one row per cell); empty where it says nothing."""
+    nodes: dict[str, NodeText] = {}
+    for text in _column(table, "rank_nodes"):
+        nodes.update((node.name, node) for node in nodes_of_text(text))
+    cells = Counter(c for c in _column(table, "capacity") if c)
+    seen: dict[str, set[str]] = {}
+    counted: Counter[str] = Counter()
+    for cluster, node_set in zip(
+        _column(table, "cluster"), _column(table, "node_set"), strict=True
+    ):
+        if node_set:
+            seen.setdefault(cluster, set()).add(node_set)
+            counted[cluster] += 1
+    sets = {cluster: len(found) for cluster, found in sorted(seen.items()) if len(found) > 1}
+    return Nodes(nodes, cells, sets, dict(counted))
+
+
+def capacity_notes(nodes: Nodes) -> list[str]:
+    """What the overview flags: mixed capacity, and a node set that changed between cells."""
+    notes = []
+    kinds = Counter(n.capacity for n in nodes.nodes.values() if n.capacity != UNKNOWN)
+    if len(kinds) > 1 or nodes.cells.get("mixed"):
+        notes.append(
+            f"Mixed capacity: these cells ran on {_kinds(kinds, 'node')} (cells: "
+            f"{_kinds(nodes.cells, 'cell')}): a Spot node can be reclaimed mid-cell and need "
+            "not match an on-demand one, so compare cells of one capacity (runs.csv's "
+            "capacity column)."
+        )
+    for cluster, count in nodes.sets.items():
+        where = f" on {cluster}" if cluster else ""
+        notes.append(
+            f"The node set changed between cells{where}: {count} sets of worker nodes over "
+            f"{nodes.set_cells[cluster]} cells (a node was replaced, as after a Spot "
+            "preemption), so not every cell ran on the same machines."
+        )
+    return notes
+
+
+def capacity_rows(nodes: Nodes) -> list[tuple[str, str]]:
+    """The provenance's rows: cells by capacity, and every node with its capacity."""
+    if not nodes.nodes and not nodes.cells:
+        return []
+    listed = ", ".join(
+        f"{n.name} {n.capacity}" + (f" ({n.instance_id})" if n.instance_id else "")
+        for n in sorted(nodes.nodes.values())
+    )
+    return [
+        ("capacity", _kinds(nodes.cells, "cell") or "not recorded"),
+        ("nodes", listed or "not recorded"),
+    ]
+
+
+def _kinds(counts: Counter[str], noun: str) -> str:
+    """`4 spot and 2 on-demand nodes`-like counts, most first."""
+    parts = [f"{n} {kind}" for kind, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    if not parts:
+        return ""
+    text = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+    return f"{text} {noun}{'' if sum(counts.values()) == 1 else 's'}"

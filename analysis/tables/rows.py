@@ -29,6 +29,7 @@ from analysis.tables.csv_cells import (
 from experiments.formats.cell_layout import topology_dirname
 from experiments.formats.events import strategy_of
 from experiments.formats.kary_line import content_store_text
+from experiments.formats.node_text import node_set_text, rank_nodes_text
 from experiments.formats.parsed import (
     ARCHIVE_COLUMNS,
     BLOB_COLUMN,
@@ -142,6 +143,9 @@ def _record_texts(record: RunRecord | None) -> dict[str, str]:
         layout=_text(extra.get("layout")),
         outer=_text(nested.get("name")),
         content_store=content_store_text(extra.get("content_store")),
+        capacity=_text(extra.get("capacity")),
+        rank_nodes=rank_nodes_text(extra.get("rank_nodes")),
+        node_set=node_set_text(extra.get("node_set")),
     )
     return texts
 

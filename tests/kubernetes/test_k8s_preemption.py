@@ -7,15 +7,20 @@ VM goes, and keeps the pod bound to it (the API shows it until pod GC marks it).
 
 from __future__ import annotations
 
+import csv
 import functools
 import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from fake_apiserver import Preemption, Scenario, _nested_cells, fake_nodes
 from typer.testing import CliRunner
 
+from analysis import load_parsed
+from analysis.page.facts import collect_facts
+from analysis.page.where import capacity_notes, nodes_of
 from experiments.backends.kubernetes.api import RetryPolicy
 from experiments.backends.kubernetes.minicluster import Teardown
 from experiments.backends.kubernetes.nodes import NodeCatalog, capacity_of, instance_id_of
@@ -101,6 +106,16 @@ def test_a_node_deleted_mid_cell_leaves_it_preempted_untimed_and_the_next_run_re
     ]
     assert "node-1" not in {r["node"] for r in _record(raw, "4/kary-3/0")["rank_nodes"]}
     assert cluster.miniclusters == {}
+    # Parsed, it gives no timing row; the report lists it as a bad cell, like an interrupted one.
+    parsed = tmp_path / "parsed"
+    args = ["parse", "--data", str(raw), "--out", str(parsed), "--no-plots"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    tables = load_parsed(parsed)
+    assert set(tables.events["source"]) == {
+        f"4/kary-{k}/0/{LOG_NAME}" for k in (1, 3)
+    }  # fmt: skip
+    bad = collect_facts(tables).bad_cells
+    assert [(b["cell"], b["state"]) for b in bad] == [("4/kary-2/0", "preempted")]
     # The next run runs the preempted cell again, and only it; the old record is kept aside.
     cluster.scenario = Scenario(log=STEP_LOG)
     again = _run(raw, "--exact-nodes", "4", *TOPOS)
@@ -197,3 +212,66 @@ def test_a_cordoned_spot_node_is_a_preemption_and_a_cordoned_on_demand_one_is_no
     found = NodeLoss("mc").find(pods, catalog)
     assert found is not None and (found.rank, found.how) == (1, "was cordoned to be drained")
     assert NodeLoss("mc").find(pods[:1], catalog) is None
+
+
+def test_run_json_the_parsed_runs_table_and_the_report_show_each_nodes_capacity(
+    apiserver: Any, fast: None, tmp_path: Path
+) -> None:
+    cluster = apiserver.cluster
+    cluster.nodes = fake_nodes(8, spot=range(2))  # ranks 0 and 1 on Spot, 2 and 3 on demand
+    cluster.scenario = Scenario(log=STEP_LOG)
+    raw, parsed = tmp_path / "raw", tmp_path / "parsed"
+    result = _run(raw, "--exact-nodes", "4", "--topo", "kary:2")
+    assert result.exit_code == 0, result.output
+    record = _record(raw, "4/kary-2/0")
+    assert record["capacity"] == "mixed"
+    assert [
+        (r["rank"], r["node"], r["capacity"], r["instance_id"]) for r in record["rank_nodes"]
+    ] == [
+        (rank, f"node-{rank}", "spot" if rank < 2 else "on-demand", f"i-{rank:017x}")
+        for rank in range(4)
+    ]
+    assert record["node_set"]["nodes"] == 8
+    done = CliRunner().invoke(
+        app, ["parse", "--data", str(raw), "--out", str(parsed), "--no-plots"]
+    )
+    assert done.exit_code == 0, done.output
+    with (parsed / "runs.csv").open() as table:
+        (run,) = csv.DictReader(table)
+    assert run["capacity"] == "mixed"
+    assert run["rank_nodes"] == ", ".join(
+        f"node-{rank}:{'spot' if rank < 2 else 'on-demand'}:i-{rank:017x}" for rank in range(4)
+    )
+    assert run["node_set"] == f"8 nodes #{record['node_set']['digest']}"
+    facts = collect_facts(load_parsed(parsed))
+    assert facts.capacity_notes == [
+        "Mixed capacity: these cells ran on 2 on-demand and 2 spot nodes (cells: 1 mixed "
+        "cell): a Spot node can be reclaimed mid-cell and need not match an on-demand one, "
+        "so compare cells of one capacity (runs.csv's capacity column)."
+    ]
+    provenance = dict(facts.provenance)
+    assert provenance["capacity"] == "1 mixed cell"
+    assert provenance["nodes"] == ", ".join(
+        f"node-{rank} {'spot' if rank < 2 else 'on-demand'} (i-{rank:017x})" for rank in range(4)
+    )
+
+
+def test_the_report_flags_a_node_set_that_changed_between_cells() -> None:
+    runs = pd.DataFrame(
+        {
+            "cluster": ["c", "c", "c"],
+            "capacity": ["spot", "spot", "spot"],
+            "rank_nodes": [
+                "a:spot:i-1, b:spot:i-2",
+                "a:spot:i-1, b:spot:i-2",
+                "a:spot:i-1, c:spot",
+            ],
+            "node_set": ["2 nodes #1", "2 nodes #1", "2 nodes #2"],
+        }
+    )
+    nodes = nodes_of(runs)
+    assert capacity_notes(nodes) == [
+        "The node set changed between cells on c: 2 sets of worker nodes over 3 cells (a node "
+        "was replaced, as after a Spot preemption), so not every cell ran on the same machines."
+    ]
+    assert sorted(nodes.nodes) == ["a", "b", "c"]

@@ -140,6 +140,13 @@ RECORD_FACTS = (
     "layout",
     "outer",
     "content_store",
+    # The capacity its nodes ran on (`on-demand`, `spot`, or `mixed`), each rank's
+    # node with its capacity and instance id, and the worker nodes there were then
+    # (experiments.formats.node_text): the report flags mixed capacity and a node set
+    # that changed between cells.
+    "capacity",
+    "rank_nodes",
+    "node_set",
 )
 RUN_COLUMNS = [
     "uid",
