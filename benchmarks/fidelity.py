@@ -10,8 +10,10 @@ shuffled order and runs the cell on both backends back to back (real Flux
 first on odd iterations, the emulator first on even ones), so drift in the
 machine's load hits both alike.  The cell is the rendered entrypoint, strategy
 `all`, verify on; the timed step compared is `distribute-all-nodes` (a cold
-`flux exec -r all -x 0 ... flux archive extract`).  A step that failed or
-whose copy failed verification is not a sample; the table says n.
+`flux exec -r all -x 0 ... flux archive extract`).  A step that failed, a void
+one (a precondition its line names, or no cold-cache record before it showing every
+rank's cache empty: experiments/formats/kary_line.py) and one whose copy failed
+verification is not a sample; the table says n.
 
 Printed: per cell the two medians, their ratio (emulator / real) and n; per
 (N, size) real Flux's winner (the fastest by median, where Mann-Whitney gives
@@ -42,10 +44,9 @@ from experiments.backends.base import Backend  # noqa: E402
 from experiments.backends.emulator import EmulatorBackend  # noqa: E402
 from experiments.backends.flux import FluxBackend  # noqa: E402
 from experiments.emulator.calibration import record_fidelity  # noqa: E402
-from experiments.execution.outcome import judge  # noqa: E402
 from experiments.formats.cell_layout import format_size  # noqa: E402
 from experiments.formats.events import strategy_events  # noqa: E402
-from experiments.formats.kary_line import step_problem  # noqa: E402
+from experiments.formats.kary_line import step_timings  # noqa: E402
 from experiments.model.places import flux_on_path  # noqa: E402
 from experiments.model.plan import Cell  # noqa: E402
 from experiments.model.render import RenderOptions, render_cell  # noqa: E402
@@ -74,13 +75,18 @@ def run_cell(backend: Backend, nodes: int, topo: str, sizes: list[int]) -> dict[
         nodes, topo, sizes, [STRATEGY], cell.id, RenderOptions(verify=True)
     )  # fmt: skip
     result = backend.run(cell, rendered, timeout=1800)
-    steps = judge(result).log.steps
-    # A size whose distribution or verify is no timing gives no sample.
-    failed = {s["size"] for s in steps if step_problem(s) is not None}
+    return distribution_samples(result.log)
+
+
+def distribution_samples(log: str) -> dict[str, float]:
+    """{size label: distribute seconds} of a cell's log: a size whose distribution or verify
+    is no timing (failed, void, or without a shown cold cache) gives no sample."""
+    timings = step_timings(log)
+    spoiled = {str(s.get("size")) for s, why in timings if why is not None}
     return {
         str(s["size"]): float(s["seconds"])
-        for s in steps
-        if s.get("event") == EVENT and s["size"] not in failed
+        for s, why in timings
+        if s.get("event") == EVENT and str(s.get("size")) not in spoiled
     }
 
 

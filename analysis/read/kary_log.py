@@ -5,7 +5,8 @@ EVENT line that never got its KARY line was cut short (timeout, a killed pod):
 it is a failed step, not a missing one. A distribution whose verify step
 failed is failed too (analysis.read.verify). A step whose KARY line says `void`
 (a precondition failed: experiments.formats.kary_line) has status
-`void: <reason>` and no time.
+`void: <reason>` and no time; so has a distribution without a cold-cache line
+before it that shows every rank's cache empty (kary_line.ColdCache).
 
 After each archive is made, a `{"meta": "archive", "size": "16M", "strategy":
 "all", "blob": "zeros", "chunks": 16, "store_objects_added": 4}` line says what
@@ -36,7 +37,13 @@ from experiments.formats.events import (
     split_event_label,
     strategy_of,
 )
-from experiments.formats.kary_line import KARY_JSON, load_record, step_problem, step_void
+from experiments.formats.kary_line import (
+    KARY_JSON,
+    ColdCache,
+    load_record,
+    step_problem,
+    step_void,
+)
 
 __all__ = ["ArchiveCounts", "KaryLog", "parse_kary"]
 
@@ -74,6 +81,7 @@ def parse_kary(log: LogText) -> KaryLog:
     unknown: list[str] = []
     bad_lines = 0
     verify_details: dict[tuple[str, str], str] = {}
+    cold = ColdCache()
     # The EVENT line that opened the step now running, and where its output starts.
     pending: tuple[str, int] | None = None
     for match in _LINE.finditer(text):
@@ -88,6 +96,7 @@ def parse_kary(log: LogText) -> KaryLog:
             bad_lines += 1
             continue
         if "meta" in record:
+            cold.read(record)
             if record["meta"] == "cell":
                 out.cell = record
             elif record["meta"] == "done":
@@ -110,7 +119,7 @@ def parse_kary(log: LogText) -> KaryLog:
                 seen.add((name, ""))
                 out.pings.append(ping)
             continue
-        step = _step(record)
+        step = _step(record, cold.void(record))
         if step is None:
             bad_lines += 1
             continue
@@ -179,7 +188,7 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _step(record: dict[str, Any]) -> Step | None:
+def _step(record: dict[str, Any], cold_void: str | None = None) -> Step | None:
     event, label = record.get("event"), record.get("size")
     size = record.get("size_bytes")
     if not isinstance(event, str) or not event:
@@ -190,7 +199,7 @@ def _step(record: dict[str, Any]) -> Step | None:
         size = size_from_label(label)
         if size is None:
             return None
-    void = step_void(record)
+    void = step_void(record) or cold_void
     if void is not None:  # the measured seconds stay in the raw log only
         return Step(event, label, size, None, void_status(void), void)
     problem = step_problem(record)

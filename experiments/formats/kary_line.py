@@ -12,7 +12,15 @@ A step whose precondition failed carries a `void` field with the reason
 (one of VOID_REASONS): the step ran, or was skipped, but what it measured is
 not what its labels say (a warm cache timed as a cold one, a cache size the
 cell did not have, a blob of the wrong size), so it is no timing even with
-rc 0.  Logs written before the field parse as they always did.  The runner's verdict, the Kubernetes
+rc 0.  Logs written before the field parse as they always did.
+
+A distribution of an archive is timed cold only where the log shows it: the
+`cold-cache` line for its size and strategy comes before it and says that no
+rank other than 0 still caches a blob (`cached_blobs`, each 0).  `ColdCache`
+reads those lines in log order and voids a distribution without one
+(VOID_NO_COLD_RECORD) or after one that shows blobs still cached
+(VOID_STILL_CACHED), whatever its exit status said.  The direct baseline moves
+no blob through a cache and needs none.  The runner's verdict, the Kubernetes
 backend's report and `kary parse` all read them here, so they cannot disagree
 on what a line says: `KARY` then spaces or tabs, then a JSON object; a step is
 a timing only when its rc is 0 and its seconds a finite number >= 0.
@@ -29,6 +37,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from experiments.formats.events import STRATEGIES, strategy_events, strategy_of
+
 __all__ = [
     "KARY_JSON",
     "VOID_BACKING_STORE",
@@ -36,7 +46,10 @@ __all__ = [
     "VOID_CACHE_SIZE",
     "VOID_COLD_CACHE",
     "VOID_NO_ARCHIVE",
+    "VOID_NO_COLD_RECORD",
     "VOID_REASONS",
+    "VOID_STILL_CACHED",
+    "ColdCache",
     "content_store",
     "content_store_text",
     "format_kary_line",
@@ -45,6 +58,7 @@ __all__ = [
     "load_record",
     "meta_record",
     "step_problem",
+    "step_timings",
     "step_void",
 ]
 
@@ -55,6 +69,10 @@ VOID_CACHE_SIZE = "cache size not set"  # `flux module reload content purge-targ
 VOID_BACKING_STORE = "content backing store not reloaded"  # rank 0 ran without one
 VOID_BLOB = "blob not made"  # generation failed, or the blob is short
 VOID_NO_ARCHIVE = "archive not created"  # not run: an extract would wait for it forever
+# Read from the log, not printed by the template: the cold cache a distribution needs
+# was not shown (see the module doc).
+VOID_NO_COLD_RECORD = "no cold-cache record before the distribution"
+VOID_STILL_CACHED = "blobs still cached after the cache drop"
 VOID_REASONS: tuple[str, ...] = (
     VOID_COLD_CACHE,
     VOID_CACHE_SIZE,
@@ -171,3 +189,54 @@ def _json_value(key: str, value: Any) -> str:
     if key == "seconds" and number and math.isfinite(value):
         return f"{value:.6f}"
     return json.dumps(value)
+
+
+# The strategies whose blobs pass through the content caches (all but `direct`).
+_CACHED_STRATEGIES = frozenset(STRATEGIES) - {"direct"}
+
+
+class ColdCache:
+    """A log's `cold-cache` lines, read in log order with `read`; `void(step)` says why a
+    distribution step is void for want of a shown cold cache (None when it has one,
+    is not such a distribution, or is no timing anyway: failed, or void already)."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, str], Mapping[str, Any]] = {}
+
+    def read(self, record: Mapping[str, Any]) -> None:
+        """Note a record; only cold-cache lines matter."""
+        if record.get("meta") == "cold-cache":
+            self._last[(str(record.get("size")), str(record.get("strategy")))] = record
+
+    def void(self, step: Mapping[str, Any]) -> str | None:
+        event = step.get("event")
+        strategy = strategy_of(event) if isinstance(event, str) else None
+        if strategy not in _CACHED_STRATEGIES:
+            return None
+        if strategy_events(strategy).distribute_wave(str(event)) is None:
+            return None  # not a distribution (create, verify, delete, clean)
+        if step_void(dict(step)) is not None or step_problem(dict(step)) is not None:
+            return None
+        cold = self._last.get((str(step.get("size")), strategy))
+        if cold is None:
+            return VOID_NO_COLD_RECORD
+        cached = cold.get("cached_blobs")
+        counts = cached.values() if isinstance(cached, dict) else [None]
+        # Each rank's count must be shown, and 0: a rank that kept a blob serves it warm.
+        if any(not isinstance(n, int) or isinstance(n, bool) or n != 0 for n in counts):
+            return VOID_STILL_CACHED
+        return None
+
+
+def step_timings(log: str) -> list[tuple[dict[str, Any], str | None]]:
+    """Every step record of a log in order, with why it is no timing (void, by its own
+    field or for want of a shown cold cache, or failed); None for a timing."""
+    cold = ColdCache()
+    found: list[tuple[dict[str, Any], str | None]] = []
+    for record in kary_records(log):
+        if record is None:
+            continue
+        cold.read(record)
+        if "event" in record:
+            found.append((record, step_void(record) or cold.void(record) or step_problem(record)))
+    return found

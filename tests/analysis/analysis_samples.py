@@ -110,6 +110,8 @@ def kary_log(
                 lines.append(_kary(event, label, size, took, status))
                 if blob is not None and i == 0 and strategy != "direct" and not status:
                     lines.append(archive_line(label, strategy, blob, size, stored))
+                if i == 0 and strategy != "direct" and not status:
+                    lines.append(cold_cache_line(label, strategy, nodes))
     if done:
         lines.append(format_kary_line({"meta": "done", "failed_steps": failed}) + "\n")
         lines.append('SCRIPT entrypoint\n#!/bin/bash\necho "KARY {\\"meta\\": \\"done\\"}"\n')
@@ -127,6 +129,13 @@ def archive_line(label: str, strategy: str, blob: str, size: int, stored: set[st
         "meta": "archive", "size": label, "strategy": strategy, "blob": blob,
         "chunks": chunks, "store_objects_added": added,
     }  # fmt: skip
+    return format_kary_line(record) + "\n"
+
+
+def cold_cache_line(label: str, strategy: str, nodes: int) -> str:
+    """The line before a distribution: every rank's cache dropped, none still holds a blob."""
+    cached = {str(rank): 0 for rank in range(1, nodes)}
+    record = {"meta": "cold-cache", "size": label, "strategy": strategy, "cached_blobs": cached}
     return format_kary_line(record) + "\n"
 
 

@@ -16,7 +16,13 @@ from analysis_samples import run_record, write_cell
 from analysis import load_parsed, parse_tree
 from experiments.backends.base import RunResult
 from experiments.execution.outcome import judge
-from experiments.formats.kary_line import VOID_COLD_CACHE, format_kary_line, step_void
+from experiments.formats.kary_line import (
+    VOID_COLD_CACHE,
+    VOID_NO_COLD_RECORD,
+    VOID_STILL_CACHED,
+    format_kary_line,
+    step_void,
+)
 
 SIZE = {"size": "16M", "size_bytes": 16777216}
 COLD = VOID_COLD_CACHE
@@ -33,7 +39,11 @@ def _step(
     return _line(record if void is None else {**record, "void": void})
 
 
-HEAD = _line({"meta": "cell", "cell": "4/kary-2/0", "nodes": 4, "topo": "kary:2"})
+# The cell line, and the cold cache every distribution of 16M needs shown before it.
+CELL = _line({"meta": "cell", "cell": "4/kary-2/0", "nodes": 4, "topo": "kary:2"})
+CACHED = {"1": 0, "2": 0, "3": 0}
+COLD_LINE = _line({"meta": "cold-cache", "size": "16M", "strategy": "all", "cached_blobs": CACHED})
+HEAD = CELL + COLD_LINE
 
 
 def _parse(tmp_path: Path, log: str, iteration: int = 0) -> Path:
@@ -98,3 +108,33 @@ def test_a_skipped_step_is_void_in_the_verdict_too() -> None:
     assert verdict.error is not None
     assert "1 of 2 steps failed: create-archive 16M (rc 1)" in verdict.error
     assert "1 of 2 steps void: distribute-all-nodes 16M (archive not created)" in verdict.error
+
+
+def _distribution_status(tmp_path: Path, log: str) -> str:
+    events = load_parsed(_parse(tmp_path, log)).events.set_index("event")
+    return str(events.loc["distribute-all-nodes", "status"])
+
+
+def test_a_distribution_is_void_unless_a_cold_cache_line_before_it_shows_every_cache_empty(
+    tmp_path: Path,
+) -> None:
+    done = _line({"meta": "done", "failed_steps": 0})
+    timed = _step("distribute-all-nodes", seconds=1.0)
+    assert _distribution_status(tmp_path / "a", HEAD + timed + done) == "ok"
+    # No cold-cache line at all, or only after the distribution.
+    assert (
+        _distribution_status(tmp_path / "b", CELL + timed + done) == f"void: {VOID_NO_COLD_RECORD}"
+    )
+    late = CELL + timed + COLD_LINE + done
+    assert _distribution_status(tmp_path / "c", late) == f"void: {VOID_NO_COLD_RECORD}"
+    # Rank 3 still cached 2 blobs after the drop: it served them warm.
+    warm = {"meta": "cold-cache", "size": "16M", "strategy": "all"}
+    still = CELL + _line({**warm, "cached_blobs": {**CACHED, "3": 2}}) + timed + done
+    assert _distribution_status(tmp_path / "d", still) == f"void: {VOID_STILL_CACHED}"
+    # A record that counts nothing shows nothing.
+    blind = CELL + _line({**warm, "cached_blobs": None}) + timed + done
+    assert _distribution_status(tmp_path / "e", blind) == f"void: {VOID_STILL_CACHED}"
+    # Direct moves no blob through a cache: it needs no cold-cache line.
+    direct = CELL + _step("distribute-direct", seconds=1.0) + done
+    events = load_parsed(_parse(tmp_path / "f", direct)).events.set_index("event")
+    assert events.loc["distribute-direct", "status"] == "ok"

@@ -11,6 +11,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from experiments.formats.kary_line import format_kary_line
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -69,3 +71,43 @@ def test_where_real_flux_ties_there_is_no_winner_to_agree_on() -> None:
     assert "no winner to agree on" in text
     assert "same fastest topology: 0 of 0 where real Flux has one (1 without a winner)" in text
     assert data["failures"] == 0
+
+
+def _log(*records: dict[str, Any]) -> str:
+    return "\n".join(format_kary_line(r) for r in records) + "\n"
+
+
+def _step(event: str, size: str, seconds: float, **extra: Any) -> dict[str, Any]:
+    return {
+        "event": event,
+        "size": size,
+        "size_bytes": 1 << 20,
+        "seconds": seconds,
+        "rc": 0,
+        **extra,
+    }
+
+
+def _cold(size: str, **cached: int) -> dict[str, Any]:
+    counts = {"1": 0, "2": 0, **cached}
+    return {"meta": "cold-cache", "size": size, "strategy": "all", "cached_blobs": counts}
+
+
+def test_a_void_step_or_an_unshown_cold_cache_is_no_sample() -> None:
+    samples = _fidelity().distribution_samples
+    # Measured and sound: a cold-cache record with every rank's cache empty, then the time.
+    log = _log(_cold("1M"), _step("distribute-all-nodes", "1M", 1.5))
+    assert samples(log) == {"1M": 1.5}
+    # A void step keeps its time in the log; it is no sample (rc 0 and a time, all the same).
+    void = _step("distribute-all-nodes", "1M", 0.2, void="cold cache not established")
+    assert samples(_log(_cold("1M"), void)) == {}
+    # Rank 2 still cached 3 blobs after the drop: a warm distribution, no sample.
+    assert samples(_log(_cold("1M", **{"2": 3}), _step("distribute-all-nodes", "1M", 0.3))) == {}
+    # No cold-cache record before the distribution (one after it does not count).
+    late = _log(_step("distribute-all-nodes", "1M", 0.3), _cold("1M"))
+    assert samples(late) == {}
+    # Another size's record is not this size's.
+    assert samples(_log(_cold("2M"), _step("distribute-all-nodes", "1M", 0.3))) == {}
+    # A failed verify of the size spoils its distribution too.
+    bad_verify = _step("verify-distribute-all-nodes", "1M", 0.1, rc=1)
+    assert samples(_log(_cold("1M"), _step("distribute-all-nodes", "1M", 1.5), bad_verify)) == {}

@@ -49,6 +49,10 @@ def _head(cell: str) -> list[str]:
     return [format_kary_line(meta), *_step("generate-blob", seconds=0.01, rc=0)]
 
 
+# Every rank's cache empty after the drop: the distribution after it is timed cold.
+COLD = {"1": 0, "2": 0, "3": 0}
+
+
 def _done(failed: int) -> list[str]:
     return [format_kary_line({"meta": "done", "failed_steps": failed})]
 
@@ -59,6 +63,9 @@ LOGS = {
     "kary:1": [
         *_head("4/kary-1/0"),
         *_step("create-archive", "\t", seconds=0.02, rc=0),
+        format_kary_line(
+            {"meta": "cold-cache", "size": "1M", "strategy": "all", "cached_blobs": COLD}
+        ),
         *_step("distribute-all-nodes", " \t", seconds=0.03, rc=0),
         *_done(0),
     ],
