@@ -16,13 +16,16 @@ hits every cell alike.  A failed step or a copy that failed verification is no
 sample: the table says n.
 
 Printed, per link speed: each topology's median `distribute-all-nodes`
-seconds, its quartiles and n, the bound its links set (rank 0 sends one copy
-per child through its link: K x size / rate), the fastest topology, and the
+seconds, its quartiles and n, the floor its links set (the busiest shaped link
+in either direction at its rate: experiments/estimate/link_floor.py; on equal
+links rank 0's K copies out, K x size / rate), the fastest topology, and the
 two-sided Mann-Whitney p of every pair (with 4 runs a side the smallest
 possible p is 0.029; with 3 it is 0.1, so 3 runs can never separate two
 topologies at p < 0.05).  With `--emulator SPEED` the emulator runs the same
 cells on the same links and a second table gives emulator / box per cell.
-Exit status 1 when a cell has no sample.
+Exit status 1 when a cell has no sample, or when a sample is faster than its
+links' floor beyond the floor's slack (tbf's bucket, the clock, tc's rounding):
+one warning line per such sample says which.
 """
 
 from __future__ import annotations
@@ -47,7 +50,9 @@ from machine_load import CpuMeter  # noqa: E402
 from analysis import parse  # noqa: E402
 from analysis.tables.stats import rank_test, smallest_p  # noqa: E402
 from experiments import Sweep, run  # noqa: E402
+from experiments.estimate.link_floor import LinkFloor, distribution_floors  # noqa: E402
 from experiments.execution.progress import SilentReporter  # noqa: E402
+from experiments.model.links import LinkSettings  # noqa: E402
 from experiments.model.units import parse_bandwidth, parse_size  # noqa: E402
 
 EVENT = "distribute-all-nodes"
@@ -82,9 +87,27 @@ def samples(out: Path, place: str, speed: str) -> dict[str, list[float]]:
     }
 
 
-def _bound(topo: str, nodes: int, size_bytes: int, speed: str) -> float:
-    fanout = nodes - 1 if topo in ("kary:0",) else min(int(topo.split(":")[1]), nodes - 1)
-    return fanout * size_bytes / parse_bandwidth(speed)
+def floor(topo: str, nodes: int, size_bytes: int, speed: str) -> LinkFloor:
+    """The links' floor of a distribution to every rank (estimate/link_floor.py: every
+    shaped link, both directions)."""
+    links = LinkSettings(bandwidth=parse_bandwidth(speed))
+    return distribution_floors(nodes, topo, "all", size_bytes, links)[EVENT]
+
+
+def below_floor(data: dict[str, Any]) -> list[str]:
+    """Each box sample faster than its links' floor, beyond the slack the floor allows."""
+    found = []
+    size_bytes = parse_size(data["size"])
+    for speed, got in data["box"].items():
+        for topo, times in got.items():
+            bound = floor(topo, data["nodes"], size_bytes, speed)
+            found += [
+                f"box {speed} {topo}: {t:.2f} s, under its links' floor {bound.seconds:.2f} s "
+                f"({bound.busiest.text() if bound.busiest else 'no shaped link'})"
+                for t in times
+                if bound.beaten_by(t)
+            ]
+    return found
 
 
 def table(data: dict[str, Any]) -> str:
@@ -96,12 +119,12 @@ def table(data: dict[str, Any]) -> str:
         lines += [
             f"\nbox, N={nodes}, {size}, links {speed} (both ways, every node), `{EVENT}` seconds",
             "",
-            "| topology | median | quartiles | n | link bound | median / bound |",
+            "| topology | median | quartiles | n | link floor | median / floor |",
             "|---|---|---|---|---|---|",
         ]
         for topo in data["topos"]:
             times = got.get(topo, [])
-            bound = _bound(topo, nodes, size_bytes, speed)
+            bound = floor(topo, nodes, size_bytes, speed).seconds
             if not times:
                 lines.append(f"| {topo} | - | - | 0 | {bound:.1f} | - |")
                 continue
@@ -215,9 +238,13 @@ def main() -> int:
 
 
 def _missing(data: dict[str, Any]) -> int:
-    """1 when a (speed, topology) cell has no sample."""
+    """1 when a (speed, topology) cell has no sample, or a sample beat its links' floor."""
     speeds, topos = data["speeds"], data["topos"]
-    return 1 if any(not data["box"][s].get(t) for s in speeds for t in topos) else 0
+    faster = below_floor(data)
+    for line in faster:
+        print(f"warning: faster than physics: {line}", file=sys.stderr)
+    empty = any(not data["box"][s].get(t) for s in speeds for t in topos)
+    return 1 if empty or faster else 0
 
 
 if __name__ == "__main__":

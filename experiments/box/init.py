@@ -17,7 +17,8 @@ rank 0's broker runs the entrypoint as its initial program, with this
 program's stdout and stderr (the cell's log).  The other ranks log to
 `BOX_DIR/rank-<r>.log`.  When rank 0's broker exits, the others (which Flux
 shuts down with it) get a grace period, then SIGKILL.  Last, the byte count
-of every link goes to `BOX_DIR/links.json`.
+of every link and the `tc -s` statistics of its shaped qdiscs (bytes, drops,
+overlimits, each direction) go to `BOX_DIR/links.json`.
 """
 
 from __future__ import annotations
@@ -252,7 +253,7 @@ def _wait(ranks: list[_Rank], spec: BoxSpec) -> int:
             print(f"kary box: rank {rank} did not start; stopping the box", file=sys.stderr)
             code = _EXIT_STARTUP_FAILED
             deadline = time.monotonic()
-    _write_link_bytes(spec)
+    _write_link_bytes(spec, ranks)
     return 128 + signal.SIGKILL if code is None else code
 
 
@@ -262,11 +263,13 @@ def _signal(pids: list[int], signum: int) -> None:
             os.kill(pid, signum)
 
 
-def _write_link_bytes(spec: BoxSpec) -> None:
-    """Bytes each node sent and received over its link, from the switch side's counters."""
+def _write_link_bytes(spec: BoxSpec, ranks: list[_Rank]) -> None:
+    """Bytes each node sent and received over its link, from the switch side's counters,
+    and the `tc -s` statistics of every shaped qdisc on it, each direction."""
     done = subprocess.run(
         ["ip", "-json", "-statistics", "link", "show"], capture_output=True, text=True, check=False
     )
+    switch = _qdisc_stats(None)
     links: dict[str, Any] = {}
     with contextlib.suppress(ValueError, TypeError):
         for link in json.loads(done.stdout):
@@ -276,14 +279,57 @@ def _write_link_bytes(spec: BoxSpec) -> None:
                 links[name[1:]] = {
                     "sent_bytes": stats.get("rx", {}).get("bytes"),
                     "received_bytes": stats.get("tx", {}).get("bytes"),
+                    # The node's eth0 shapes what it sends, the switch's h<rank> what it gets.
+                    "qdiscs": {"received": switch.get(name, [])},
                 }
             elif name.startswith("c") and name[1:].isdigit():
                 # A group's uplink, seen from the core: what the group sent out, and took in.
                 links[f"group {name[1:]}"] = {
                     "sent_bytes": stats.get("rx", {}).get("bytes"),
                     "received_bytes": stats.get("tx", {}).get("bytes"),
+                    # u<g> shapes what the group sends to the core, c<g> what it gets.
+                    "qdiscs": {
+                        "sent": switch.get(f"u{name[1:]}", []),
+                        "received": switch.get(name, []),
+                    },
                 }
+    for r in ranks:
+        link = links.get(str(r.rank))
+        if link is not None:
+            link["qdiscs"] = {"sent": _qdisc_stats(r.netns).get("eth0", []), **link["qdiscs"]}
     (Path(spec.folder) / "links.json").write_text(json.dumps(links))
+
+
+# What run.json keeps of each shaped qdisc `tc -s -j qdisc show` lists.
+_QDISC_FIELDS = ("kind", "handle", "bytes", "packets", "drops", "overlimits", "requeues")
+_SHAPING = ("tbf", "netem")
+
+
+def _qdisc_stats(netns: int | None) -> dict[str, list[dict[str, Any]]]:
+    """{device: [its tbf and netem qdiscs' statistics]} in this namespace, or in the one
+    `netns` (an open namespace file) names; {} when tc cannot say."""
+
+    def enter() -> None:  # pragma: no cover - runs in the child, before tc
+        if netns is not None and _libc().setns(netns, _CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), "setns(CLONE_NEWNET)")
+
+    try:
+        done = subprocess.run(
+            ["tc", "-s", "-j", "qdisc", "show"],
+            capture_output=True,
+            text=True,
+            check=False,
+            preexec_fn=enter,
+            pass_fds=() if netns is None else (netns,),
+        )
+        found: dict[str, list[dict[str, Any]]] = {}
+        for qdisc in json.loads(done.stdout):
+            if qdisc.get("kind") in _SHAPING:
+                stats = {key: qdisc.get(key) for key in _QDISC_FIELDS}
+                found.setdefault(str(qdisc.get("dev")), []).append(stats)
+        return found
+    except (OSError, subprocess.SubprocessError, ValueError, TypeError, AttributeError):
+        return {}
 
 
 def main(argv: list[str]) -> int:

@@ -1,7 +1,8 @@
 """What the flux backend hands a box's init, and what it reads back (the box's files).
 
 `box_spec` turns a layout and link settings into init's `box.json`;
-`read_link_bytes` reads the `links.json` init leaves (bytes per node's link).
+`read_link_bytes` reads the `links.json` init leaves (bytes per node's link and
+group uplink, and the `tc -s` statistics of each one's shaped qdiscs).
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def box_spec(
 
 
 def read_link_bytes(folder: Path) -> dict[str, Any] | None:
-    """Bytes each rank sent and received over its link ({rank: {...}}); None if unknown."""
+    """Bytes each rank (and group uplink) sent and received over its link, and its
+    qdiscs' statistics ({rank: {...}}); None if unknown."""
     try:
         links = json.loads((folder / "links.json").read_text())
     except (OSError, ValueError):

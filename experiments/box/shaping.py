@@ -12,7 +12,7 @@ starts).
 
 from __future__ import annotations
 
-__all__ = ["qdisc_commands"]
+__all__ = ["burst_bytes", "qdisc_commands"]
 
 # tbf's queue: how long a packet may wait for tokens before it is dropped.  TCP
 # needs room for a window at the link's rate; 50 ms is far above the box's RTT.
@@ -26,7 +26,7 @@ _BURST_SECONDS = 0.004
 def qdisc_commands(device: str, bandwidth: float | None, latency: float | None) -> list[str]:
     """`tc -batch` lines that shape `device`'s egress; [] when nothing is shaped."""
     rate = (
-        f"tbf rate {round(bandwidth * 8)}bit burst {_burst(bandwidth)} "
+        f"tbf rate {round(bandwidth * 8)}bit burst {burst_bytes(bandwidth)} "
         f"latency {round(_QUEUE_SECONDS * 1000)}ms"
         if bandwidth
         else None
@@ -39,5 +39,6 @@ def qdisc_commands(device: str, bandwidth: float | None, latency: float | None) 
     return [f"qdisc add dev {device} root {rate}"] if rate else []
 
 
-def _burst(bandwidth: float) -> int:
+def burst_bytes(bandwidth: float) -> int:
+    """tbf's bucket at `bandwidth` bytes/s: what may pass at once, unpaced."""
     return max(_MIN_BURST_BYTES, round(bandwidth * _BURST_SECONDS))

@@ -4,8 +4,9 @@
   stated defaults per backend and place, and a cell's predicted time;
 - `history`, `fit`, `coverage`, `interval`: sweeps read from parsed
   directories, fitted per environment, and the 80% interval around a plan;
-- `box_network`, `bottleneck`: a box's network terms, and whether a box cell
-  measures its links or this machine's cores;
+- `box_network`, `bottleneck`, `link_floor`: a box's network terms, whether a box
+  cell measures its links or this machine's cores, and the links' floor (every
+  shaped link, both directions) each distribution is held to;
 - `layouts`: the same cells per layout (per-cell, nested, nested + --mmap);
 - `prices`, `price_refresh`: the dated price catalog and its refresh; `bill`: the
   hourly bill's lines; `spot_prices`, `spot_refresh`: dated spot prices and their
@@ -24,6 +25,7 @@ __all__ = [
     "history",
     "interval",
     "layouts",
+    "link_floor",
     "model_check",
     "network_prices",
     "parameters",

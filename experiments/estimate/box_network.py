@@ -4,8 +4,9 @@ A box cell's `distribute-all-nodes` time is modelled as
 
     t = a * link_floor + b * fill + c * cpu + d
 
-- `link_floor`: seconds the busiest sender needs at the links' nominal rate
-  (one copy per child through its one link: children x size / rate); `a` near
+- `link_floor`: seconds the busiest link needs at its nominal rate, in either
+  direction (link_floor.py; on equal links, one copy per child through the
+  busiest broker's link: children x size / rate); `a` near
   1 means the links run at their rate, above 1 says what TCP, ZeroMQ, CURVE
   and flux-core's one-blob-at-a-time requests cost on top.
 - `fill`: the pipeline's fill, one 1 MiB blob per level of depth, at the
@@ -43,7 +44,9 @@ import numpy as np
 from scipy.optimize import lsq_linear
 
 from experiments.errors import UserError
+from experiments.estimate.link_floor import distribution_floors
 from experiments.estimate.parameters import GIB
+from experiments.model.links import LinkSettings
 from experiments.model.topology import build_tree
 
 __all__ = [
@@ -79,14 +82,11 @@ class BoxObservation:
 
     def features(self) -> np.ndarray:
         tree = build_tree(self.topo, self.nodes)
-        floor = 0.0
-        for rank, children in enumerate(tree.children):
-            rate = self.root_bandwidth if rank == 0 and self.root_bandwidth else self.bandwidth
-            if children:
-                floor = max(floor, len(children) * self.size_bytes / rate)
+        links = LinkSettings(bandwidth=self.bandwidth, root_bandwidth=self.root_bandwidth)
+        floor = distribution_floors(self.nodes, self.topo, "all", self.size_bytes, links)[EVENT]
         fill = tree.depth * MIB / self.bandwidth
         cpu = (self.nodes - 1) * self.size_bytes / GIB
-        return np.array([floor, fill, cpu, 1.0])
+        return np.array([floor.seconds, fill, cpu, 1.0])
 
 
 @dataclass(frozen=True)

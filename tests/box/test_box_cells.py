@@ -2,7 +2,9 @@
 
 A flat tree's rank 0 sends one copy per child through its one link; a chain's
 rank 0 sends one copy in all.  The links' byte counters (run.json's
-`box.link_bytes`) must say so, and no distribution may beat its link's bound.
+`box.link_bytes`, and tc's own per qdisc) must say so, and no distribution may
+beat its links' floor (every shaped link, both directions: run.json's
+`box.distributions`).
 """
 
 from __future__ import annotations
@@ -63,21 +65,35 @@ def test_a_box_cell_runs_and_parses_to_ok_rows(
     assert not list(Path(box_env["TMPDIR"]).glob("kary-box-*"))
 
 
-@pytest.mark.parametrize(("topo", "copies"), [("kary:0", 3), ("kary:1", 1)])
-def test_rank_0_sends_one_copy_per_child_and_no_copy_beats_its_link(
+# (topology, rank 0's link, copies rank 0 sends, the floor's link, its copies, its rate):
+# a flat tree under a 1 Gbit/s rank 0 is bound by what each 50 Mbit/s leaf receives
+# (one copy, 2.7 s; rank 0's three copies take 0.4 s), a chain by every link's one copy.
+_FLOORS = [
+    ("kary:0", "1Gbit", 3, "in", 1),
+    ("kary:1", None, 1, "out", 1),
+]
+
+
+@pytest.mark.parametrize(("topo", "root", "copies", "direction", "floor_copies"), _FLOORS)
+def test_rank_0_sends_one_copy_per_child_and_no_copy_beats_its_links_floor(
     box_flux: str,
     box_env: dict[str, str],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     topo: str,
+    root: str | None,
     copies: int,
+    direction: str,
+    floor_copies: int,
 ) -> None:
     monkeypatch.setenv("TMPDIR", box_env["TMPDIR"])
     size, rate = 16 * MIB, 50e6 / 8  # 50 Mbit/s
     args = ["--exact-nodes", "4", "--topo", topo, "--sizes", "16M", "--link-bandwidth", "50Mbit"]
+    args += ["--root-link-bandwidth", root] if root else []
     result = runner.invoke(app, ["run", *args, "--data-dir", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output
-    cell = tmp_path / "4" / topo.replace(":", "-") / "bw-50Mbit" / "0"
+    network = "bw-50Mbit" + (f"_rootbw-{root}" if root else "")
+    cell = tmp_path / "4" / topo.replace(":", "-") / network / "0"
     record = json.loads((cell / "run.json").read_text())
     sent = record["box"]["link_bytes"]["0"]["sent_bytes"]
     # Every copy crossed rank 0's link once, plus TCP/ZeroMQ/CURVE framing (< 5%).
@@ -93,15 +109,28 @@ def test_rank_0_sends_one_copy_per_child_and_no_copy_beats_its_link(
         received,
         allowed,
     )
+    # tc's own counters agree: rank 0's shaper passed every copy, and each leaf's shaper
+    # (its switch port) its one; a link whose floor it is ran out of tokens (overlimits).
+    # tc counts each segment's headers (seen: a chain's rank 0, 5.1% over its one copy).
+    (out_0,) = links["0"]["qdiscs"]["sent"]
+    assert out_0["kind"] == "tbf" and copies * size <= out_0["bytes"] <= copies * size * 1.08
+    (in_3,) = links["3"]["qdiscs"]["received"]
+    assert size <= in_3["bytes"] <= size * 1.08
+    busiest = out_0 if direction == "out" else in_3
+    assert busiest["overlimits"] > 0, links
     log = (cell / "topology-experiment.out").read_text()
     seconds = next(
         json.loads(line[5:])["seconds"]
         for line in log.splitlines()
         if line.startswith("KARY ") and '"distribute-all-nodes"' in line
     )
-    bound = copies * size / rate
-    # Physics: never faster than the link; and with links this slow, within x1.6 of it.
+    bound = floor_copies * size / rate
+    # Physics: never faster than the floor; and with links this slow, within x1.6 of it.
     assert bound <= seconds <= 1.6 * bound + 1.0, (seconds, bound)
+    (check,) = record["box"]["distributions"]
+    assert check["floor_seconds"] == pytest.approx(bound, abs=1e-3)
+    assert check["busiest_link"].split(":")[0].endswith(direction)
+    assert check["faster_than_floor"] is False and record["box"]["faster_than_floor"] == []
 
 
 def test_the_direct_baseline_downloads_from_rank_0s_address_over_its_link(
@@ -159,6 +188,12 @@ def test_between_groups_the_uplink_is_the_bottleneck_and_carries_one_copy_per_cr
     )
     bound = across * size / uplink  # the node links (8x faster) are not the bottleneck
     assert bound <= seconds <= 1.6 * bound + 1.0, (seconds, bound)
+    # The floor run.json records is that uplink's, and tc's shaper on it passed the copies.
+    (check,) = record["box"]["distributions"]
+    assert check["floor_seconds"] == pytest.approx(bound, abs=1e-3)
+    assert check["busiest_link"].startswith("group ") and not check["faster_than_floor"]
+    (shaper,) = record["box"]["link_bytes"]["group 0"]["qdiscs"]["sent"]
+    assert across * size <= shaper["bytes"] <= across * size * 1.08, shaper
     result = runner.invoke(app, ["parse", "--data", str(raw), "--out", str(parsed), "--no-plots"])
     assert result.exit_code == 0, result.output
     (run,) = _rows(parsed, "runs.csv")

@@ -34,8 +34,8 @@ def _reuse(tmp_path: Path, kept: bytes, sha: str) -> tuple[int, bool]:
     script = render_cell(4, "kary:2", [SIZE], ["all"], "4/kary-2/0").entrypoint_sh
     cache = tmp_path / "cache"
     cache.mkdir()
-    (cache / f"blob-{SIZE}").write_bytes(kept)
-    (cache / f"blob-{SIZE}.sha256").write_text(sha + "\n")
+    (cache / f"blob-random-{SIZE}").write_bytes(kept)
+    (cache / f"blob-random-{SIZE}.sha256").write_text(sha + "\n")
     done = subprocess.run(
         [
             "bash",
@@ -48,7 +48,7 @@ def _reuse(tmp_path: Path, kept: bytes, sha: str) -> tuple[int, bool]:
         capture_output=True,
         text=True,
     )
-    return done.returncode, (cache / f"blob-{SIZE}").exists()
+    return done.returncode, (cache / f"blob-random-{SIZE}").exists()
 
 
 def test_an_intact_kept_blob_is_reused(tmp_path: Path) -> None:

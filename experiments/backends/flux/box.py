@@ -23,6 +23,7 @@ from experiments.box.layout import BoxLayout
 from experiments.box.privileges import box_prefix_for
 from experiments.box.reap import reap_dead_boxes
 from experiments.estimate.bottleneck import box_bottlenecks
+from experiments.estimate.link_floor import faster_warning, floor_checks
 from experiments.model.links import LinkSettings
 from experiments.model.plan import Cell
 
@@ -72,5 +73,13 @@ def run_in_box(
         "link_bytes": read_link_bytes(folder),
         "rootless": "--user" in prefix,
     }
+    # Each timed distribution against its links' floor: a time faster than the links can
+    # carry says the measurement is wrong (a warm cache, a link not shaped), not the links.
+    checks = floor_checks(cell, links, result.log)
+    record["distributions"] = checks
+    record["faster_than_floor"] = [c for c in checks if c["faster_than_floor"]]
+    warning = faster_warning(cell.id, checks)
+    if warning:
+        print(warning, file=sys.stderr)
     result.provenance["box"] = record
     return result
