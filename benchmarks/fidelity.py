@@ -43,7 +43,7 @@ from analysis.tables.stats import rank_test  # noqa: E402
 from experiments.backends.base import Backend  # noqa: E402
 from experiments.backends.emulator import EmulatorBackend  # noqa: E402
 from experiments.backends.flux import FluxBackend  # noqa: E402
-from experiments.emulator.calibration import record_fidelity  # noqa: E402
+from experiments.emulator.calibration import FidelityKey, record_fidelity  # noqa: E402
 from experiments.formats.cell_layout import format_size  # noqa: E402
 from experiments.formats.events import strategy_events  # noqa: E402
 from experiments.formats.kary_line import step_timings  # noqa: E402
@@ -99,7 +99,8 @@ def spearman(a: list[float], b: list[float]) -> float | None:
     return None if rho != rho else float(rho)
 
 
-def measure(args: argparse.Namespace) -> dict[str, Any]:
+def measure(args: argparse.Namespace) -> tuple[dict[str, Any], FidelityKey, dict[str, object]]:
+    """The samples; and which emulator they are of, with the calibration it ran with."""
     sizes = [parse_size(s) for s in args.sizes.split(",")]
     nodes_list = [int(n) for n in args.nodes.split(",")]
     cells = [(n, t) for n in nodes_list for t in _topos(n, args.topos.split(","))]
@@ -125,7 +126,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                         file=sys.stderr,
                         flush=True,
                     )
-    return {
+    key = emulated.fidelity_key(real.flux_version)
+    data = {
         "flux_version": real.flux_version,
         "sizes": [format_size(s) for s in sizes],
         "nodes": nodes_list,
@@ -135,6 +137,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "seconds": round(time.monotonic() - started, 1),
         "samples": samples,
     }
+    return data, key, emulated.calibration().record()
 
 
 def table(data: dict[str, Any]) -> str:
@@ -239,20 +242,23 @@ def main() -> int:
     if flux_on_path() is None:
         print("fidelity: needs flux-core's `flux` on PATH (README, 'Real Flux')", file=sys.stderr)
         return 2
-    data = measure(args)
+    data, key, calibration = measure(args)
     if args.json:
         args.json.write_text(json.dumps(data, indent=1) + "\n")
     text = table(data)
     print(text, end="")
-    if args.emulator_scale == 1.0:
-        # What every emulated cell on this machine now says of itself.
-        summary = text.strip().splitlines()[-1]
-        when = time.strftime("%Y-%m-%d", time.gmtime())
-        record_fidelity(
-            f"on this machine ({when}), against flux-core {data['flux_version']}: {summary} "
-            f"(benchmarks/fidelity.py --nodes {args.nodes} --sizes {args.sizes} "
-            f"--iters {args.iters})"
-        )
+    # What every emulated cell of this emulator (machine, source, costs, scale) now says
+    # of itself, kept under its key beside the others' (emulator/calibration.py).
+    summary = text.strip().splitlines()[-1]
+    when = time.strftime("%Y-%m-%d", time.gmtime())
+    scaled = f" --emulator-scale {args.emulator_scale:g}" if args.emulator_scale != 1.0 else ""
+    record_fidelity(
+        f"on this machine ({when}), against flux-core {data['flux_version']}: {summary} "
+        f"(benchmarks/fidelity.py --nodes {args.nodes} --sizes {args.sizes} "
+        f"--iters {args.iters}{scaled})",
+        key,
+        calibration,
+    )
     # A check that cannot fail checks nothing: a cell outside x1.5, or a winner
     # real Flux names and the emulator does not, fails the run.
     return 1 if data["failures"] else 0

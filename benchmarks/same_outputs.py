@@ -196,6 +196,7 @@ _VOLATILE = {
     "name",
     "sweep_id",
     "calibration",
+    "emulator_source",
     "cpu_costs_ms_per_mib",
     "template_sha256",
     "flux_uri",

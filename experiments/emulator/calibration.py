@@ -13,10 +13,19 @@ twice as fast at that work burns half the extra CPU per MiB.
 
 The result is cached per machine (`$XDG_CACHE_HOME/kary/emulator-calibration.json`,
 keyed by /etc/machine-id, CPU model and core count), and every emulated cell's
-run.json records it (`emulator.calibration`).  Holding the emulator to real Flux
-on this machine needs flux-core here: benchmarks/fidelity.py measures it and
-`record_fidelity` keeps what it found, which every emulated cell then carries
-as its fidelity statement (`fidelity_here`) instead of the one measured elsewhere.
+run.json records it (`emulator.calibration`).  A probe outside x0.25-x4 of the
+reference is clamped to that range: one warning line says so each time the
+calibration is used, and the record keeps the scale the probe asked for
+(`clamped_from`).
+
+Holding the emulator to real Flux on this machine needs flux-core here:
+benchmarks/fidelity.py measures it and `record_fidelity` keeps what it found,
+under a `FidelityKey`: everything that changes the emulator's result (this
+machine, the emulator's source, the CPU costs it burned and their deliberate
+scale) and the flux-core it was held to.  Each key keeps its own entry, with
+the calibration it ran with.  An emulated cell carries, as its fidelity
+statement (`fidelity_here`), the newest entry whose key matches its own
+emulator; else the one measured elsewhere, saying so.
 """
 
 from __future__ import annotations
@@ -24,8 +33,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,8 +44,11 @@ from experiments.emulator.cpu import DEFAULT_COSTS, MIB, CpuCosts
 
 __all__ = [
     "REFERENCE_PROBE_MS_PER_MIB",
+    "SCALE_RANGE",
     "Calibration",
+    "FidelityKey",
     "calibrated_costs",
+    "emulator_source_hash",
     "fidelity_here",
     "machine_key",
     "probe_ms_per_mib",
@@ -50,8 +63,9 @@ REFERENCE_PROBE_MS_PER_MIB = 1.0
 # the machine: the scale is clamped to it.
 SCALE_RANGE = (0.25, 4.0)
 CACHE_NAME = "emulator-calibration.json"
-# What benchmarks/fidelity.py last measured on this machine (emulator against real Flux).
+# What benchmarks/fidelity.py measured on this machine (emulator against real Flux), per key.
 FIDELITY_NAME = "emulator-fidelity.json"
+_FIDELITY_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -64,12 +78,49 @@ class Calibration:
     scale: float
     machine: str
     measured: str
+    # The scale the probe asked for when it fell outside SCALE_RANGE (None: not clamped).
+    clamped_from: float | None = None
 
     def record(self) -> dict[str, object]:
         """For run.json: everything but the costs, which are recorded beside it."""
         data = asdict(self)
         data.pop("costs")
         return data
+
+    def clamp_warning(self) -> str | None:
+        """One line when the probe's scale was clamped; None otherwise."""
+        if self.clamped_from is None:
+            return None
+        low, high = SCALE_RANGE
+        return (
+            f"kary: warning: the emulator's CPU probe here took {self.probe_ms_per_mib:g} ms "
+            f"per MiB, x{self.clamped_from:g} the reference's {self.reference_ms_per_mib:g}; "
+            f"its CPU costs are scaled x{self.scale:g} instead (clamped to x{low:g}-x{high:g}), "
+            "so emulated times here may be off (emulator.calibration.clamped_from in run.json)"
+        )
+
+
+@dataclass(frozen=True)
+class FidelityKey:
+    """What an emulator's fidelity holds for: this machine, the emulator's source, the
+    CPU costs it burned (ms per MiB, as --cpu-costs) and their deliberate scale, and the
+    flux-core it was compared with (None when looking up: any)."""
+
+    machine: str
+    emulator_source: str
+    cpu_costs: str
+    cpu_scale: float = 1.0
+    flux_version: str | None = None
+
+    def text(self) -> str:
+        return "|".join(
+            (self.machine, self.emulator_source, self.cpu_costs, f"{self.cpu_scale:g}",
+             self.flux_version or "")
+        )  # fmt: skip
+
+    def emulator(self) -> tuple[str, str, str, float]:
+        """The parts that say which emulator ran (all but the flux-core compared with)."""
+        return (self.machine, self.emulator_source, self.cpu_costs, self.cpu_scale)
 
 
 def probe_ms_per_mib(mib: int = 16, rounds: int = 3) -> float:
@@ -106,6 +157,17 @@ def machine_key() -> str:
     return f"{machine_id or 'unknown'}|{model or 'unknown cpu'}|{os.cpu_count()} cores"
 
 
+def emulator_source_hash() -> str:
+    """sha256 (16 hex digits) over the emulator's code: experiments/emulator and its
+    backend, experiments/backends/emulator; another source is another emulator."""
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for folder in (here, here.parent / "backends" / "emulator"):
+        for path in sorted(folder.glob("*.py")):
+            digest.update(f"{folder.name}/{path.name}".encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def _cache_path(name: str = CACHE_NAME) -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "kary" / name
@@ -121,22 +183,53 @@ def _write(path: Path, data: dict[str, object]) -> None:
         pass  # a read-only home: measured again next time
 
 
-def record_fidelity(statement: str, cache: Path | None = None) -> None:
-    """Keep what benchmarks/fidelity.py measured here, for every emulated cell to carry."""
-    _write(cache or _cache_path(FIDELITY_NAME), {"machine": machine_key(), "statement": statement})
-
-
-def fidelity_here(default: str, cache: Path | None = None) -> str:
-    """The fidelity measured on this machine; else `default`, saying it was measured elsewhere."""
+def _fidelity_entries(path: Path) -> dict[str, dict[str, object]]:
+    """The cache's entries by key text; {} when absent, unreadable, or of an older format."""
     try:
-        data = json.loads((cache or _cache_path(FIDELITY_NAME)).read_text())
-        if data.get("machine") == machine_key() and isinstance(data.get("statement"), str):
-            return str(data["statement"])
-    except (OSError, ValueError, AttributeError):
-        pass
+        data = json.loads(path.read_text())
+        entries = data.get("entries") if data.get("format") == _FIDELITY_FORMAT else None
+        return dict(entries) if isinstance(entries, dict) else {}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def record_fidelity(
+    statement: str,
+    key: FidelityKey,
+    calibration: Mapping[str, object],
+    cache: Path | None = None,
+) -> None:
+    """Keep what benchmarks/fidelity.py measured here under `key`, with the calibration
+    (Calibration.record()) it ran with, beside the entries of every other key, for the
+    emulated cells whose emulator it describes to carry."""
+    path = cache or _cache_path(FIDELITY_NAME)
+    entries = _fidelity_entries(path)
+    entries[key.text()] = {
+        "key": asdict(key),
+        "statement": statement,
+        "calibration": dict(calibration),
+        "recorded": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    _write(path, {"format": _FIDELITY_FORMAT, "entries": entries})
+
+
+def fidelity_here(default: str, key: FidelityKey, cache: Path | None = None) -> str:
+    """The newest fidelity measured for this emulator (key, less the flux-core compared
+    with); else `default`, saying it was measured elsewhere."""
+    found: list[tuple[str, str]] = []
+    for entry in _fidelity_entries(cache or _cache_path(FIDELITY_NAME)).values():
+        try:
+            theirs = FidelityKey(**entry["key"])  # type: ignore[arg-type]
+        except (TypeError, KeyError):
+            continue
+        statement = entry.get("statement")
+        if theirs.emulator() == key.emulator() and isinstance(statement, str):
+            found.append((str(entry.get("recorded", "")), statement))
+    if found:
+        return max(found)[1]
     return (
-        f"{default} (measured on another machine; `make bench` with flux-core on PATH "
-        "measures this one)"
+        f"{default} (measured on another machine or another emulator; `make bench` with "
+        "flux-core on PATH measures this one)"
     )
 
 
@@ -157,7 +250,8 @@ def _scaled(probe: float, machine: str, measured: str) -> Calibration:
     # Rounded first, as the cache keeps it: a calibration read back is the one made.
     probe = round(probe, 4)
     low, high = SCALE_RANGE
-    scale = min(max(probe / REFERENCE_PROBE_MS_PER_MIB, low), high)
+    wanted = probe / REFERENCE_PROBE_MS_PER_MIB
+    scale = min(max(wanted, low), high)
     return Calibration(
         DEFAULT_COSTS.scaled(scale),
         probe,
@@ -165,19 +259,29 @@ def _scaled(probe: float, machine: str, measured: str) -> Calibration:
         round(scale, 3),
         machine,
         measured,
+        None if scale == wanted else round(wanted, 3),
     )
 
 
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
 def calibrated_costs(
-    cache: Path | None = None, probe: Callable[[], float] = probe_ms_per_mib
+    cache: Path | None = None,
+    probe: Callable[[], float] = probe_ms_per_mib,
+    warn: Callable[[str], None] = _stderr,
 ) -> Calibration:
-    """This machine's calibration: from the cache, else probed now and cached."""
+    """This machine's calibration: from the cache, else probed now and cached; a clamped
+    probe is warned of, in one line, each time."""
     path = cache or _cache_path()
     machine = machine_key()
-    found = _cached(path, machine)
-    if found is not None:
-        return found
-    measured = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    calibration = _scaled(probe(), machine, measured)
-    _write(path, calibration.record())
+    calibration = _cached(path, machine)
+    if calibration is None:
+        measured = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        calibration = _scaled(probe(), machine, measured)
+        _write(path, calibration.record())
+    warning = calibration.clamp_warning()
+    if warning:
+        warn(warning)
     return calibration

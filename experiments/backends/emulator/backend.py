@@ -27,7 +27,14 @@ from typing import Any
 from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
 from experiments.backends.waiting import communicate_or_stop
 from experiments.emulator import FIDELITY, LINKS_FIDELITY
-from experiments.emulator.calibration import Calibration, calibrated_costs, fidelity_here
+from experiments.emulator.calibration import (
+    Calibration,
+    FidelityKey,
+    calibrated_costs,
+    emulator_source_hash,
+    fidelity_here,
+    machine_key,
+)
 from experiments.emulator.content import DEFAULT_PURGE_TARGET_SIZE
 from experiments.emulator.instance import STARTUP_FAILED, group_members
 from experiments.errors import UserError
@@ -91,6 +98,17 @@ class EmulatorBackend(Backend):
         if self._calibration is None:
             self._calibration = calibrated_costs()
         return self._calibration
+
+    def calibration(self) -> Calibration:
+        """The CPU costs this machine's probe gave (before any deliberate scale)."""
+        return self._calibrated()
+
+    def fidelity_key(self, flux_version: str | None = None) -> FidelityKey:
+        """What this emulator's fidelity is kept under (emulator.calibration's FidelityKey):
+        this machine, the emulator's source, the costs it burns and their scale."""
+        return FidelityKey(
+            machine_key(), emulator_source_hash(), self._costs(), self.cpu_scale, flux_version
+        )
 
     def _costs(self) -> str:
         return self._calibrated().costs.scaled(self.cpu_scale).text()
@@ -207,10 +225,12 @@ class EmulatorBackend(Backend):
                 "purge_target_size": self.purge_target_size,
                 "cpu_costs_ms_per_mib": self._costs(),
                 "calibration": self._calibrated().record(),
+                # Which emulator ran (its code): with the costs and scale, its fidelity's key.
+                "emulator_source": emulator_source_hash(),
                 **({"cpu_scale": self.cpu_scale} if self.cpu_scale != 1.0 else {}),
                 "fidelity": LINKS_FIDELITY
                 if self.link_bandwidth or self.link_latency
-                else fidelity_here(FIDELITY),
+                else fidelity_here(FIDELITY, self.fidelity_key()),
                 # Injected on purpose (--emulator-fault): the cell tests a template, it
                 # measures nothing.
                 "faults": list(self.faults),
