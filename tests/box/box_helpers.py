@@ -1,7 +1,8 @@
-"""Helpers the box tests share: the box's processes, the host's links, a kary to stop."""
+"""Helpers the box tests share: the box's processes, its links and namespaces, a kary to stop."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -52,12 +53,50 @@ def wait_until(condition: object, seconds: float) -> bool:
     return bool(condition())  # type: ignore[operator]
 
 
-def host_links() -> str:
-    """This namespace's links and named namespaces, to compare before and after."""
-    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    # Counters and states change by themselves; names and kinds do not.
-    return "\n".join(sorted(line.split(":")[1].strip() for line in links.splitlines())) + names
+def box_names(init_pid: int, broker_pids: list[int]) -> tuple[set[str], set[str]]:
+    """While a box is up: the links of its switch namespace (`kary-br`, `h<rank>`, ...) and
+    the network namespaces of its init and brokers (`net:[inode]`)."""
+    shown = subprocess.run(
+        ["nsenter", f"--net=/proc/{init_pid}/ns/net", "ip", "-o", "link", "show"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    links = {line.split(":")[1].strip().split("@")[0] for line in shown.splitlines()} - {"lo"}
+    namespaces = {os.readlink(f"/proc/{pid}/ns/net") for pid in [init_pid, *broker_pids]}
+    return links, namespaces
+
+
+def host_holds(links: set[str], namespaces: set[str]) -> list[str]:
+    """Which of a box's links are in this namespace, and which of its namespaces a live
+    process is in or a mount holds open (the names `ip netns` would list are such mounts)."""
+    shown = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    here = {line.split(":")[1].strip().split("@")[0] for line in shown.splitlines()}
+    held: set[str] = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                held.add(os.readlink(f"/proc/{entry}/ns/net"))
+    mounts = Path("/proc/self/mountinfo").read_text()
+    inodes = {ns for ns in namespaces if ns[len("net:[") : -1] in mounts}
+    return sorted(links & here) + sorted(namespaces & held) + sorted(inodes)
+
+
+def box_init_pid() -> int | None:
+    """The pid of a live box's init (`python -m experiments.box.init .../kary-box-...`, in a
+    network namespace not this one's: the `unshare` that starts it has the same argv)."""
+    ours = os.readlink("/proc/self/ns/net")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            boxed = os.readlink(f"/proc/{entry}/ns/net") != ours
+        except OSError:
+            continue
+        if boxed and b"experiments.box.init" in argv and any(b"kary-box-" in a for a in argv):
+            return int(entry)
+    return None
 
 
 def start_kary(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:

@@ -1,7 +1,8 @@
 """Nothing of a box outlives its cell: Ctrl-C, a killed kary, a dead run's leftovers.
 
-Checked where a person would look: the process table (no broker, no init),
-`ip link` and `ip netns` in the host's namespace (unchanged), the scratch folder.
+Checked where a person would look: the process table (no broker, no init), the
+box's own links and namespaces, recorded while it was up (none in the host's
+namespace, none a process is in or a mount holds), the scratch folder.
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from box_helpers import box_broker_pids, box_processes, host_links, start_kary, wait_until
+from box_helpers import (
+    box_broker_pids,
+    box_init_pid,
+    box_names,
+    box_processes,
+    host_holds,
+    start_kary,
+    wait_until,
+)
 
 from experiments.box.reap import reap_dead_boxes
 
@@ -64,10 +73,16 @@ def _no_way_out_of(pid: int) -> None:
 def test_a_stopped_kary_leaves_no_broker_link_or_namespace(
     box_flux: str, box_env: dict[str, str], tmp_path: Path, signum: int
 ) -> None:
-    before = host_links()
     kary = start_kary([*_ARGS, "--data-dir", str(tmp_path)], box_env)
     try:
         up = wait_until(_distributing, 60)
+        init = box_init_pid()
+        assert init is not None, box_processes()
+        # The box's own names while it is up: its switch's links, its namespaces.
+        brokers = [pid for r in range(4) for pid in box_broker_pids(f"flux-sample-{r}")]
+        links, namespaces = box_names(init, brokers)
+        assert {"kary-br", "h0", "h3"} <= links and len(namespaces) == 5, (links, namespaces)
+        assert host_holds(links, namespaces) == sorted(namespaces)  # alive, so held
         if up and signum == signal.SIGINT:  # once: a node's way out, while the box is up
             _no_way_out_of(box_broker_pids("flux-sample-1")[0])
         # Ctrl-C reaches the terminal's foreground group: kary, not the guard's session.
@@ -79,7 +94,9 @@ def test_a_stopped_kary_leaves_no_broker_link_or_namespace(
             kary.kill()
             kary.communicate()
     assert wait_until(lambda: not box_processes(), 30), box_processes()
-    assert host_links() == before
+    # None of them is left: no link in the host's namespace, no namespace that a process
+    # is in or a mount holds.
+    assert host_holds(links, namespaces) == []
     scratch = Path(box_env["TMPDIR"])
     if signum == signal.SIGINT:
         assert kary.returncode == 130

@@ -59,31 +59,22 @@ def test_up_arms_the_switch_first_then_creates_and_down_removes_both(
 ) -> None:
     result = _up("--max-hours", "3")
     assert result.exit_code == 0, result.output
-    verbs = [c[1:4] for c in fake_cloud.calls("gcloud")]
-    assert verbs == [
-        ["container", "clusters", "describe"],
-        ["config", "get-value", "project"],
-        # Before anything is made: the scheduler's API is on, its account may resize.
-        ["services", "list", "--enabled"],
-        ["projects", "describe", "fake-project"],
-        ["projects", "get-iam-policy", "fake-project"],
-        ["scheduler", "jobs", "create"],
-        ["container", "clusters", "create"],
-        ["container", "clusters", "get-credentials"],
-    ]
-    create = fake_cloud.calls("gcloud")[6]
-    labels = dict(kv.split("=") for kv in create[create.index("--labels") + 1].split(","))
-    lease = Lease.from_labels(labels)
+    state = fake_cloud.state()
+    cluster, job = state["gke"][NAME], state["jobs"][JOB]
+    # The switch was armed before the cluster was made: it was there when the create came.
+    assert cluster["switches_at_create"] == [JOB]
+    assert cluster["status"] == "RUNNING"
+    lease = Lease.from_labels(cluster["labels"])
     assert lease is not None and lease.owner == "tester"
-    job = fake_cloud.state()["jobs"][JOB]
+    # It resizes this cluster's pool to 0 when the lease ends, as the project's default
+    # compute account (which the fake's IAM policy lets resize).
     assert job["uri"] == (
         "https://container.googleapis.com/v1/projects/fake-project/locations/us-central1-a/"
         f"clusters/{NAME}/nodePools/default-pool:setSize"
     )
-    switch = fake_cloud.calls("gcloud")[5]
-    assert switch[switch.index("--oauth-service-account-email") + 1] == (
-        "123456789012-compute@developer.gserviceaccount.com"
-    )
+    assert job["schedule"] == "30 18 27 6 *" and job["state"] == "ENABLED"
+    assert job["serviceAccount"] == "123456789012-compute@developer.gserviceaccount.com"
+    assert state["kubecontext"] == NAME
     assert fake_cloud.state()["operator"] == [NAME]
     status = runner.invoke(app, ["cluster", "status", str(GKE_30)])
     assert status.exit_code == 0, status.output
@@ -107,8 +98,8 @@ def test_up_arms_the_switch_first_then_creates_and_down_removes_both(
     )
     down = runner.invoke(app, ["cluster", "down", str(GKE_30)])
     assert down.exit_code == 0, down.output
-    assert DELETE in fake_cloud.calls("gcloud")
-    assert fake_cloud.calls("gcloud")[-1][:4] == ["gcloud", "scheduler", "jobs", "delete"]
+    # Both are gone: the cluster and its switch.
+    assert fake_cloud.state()["gke"] == {} and fake_cloud.state()["jobs"] == {}
     assert fake_cloud.running() == []
 
 
@@ -117,10 +108,7 @@ def test_a_service_account_can_be_given(fake_cloud: Any, monkeypatch: pytest.Mon
     monkeypatch.setenv("KARY_FAKE_SA_MEMBER", "reaper@p.iam.gserviceaccount.com")
     assert _up("--no-operator").exit_code == 0
     assert [c[1:3] for c in fake_cloud.calls("gcloud")].count(["projects", "describe"]) == 0
-    switch = next(
-        c for c in fake_cloud.calls("gcloud") if c[1:4] == ["scheduler", "jobs", "create"]
-    )
-    assert "reaper@p.iam.gserviceaccount.com" in switch
+    assert fake_cloud.state()["jobs"][JOB]["serviceAccount"] == "reaper@p.iam.gserviceaccount.com"
 
 
 def test_a_create_that_fails_half_way_deletes_the_cluster_and_the_switch(fake_cloud: Any) -> None:

@@ -56,6 +56,11 @@ def test_the_group_is_made_before_eksctl_and_named_in_the_up_plan(fake_cloud: An
     order = [c[0] if c[0] != "boto3" else c[2] for c in fake_cloud.calls()]
     assert order.index("CreatePlacementGroup") < order.index("eksctl")
     assert fake_cloud.placement.groups[GROUP]["Strategy"] == "cluster"
+    # down deletes the group it made, once the cluster is gone.
+    down = runner.invoke(app, ["cluster", "down", str(EKS_30)])
+    assert down.exit_code == 0, down.output
+    assert fake_cloud.placement.groups == {} and fake_cloud.placement.deleted == [GROUP]
+    assert fake_cloud.state()["eks"] == {}
 
 
 def test_a_failed_create_deletes_the_group_it_made(fake_cloud: Any) -> None:
@@ -63,7 +68,8 @@ def test_a_failed_create_deletes_the_group_it_made(fake_cloud: Any) -> None:
     result = _up()
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1].endswith("what was made is deleted")
-    assert _ec2(fake_cloud)[-1] == "DeletePlacementGroup"
+    # The group was made, and is gone again.
+    assert fake_cloud.placement.deleted == [GROUP] and fake_cloud.placement.groups == {}
     assert fake_cloud.running() == []
 
 
@@ -73,8 +79,7 @@ def test_a_group_that_exists_is_used_and_never_deleted(fake_cloud: Any) -> None:
     assert "CreatePlacementGroup" not in _ec2(fake_cloud)
     down = runner.invoke(app, ["cluster", "down", str(EKS_30)])
     assert down.exit_code == 0, down.output
-    assert "DeletePlacementGroup" not in _ec2(fake_cloud)
-    assert list(fake_cloud.placement.groups) == [GROUP]
+    assert list(fake_cloud.placement.groups) == [GROUP] and fake_cloud.placement.deleted == []
 
 
 def test_a_group_being_deleted_is_one_line_before_anything_bills(fake_cloud: Any) -> None:

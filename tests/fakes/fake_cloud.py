@@ -267,6 +267,12 @@ def gcloud(argv: list[str]) -> None:
                     "labels": labels,
                     "spot": "--spot" in argv,
                 }
+                # The dead-man switches aimed at this cluster when it was made.
+                state["gke"][name]["switches_at_create"] = sorted(
+                    job
+                    for job, spec in state["jobs"].items()
+                    if f"/clusters/{name}/" in (spec.get("uri") or "")
+                )
             print(f"Creating cluster {name} in {zone}...", file=sys.stderr)
             sys.stderr.flush()
             if mode == "hang":
@@ -325,6 +331,7 @@ def gcloud(argv: list[str]) -> None:
                 "location": _flag(argv, "--location"),
                 "schedule": schedule,
                 "uri": _flag(argv, "--uri"),
+                "serviceAccount": _flag(argv, "--oauth-service-account-email"),
                 "scheduleTime": _schedule_time(schedule),
                 "state": "ENABLED",
             }

@@ -4,7 +4,8 @@
 DescribePlacementGroups (filters `group-name` and `tag:KEY`) and
 DeletePlacementGroup from a dict, with EC2's error codes, through botocore's
 `before-call` event as its Stubber does.  `fail` makes one operation answer
-an error code from then on.
+an error code from then on.  `deleted` names the groups deleted, in order, so a
+test can tell a group made and deleted from one never made.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = ["FakePlacementGroups"]
 class FakePlacementGroups:
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
     failing: dict[str, str] = field(default_factory=dict)
+    deleted: list[str] = field(default_factory=list)
 
     def add(self, name: str, strategy: str = "cluster", state: str = "available") -> None:
         """A group someone else made (no kary tag)."""
@@ -89,6 +91,7 @@ class FakePlacementGroups:
     def _delete(self, form: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         if self.groups.pop(form["GroupName"], None) is None:
             return 400, _error("InvalidPlacementGroup.Unknown")
+        self.deleted.append(form["GroupName"])
         return 200, {}
 
 
