@@ -6,8 +6,10 @@ proxy and cloud credential variables and points HOME at a temporary folder.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,11 +56,41 @@ def _sealed_environment(
         monkeypatch.delenv(name, raising=False)
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
+    # Caches (the emulator's calibration, `kary bench`'s fidelity) under that HOME too:
+    # never a developer's, and never one that another test or pytest -n worker writes.
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     # boto3 must never find real credentials or a real config.
     monkeypatch.setenv("AWS_CONFIG_FILE", str(home / "aws-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(home / "aws-credentials"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setenv("KUBECONFIG", str(home / "kubeconfig"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Under pytest-xdist (`make test` runs -n 2), a test marked `alone` runs with no
+    other test beside it: from its setup (its module's and session's fixtures too) to
+    its teardown it holds a lock exclusively that every other test holds shared.  A
+    turnstile taken before the lock lets a waiting `alone` test in before the other
+    worker's next test, so a stream of short tests cannot starve it.  Serially: nothing."""
+    basetemp = item.config.option.basetemp
+    if "PYTEST_XDIST_WORKER" not in os.environ or not basetemp:
+        return (yield)
+    # A worker's basetemp is the run's pytest-N/popen-gwK: its parent is shared by
+    # this run's workers and by no other run on the machine.
+    folder = Path(basetemp).parent
+    alone = item.get_closest_marker("alone") is not None
+    with (folder / "alone.turnstile").open("a") as gate, (folder / "alone.lock").open("a") as lock:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            return (yield)
+        finally:
+            # Explicitly: a child the test forked (not exec'd) may still share the file.
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _reference(*parts: str) -> Path:

@@ -18,6 +18,17 @@ from unavailable import unavailable
 from experiments.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every box test runs `alone` under pytest -n (tests/conftest.py): a box's
+    distributions are held within x1.6 of their links' bound, which an unloaded machine
+    meets; a box start reaps dead runs' boxes machine-wide (test_box_cleanup's stand-in
+    init is one); and the cleanup test finds a box's processes by name in /proc."""
+    for item in items:
+        if HERE in item.path.resolve().parents:
+            item.add_marker(pytest.mark.alone)
 
 
 @pytest.fixture(scope="session")

@@ -69,8 +69,11 @@ def _record(data: Path, cell: str) -> dict[str, Any]:
     return record
 
 
-def _no_flux_left(scratch: Path) -> bool:
-    return not [p for p in processes_mentioning("kfo-") if "flux" in p] and not [
+def _no_flux_left(cluster: FakeApiServer, scratch: Path) -> bool:
+    """No flux of this test's MiniClusters (their kfo- folders) nor broker of its kary
+    left: other tests' (pytest -n) are not looked at."""
+    pods = [p for f in cluster.cluster.pod_folders for p in processes_mentioning(f.name)]
+    return not [p for p in pods if "flux" in p] and not [
         p for p in processes_mentioning(str(scratch)) if "flux-broker" in p
     ]
 
@@ -91,7 +94,7 @@ def test_a_failed_cell_and_a_timed_out_cell_do_not_stop_the_others(
     assert _record(data, CELLS[0])["rc"] == 3
     assert "Flux ended the nested job" in _record(data, CELLS[1])["error"]
     assert len(cluster.cluster.created) == 1  # the same MiniCluster ran on
-    assert _no_flux_left(scratch)
+    assert _no_flux_left(cluster, scratch)
 
 
 def test_ctrl_c_deletes_the_minicluster_and_a_rerun_runs_only_what_is_left(
@@ -118,7 +121,7 @@ def test_ctrl_c_deletes_the_minicluster_and_a_rerun_runs_only_what_is_left(
     assert kary.returncode == 130, err
     assert cluster.cluster.miniclusters == {}  # deleted: its nested job went with its pods
     assert [_state(data, c) for c in CELLS] == ["succeeded", "interrupted", None]
-    assert _no_flux_left(scratch)
+    assert _no_flux_left(cluster, scratch)
     # The rerun runs the two cells still to run, in a MiniCluster of their own.
     shutil.rmtree(template)
     shutil.copytree(REPO / "templates", template)

@@ -87,7 +87,9 @@ def make_cluster(
         left = server.cluster.stop_all()
         server.__exit__(None, None, None)
         assert left == []
-    assert not [p for p in processes_mentioning("kpb-") if "flux" in p]
+    # This test's pods only (their kpb- folders): not those of a test beside it (pytest -n).
+    folders = [f.name for server in servers for f in server.cluster.pod_folders]
+    assert not [p for f in folders for p in processes_mentioning(f) if "flux" in p]
 
 
 @pytest.fixture

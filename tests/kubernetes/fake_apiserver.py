@@ -160,6 +160,9 @@ class FakeCluster:
     # with pod settings too, as pods in a box, each a node of its own (box_pods).
     flux: str | None = None
     pod_settings: PodSettings | None = None
+    # Each of those MiniClusters' folder (/tmp/kfo-... or /tmp/kpb-...): every process
+    # of its pods names it, so a test finds what it left, and not another test's.
+    pod_folders: list[Path] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     nodes: list[dict[str, Any]] = field(default_factory=fake_nodes)
     # Node name -> when it was deleted (monotonic); what is to come: (when, what).
@@ -734,8 +737,10 @@ class _Handler(BaseHTTPRequestHandler):
                 cell_line = _CELL_ID.search(commands.get("pre") or "")
                 if cluster.flux and cluster.pod_settings is not None:
                     pods: Any = BoxPods(cluster.flux, body, cluster.pod_settings)
+                    cluster.pod_folders.append(pods.folder)
                 elif cluster.flux:
                     pods = FluxPods(cluster.flux, body)
+                    cluster.pod_folders.append(pods.root)
                 else:
                     pods = None
                 cluster.runs[name] = {

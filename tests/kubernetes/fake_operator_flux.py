@@ -8,9 +8,10 @@ brokers).  Rank 0's log is that program's output as it grows; the Job turns
 Complete when it exits (rank 0's container exits 0, as under the operator);
 deleting the MiniCluster stops the instance, as deleting its pods does.
 
-Paths the manifest writes to (`/tmp/kary-entrypoint`) are moved under a
-folder of this MiniCluster's own, so tests never share one; the per-rank
-folders the entrypoint uses come from KARY_RANK_ROOT, as in a test instance.
+Paths the manifest writes to (`/tmp/kary-entrypoint`, and the nested driver's
+blob cache and cells' statedirs beside it) are moved under a folder of this
+MiniCluster's own, so tests never share one; the per-rank folders the
+entrypoint uses come from KARY_RANK_ROOT, as in a test instance.
 """
 
 from __future__ import annotations
@@ -51,7 +52,11 @@ class FluxPods:
             {
                 "TMPDIR": str(self.root),
                 "KARY_RANK_ROOT": str(self.root / "ranks"),
+                # The nested driver's other folders beside /tmp/kary-entrypoint: here,
+                # not in the host's /tmp, where two runs at once (pytest -n) would use,
+                # and remove, one cell's statedir (/tmp/kary-nested/4-kary-1-0) together.
                 "KARY_BLOB_CACHE": str(self.root / "blobs"),
+                "KARY_NESTED_STATE": str(self.root / "nested"),
                 "PYTHONPATH": str(REPO),
             }
         )
