@@ -4,7 +4,6 @@ run waits a bounded, billed time for the node group, then stops with a resume hi
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -17,9 +16,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from experiments.backends.kubernetes.api import RetryPolicy
-from experiments.backends.kubernetes.minicluster import Teardown
-from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.cli import app
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kubernetes"))
@@ -31,35 +27,17 @@ from fake_apiserver import (
     fake_nodes,
     write_kubeconfig,
 )
+from fast_backend import ONE_STEP_LOG, fast_backend
 
 EKS_30 = Path(__file__).resolve().parents[2] / "clusters" / "eks-30.yaml"
 CONTEXT = "arn:aws:eks:us-east-2:123456789012:cluster/kary-topology-30"
-STEP_LOG = (
-    'KARY {"meta": "cell", "cell": "{cell}", "flux_version": "0.88.0"}\n'
-    'KARY {"event": "distribute-all-nodes", "size": "1M", "size_bytes": 1048576, '
-    '"seconds": 1.25, "rc": 0}\n'
-    'KARY {"meta": "done", "failed_steps": 0}\n'
-)
 
 
 @pytest.fixture
 def spot_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCluster]:
     """The cluster file's 30 workers, all Spot; the backend's looks made fast."""
-    monkeypatch.setattr(
-        "experiments.backends.kubernetes.backend.RetryPolicy",
-        functools.partial(RetryPolicy, backoff_s=0.01, max_backoff_s=0.05),
-    )
-    monkeypatch.setattr(
-        "experiments.backends.kubernetes.backend.StartLimits",
-        functools.partial(StartLimits, check_every_s=0.05),
-    )
-    monkeypatch.setattr("experiments.backends.kubernetes.nested.NestedLayout.log_every_s", 0.05)
-    # A deleted MiniCluster's pods are looked for every 50 ms, not every 2 s.
-    monkeypatch.setattr(
-        "experiments.backends.kubernetes.backend.Teardown",
-        lambda timeout_s, poll_s, sleep: Teardown(timeout_s, 0.05, sleep),
-    )
-    cluster = FakeCluster(scenario=Scenario(log=STEP_LOG, delete_s=0.0), nodes=fake_nodes(30))
+    fast_backend(monkeypatch, teardown=True)
+    cluster = FakeCluster(scenario=Scenario(log=ONE_STEP_LOG, delete_s=0.0), nodes=fake_nodes(30))
     cluster.nodes = fake_nodes(30, spot=range(30))
     with FakeApiServer(cluster) as server:
         write_kubeconfig(Path(os.environ["KUBECONFIG"]), server.url, context=CONTEXT)
@@ -70,7 +48,7 @@ def test_replacements_that_never_come_stop_the_run_with_a_resume_hint(
     tmp_path: Path, fake_cloud: Any, spot_cluster: FakeCluster
 ) -> None:
     # 4/kary-2/0 hangs, and its rank 1's Spot node is reclaimed with nothing to replace it.
-    spot_cluster.scenario = Scenario(log=STEP_LOG, outcome="never", nested_cells_done=1)
+    spot_cluster.scenario = Scenario(log=ONE_STEP_LOG, outcome="never", nested_cells_done=1)
     spot_cluster.preempt(Preemption(rank=1, after_s=0.4, replaced_after_s=None))
     raw = tmp_path / "raw"
     args = ["run", "--cluster", str(EKS_30), "--exact-nodes", "4", "--sizes", "1M"]

@@ -4,7 +4,6 @@ runs on real Flux in tests/flux/test_k8s_nested_flux.py and below on a fake flux
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import subprocess
@@ -14,11 +13,11 @@ from typing import Any
 import pytest
 import yaml
 from fake_apiserver import Scenario, _nested_cells
+from fast_backend import fast_backend
 from strict_schema import crd_schema, validate_strictly
 from typer.testing import CliRunner
 
 from experiments.backends.base import BackendError, QueuedCell
-from experiments.backends.kubernetes.api import RetryPolicy
 from experiments.backends.kubernetes.objects import rank_zero
 from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.cli import app
@@ -43,15 +42,7 @@ STEP_LOG = (
 def fast(apiserver: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Cells that succeed; the CLI's backend with short backoffs, pod looks and log reads."""
     apiserver.cluster.scenario = Scenario(log=STEP_LOG)
-    monkeypatch.setattr(
-        "experiments.backends.kubernetes.backend.RetryPolicy",
-        functools.partial(RetryPolicy, backoff_s=0.01, max_backoff_s=0.05),
-    )
-    monkeypatch.setattr(
-        "experiments.backends.kubernetes.backend.StartLimits",
-        functools.partial(StartLimits, check_every_s=0.05),
-    )
-    monkeypatch.setattr("experiments.backends.kubernetes.nested.NestedLayout.log_every_s", 0.05)
+    fast_backend(monkeypatch)
 
 
 def _run(raw: Path, *args: str) -> Any:

@@ -8,7 +8,6 @@ VM goes, and keeps the pod bound to it (the API shows it until pod GC marks it).
 from __future__ import annotations
 
 import csv
-import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -16,45 +15,24 @@ from typing import Any
 import pandas as pd
 import pytest
 from fake_apiserver import Preemption, Scenario, _nested_cells, fake_nodes
+from fast_backend import ONE_STEP_LOG, fast_backend
 from typer.testing import CliRunner
 
 from analysis import load_parsed
 from analysis.page.facts import collect_facts
 from analysis.page.where import capacity_notes, nodes_of
-from experiments.backends.kubernetes.api import RetryPolicy
-from experiments.backends.kubernetes.minicluster import Teardown
 from experiments.backends.kubernetes.nodes import NodeCatalog, capacity_of, instance_id_of
-from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.backends.kubernetes.preemption import NodeLoss, disruption_of
 from experiments.cli import app
 from experiments.formats.cell_layout import LOG_NAME
 
 TOPOS = ["--topo", "kary:1", "--topo", "kary:2", "--topo", "kary:3"]
-STEP_LOG = (
-    'KARY {"meta": "cell", "cell": "{cell}", "flux_version": "0.88.0"}\n'
-    'KARY {"event": "distribute-all-nodes", "size": "1M", "size_bytes": 1048576, '
-    '"seconds": 1.25, "rc": 0}\n'
-    'KARY {"meta": "done", "failed_steps": 0}\n'
-)
 
 
 @pytest.fixture
 def fast(apiserver: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI's backend with short backoffs, pod looks and log reads."""
-    monkeypatch.setattr(
-        "experiments.backends.kubernetes.backend.RetryPolicy",
-        functools.partial(RetryPolicy, backoff_s=0.01, max_backoff_s=0.05),
-    )
-    monkeypatch.setattr(
-        "experiments.backends.kubernetes.backend.StartLimits",
-        functools.partial(StartLimits, check_every_s=0.05),
-    )
-    monkeypatch.setattr("experiments.backends.kubernetes.nested.NestedLayout.log_every_s", 0.05)
-    # A deleted MiniCluster's pods are looked for every 50 ms, not every 2 s.
-    monkeypatch.setattr(
-        "experiments.backends.kubernetes.backend.Teardown",
-        lambda timeout_s, poll_s, sleep: Teardown(timeout_s, 0.05, sleep),
-    )
+    fast_backend(monkeypatch, teardown=True)
 
 
 def _run(raw: Path, *args: str) -> Any:
@@ -73,7 +51,7 @@ def test_a_node_deleted_mid_cell_leaves_it_preempted_untimed_and_the_next_run_re
     cluster.nodes = fake_nodes(8, spot=range(8))
     # The driver finishes 4/kary-1/0 and hangs in 4/kary-2/0, whose rank 1 then loses
     # its node; a replacement joins soon after, so 4/kary-3/0 runs in a new group.
-    cluster.scenario = Scenario(log=STEP_LOG, outcome="never", nested_cells_done=1)
+    cluster.scenario = Scenario(log=ONE_STEP_LOG, outcome="never", nested_cells_done=1)
     cluster.preempt(Preemption(rank=1, after_s=0.4, replaced_after_s=0.2))
     raw = tmp_path / "raw"
     result = _run(raw, "--exact-nodes", "4", *TOPOS, "--preemption-wait", "5")
@@ -117,7 +95,7 @@ def test_a_node_deleted_mid_cell_leaves_it_preempted_untimed_and_the_next_run_re
     bad = collect_facts(tables).bad_cells
     assert [(b["cell"], b["state"]) for b in bad] == [("4/kary-2/0", "preempted")]
     # The next run runs the preempted cell again, and only it; the old record is kept aside.
-    cluster.scenario = Scenario(log=STEP_LOG)
+    cluster.scenario = Scenario(log=ONE_STEP_LOG)
     again = _run(raw, "--exact-nodes", "4", *TOPOS)
     assert again.exit_code == 0, again.output
     assert _nested_cells(cluster.created[-1]) == ["4/kary-2/0"]
@@ -132,7 +110,7 @@ def test_a_per_cell_minicluster_whose_pod_was_collected_is_preempted(
     """Pod GC marks the pod of a node that went `DisruptionTarget: DeletionByPodGC`."""
     cluster = apiserver.cluster
     # The benchmark is under way (no done line) when the node goes.
-    cluster.scenario = Scenario(outcome="never", log=STEP_LOG.rsplit("KARY", 1)[0])
+    cluster.scenario = Scenario(outcome="never", log=ONE_STEP_LOG.rsplit("KARY", 1)[0])
     cluster.preempt(Preemption(rank=2, after_s=0.2, pod_gc_s=0.0))
     with make_backend() as backend:
         result = backend.run(cell, rendered, 30)
@@ -219,7 +197,7 @@ def test_run_json_the_parsed_runs_table_and_the_report_show_each_nodes_capacity(
 ) -> None:
     cluster = apiserver.cluster
     cluster.nodes = fake_nodes(8, spot=range(2))  # ranks 0 and 1 on Spot, 2 and 3 on demand
-    cluster.scenario = Scenario(log=STEP_LOG)
+    cluster.scenario = Scenario(log=ONE_STEP_LOG)
     raw, parsed = tmp_path / "raw", tmp_path / "parsed"
     result = _run(raw, "--exact-nodes", "4", "--topo", "kary:2")
     assert result.exit_code == 0, result.output
