@@ -13,8 +13,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def box_processes(name: str = "kary-box-") -> list[str]:
-    """Command lines of live processes that belong to a box (`name` in their argv)."""
+def _live_argvs() -> list[tuple[int, list[bytes]]]:
+    """(pid, argv) of every live process but this one; zombies left out."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
@@ -24,24 +24,27 @@ def box_processes(name: str = "kary-box-") -> list[str]:
             state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
-        if name.encode() in argv and state != "Z":
-            found.append(argv.replace(b"\0", b" ").decode("utf-8", "replace"))
+        if state != "Z":
+            found.append((int(entry), argv.split(b"\0")))
     return found
+
+
+def box_processes(name: str = "kary-box-") -> list[str]:
+    """Command lines of live processes that belong to a box (`name` in their argv)."""
+    return [
+        b" ".join(argv).decode("utf-8", "replace")
+        for _, argv in _live_argvs()
+        if any(name.encode() in word for word in argv)
+    ]
 
 
 def box_broker_pids(hostname: str) -> list[int]:
     """Pids of a live box broker whose hostname is `hostname` (`flux-sample-1`)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if f"-Shostname={hostname}".encode() in argv and any(b"kary-box-" in a for a in argv):
-            found.append(int(entry))
-    return found
+    return [
+        pid
+        for pid, argv in _live_argvs()
+        if f"-Shostname={hostname}".encode() in argv and any(b"kary-box-" in a for a in argv)
+    ]
 
 
 def wait_until(condition: object, seconds: float) -> bool:
@@ -86,16 +89,12 @@ def box_init_pid() -> int | None:
     """The pid of a live box's init (`python -m experiments.box.init .../kary-box-...`, in a
     network namespace not this one's: the `unshare` that starts it has the same argv)."""
     ours = os.readlink("/proc/self/ns/net")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for pid, argv in _live_argvs():
+        if b"experiments.box.init" not in argv or not any(b"kary-box-" in a for a in argv):
             continue
-        try:
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            boxed = os.readlink(f"/proc/{entry}/ns/net") != ours
-        except OSError:
-            continue
-        if boxed and b"experiments.box.init" in argv and any(b"kary-box-" in a for a in argv):
-            return int(entry)
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/ns/net") != ours:
+                return pid
     return None
 
 
