@@ -47,7 +47,7 @@ from machine_load import CpuMeter  # noqa: E402
 from analysis.tables.stats import rank_test, smallest_p  # noqa: E402
 from experiments import Sweep, run  # noqa: E402
 from experiments.execution.progress import SilentReporter  # noqa: E402
-from experiments.formats.kary_line import kary_records, step_problem, step_void  # noqa: E402
+from experiments.formats.kary_line import kary_records, step_timings  # noqa: E402
 from experiments.formats.run_record import LOG_NAME, read_record  # noqa: E402
 from experiments.model.links import link_settings  # noqa: E402
 from experiments.model.plan import ExperimentSpec, plan_experiment  # noqa: E402
@@ -80,15 +80,16 @@ def cell_sample(cell_dir: Path) -> dict[str, Any] | None:
     if record is None or record.state != "succeeded":
         return None
     log = (cell_dir / LOG_NAME).read_text()
-    items = [item for item in kary_records(log) if item is not None]
-    steps = [i for i in items if i.get("event") == EVENT]
-    archive = [i for i in items if i.get("meta") == "archive"]
-    if len(steps) != 1 or step_problem(steps[0]) or step_void(steps[0]) or len(archive) != 1:
+    # The rule kary parse and fidelity.py use: void (its own field, or no cold cache shown
+    # before it) or failed steps are no timing.
+    steps = [(step, why) for step, why in step_timings(log) if step.get("event") == EVENT]
+    archive = [i for i in kary_records(log) if i is not None and i.get("meta") == "archive"]
+    if len(steps) != 1 or steps[0][1] is not None or len(archive) != 1:
         return None
     links = ((record.model_extra or {}).get("box") or {}).get("link_bytes") or {}
     ranks = {name: v for name, v in links.items() if name.isdigit()}
     return {
-        "seconds": float(steps[0]["seconds"]),
+        "seconds": float(steps[0][0]["seconds"]),
         "chunks": archive[0]["chunks"],
         "store_objects_added": archive[0]["store_objects_added"],
         "rank0_sent_bytes": ranks.get("0", {}).get("sent_bytes"),
@@ -199,9 +200,9 @@ def main() -> int:
     parser.add_argument("--from-json", type=Path, help="Print the tables of saved samples.")
     args = parser.parse_args()
     if args.from_json:
-        data = json.loads(args.from_json.read_text())
-        print(table(data))
-        return _missing(data)
+        saved = json.loads(args.from_json.read_text())
+        print(table(saved))
+        return _missing(saved)
     nodes = [int(n) for n in args.nodes.split(",")]
     speeds = args.speeds.split(",")
     rng = random.Random(args.seed)
@@ -241,8 +242,8 @@ def main() -> int:
 
 def _missing(data: dict[str, Any]) -> int:
     """1 when a (speed, nodes, kind) cell has no sample."""
-    by_nodes = [by_n for by_n in data["samples"].values()]
-    cells = [rows for by_n in by_nodes for by_kind in by_n.values() for rows in by_kind.values()]
+    samples = data["samples"].values()
+    cells = [rows for by_n in samples for by_kind in by_n.values() for rows in by_kind.values()]
     return 1 if any(not rows for rows in cells) else 0
 
 
