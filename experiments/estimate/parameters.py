@@ -112,12 +112,16 @@ class TimeModel(BaseModel):
         and `moved_bytes` distinct bytes cross the tree (all of a random blob; none worth
         timing of a deduplicated one, whose one chunk moves once: formats/blobs.py).  The
         terms priced per byte moved (fan-out, hops, the ranks' shared CPU, a link's floor
-        and round trips) scale with `moved_bytes`; an extract's write with `size_bytes`.
-        With the two equal this is `size` x distribute_s_per_gb."""
+        and round trips) scale with `moved_bytes`; an extract's write with `size_bytes`."""
         gb, moved = size_bytes / GIB, moved_bytes / GIB
         cpu = moved * ranks * self.shared_cpu_s_per_gb
         round_trips = moved * BLOBS_PER_GB * 2 * self.link_latency_s * depth
         if self.emulated_links:
+            # Store and forward per 1 MiB blob: the busiest link sends `fanout`
+            # copies of every blob.  A child's next request and its reply (2 x
+            # latency) idle that link unless its siblings' copies fill the time.
+            # The CPU path (every rank's share of the cores, the relays, a round
+            # trip per level) overlaps the links: the slower of the two sets the pace.
             blob = BLOBS_PER_GB * self._blob_s()
             wait = max(0.0, BLOBS_PER_GB * 2 * self.link_latency_s - (fanout - 1) * blob)
             work = max(gb * self.extract_s_per_gb, cpu) + moved * max(depth - 1, 0) * (
@@ -133,26 +137,8 @@ class TimeModel(BaseModel):
 
     def distribute_s_per_gb(self, fanout: int, depth: int, ranks: int = 0) -> float:
         """Seconds per GB of one wave whose busiest broker has `fanout` children,
-        `depth` levels deep, reaching `ranks` ranks (relays included)."""
-        cpu = ranks * self.shared_cpu_s_per_gb
-        round_trips = BLOBS_PER_GB * 2 * self.link_latency_s * depth
-        if self.emulated_links:
-            # Store and forward per 1 MiB blob: the busiest link sends `fanout`
-            # copies of every blob.  A child's next request and its reply (2 x
-            # latency) idle that link unless its siblings' copies fill the time.
-            # The CPU path (every rank's share of the cores, the relays, a round
-            # trip per level) overlaps the links: the slower of the two sets the pace.
-            blob = BLOBS_PER_GB * self._blob_s()
-            wait = max(0.0, BLOBS_PER_GB * 2 * self.link_latency_s - (fanout - 1) * blob)
-            work = max(self.extract_s_per_gb, cpu) + max(depth - 1, 0) * self.hop_s_per_gb
-            return max(fanout * blob + wait, work + round_trips)
-        work = (
-            self.extract_s_per_gb
-            + fanout * self.fanout_s_per_gb
-            + max(depth - 1, 0) * self.hop_s_per_gb
-            + cpu
-        )
-        return max(work, self.link_feed_s_per_gb(fanout)) + round_trips
+        `depth` levels deep, reaching `ranks` ranks (relays included), every byte moved."""
+        return self.distribute_seconds(GIB, GIB, fanout, depth, ranks)
 
     def link_feed_s_per_gb(self, fanout: int) -> float:
         """The floor a link sets: the busiest broker sends one copy per child."""
