@@ -110,3 +110,16 @@ def flux_distribute() -> Path:
 def minicluster_crd() -> Path:
     """The Flux Operator's MiniCluster CRD, or skip with the reason."""
     return _reference("flux-operator", "flux-framework.org_miniclusters.yaml")
+
+
+@pytest.fixture
+def answering_flux(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `flux` first on PATH that answers `flux version` as flux-core 0.88 does (a plan
+    asks it) and nothing else; no FLUX_URI.  Its folder."""
+    bin_dir = tmp_path / "answering-flux"
+    bin_dir.mkdir()
+    (bin_dir / "flux").write_text("#!/bin/sh\necho 'commands:    \t\t0.88.0'\n")
+    (bin_dir / "flux").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("FLUX_URI", raising=False)
+    return bin_dir

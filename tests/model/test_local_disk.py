@@ -5,7 +5,6 @@ what comes close; the free space is read through one function, replaced here."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -85,14 +84,8 @@ def test_a_local_plan_that_comes_close_is_warned_of(
 
 
 def test_a_test_instance_is_checked_too_and_a_cluster_is_not(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answering_flux: Path
 ) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "flux").write_text("#!/bin/sh\necho 'commands:    \t\t0.88.0'\n")
-    (bin_dir / "flux").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.delenv("FLUX_URI", raising=False)
     data = ["--data-dir", str(tmp_path / "raw")]
     code, _, err = _plan(monkeypatch, 77, "--place", "test-instance", *data)
     assert code == 2 and "onto the disk of /tmp, which has 77 GB free" in err[0]

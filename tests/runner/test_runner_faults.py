@@ -7,7 +7,6 @@ tests/emulator/test_emulator_faults.py.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -93,15 +92,8 @@ def test_faults_are_refused_on_any_other_backend(tmp_path: Path, backend: str) -
 
 
 def test_a_fault_without_backend_picks_the_emulator_even_with_flux_on_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, answering_flux: Path
 ) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    # A flux that answers `flux version` as flux-core's does: the plan asks it (issue 36).
-    (bin_dir / "flux").write_text("#!/bin/sh\necho 'commands:    \t\t0.88.0'\n")
-    (bin_dir / "flux").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.delenv("FLUX_URI", raising=False)
     args = ["run", *SMALL, "--data-dir", str(tmp_path / "raw"), "--dry-run", "--json"]
     plain = runner.invoke(app, args)
     faulty = runner.invoke(app, [*args, "--emulator-fault", "kill:2:1"])
