@@ -1,7 +1,8 @@
 # kary: one command for each job a person or CI does.
 #   make demo    set up, then run the main job on this machine and parse it
-#   make check   lint (ruff, import rules), types (mypy) and every test (pytest); CI runs this
-#   make figures re-make the README's cheap figures and check they read as written
+#   make check   lint (ruff, import rules), types (mypy), every test (pytest) and the
+#                figures; CI runs this
+#   make figures re-make every README and docs/ figure from its command and compare
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -45,7 +46,7 @@ test: setup
 	$(BIN)/pytest -q -n $(TEST_WORKERS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
-check: lint types test
+check: lint types test figures
 
 # With flux-core: the emulator against real Flux on cells its CPU costs were never
 # fitted on (they were fitted on N 8 and 16 at 64M and 256M); exit 1 outside x1.5.
@@ -59,7 +60,8 @@ bench: setup
 	  PATH="$(if $(FLUX_BIN),$(FLUX_BIN):)$$PATH" $(BIN)/python benchmarks/fidelity.py $(FIDELITY_HELD_OUT); \
 	else echo "bench: no flux-core on PATH: the emulator's fidelity is not measured"; fi
 
-# The README's cheap figures, re-made and checked against its text (seconds).
+# Every README and docs/ figure re-made from its command on committed data and compared
+# whole with its golden file in docs/figures/ (about a minute; --update rewrites them).
 figures: setup
 	$(BIN)/python benchmarks/figures.py
 

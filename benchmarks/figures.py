@@ -1,53 +1,89 @@
-"""Re-run the README's figures that are cheap to make, and check each still reads as the
-README says (`make figures`).
+"""Re-make every README and docs/ figure from its committed command, and check that the
+golden file and each page that shows it still read the same (`make figures`).
 
-    .venv/bin/python benchmarks/figures.py            # the deterministic ones (seconds)
-    .venv/bin/python benchmarks/figures.py --timed    # and the demo's wall time (real Flux)
+    .venv/bin/python benchmarks/figures.py            # every figure (seconds)
+    .venv/bin/python benchmarks/figures.py --update   # write what the commands make now
+    .venv/bin/python benchmarks/figures.py --timed    # and time the demo (real Flux)
 
-Each figure names the command that makes it, the machine it came from, and the
-README text it must reproduce.  Deterministic figures (a plan from files, tables
-from kept samples, fits of stored sweeps) must come out byte for byte; a timed
-one must fall within its stated noise, and says "unsure" when the machine was
-too busy for the comparison to mean anything (this 2-core machine is shared).
-Exit 1 when any figure does not reproduce.  tests/test_figures.py checks that
-every excerpt below is in the README, so the two cannot drift apart silently.
+A figure is the whole stdout of a command run on committed data: a plan from
+files, tables of kept samples, fits of stored sweeps.  Its golden file
+(docs/figures/<name>.txt or .md, benchmarks/figure_files.py) holds that output
+byte for byte, and a page shows the golden file between `<!-- figure NAME -->`
+markers with a caption naming the command.  The check re-runs each command and
+compares the whole output with the golden file (a diff when they differ), then
+compares every block in README.md and docs/*.md with its golden file; a block
+naming no figure, or a figure no page shows, fails too.  `--update` writes the
+golden files and the blocks from what the commands make now: review the diff.
+
+Plans are priced as on one fixed day (SOURCE_DATE_EPOCH, PRICED_ON below), so a
+catalog's age and a control plane's support tier do not drift with the calendar.
+The timed demo is not a figure: it is compared with its stated seconds, fails
+outside its factor on an idle machine, and says "unsure" when other work kept the
+cores busy (this 2-core machine is shared).  Exit 1 when anything does not match.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("KARY_SHARED", REPO.parent / "shared"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from figure_files import (  # noqa: E402
+    BlockError,
+    block_body,
+    blocks_in,
+    golden_path,
+    replace_blocks,
+)
 from machine_load import CpuMeter  # noqa: E402
 
 PYTHON = sys.executable
 KARY = [PYTHON, "-c", "from experiments.cli import main; main()"]
+# The day every plan figure is priced on (the catalog's age, the control plane's tier).
+PRICED_ON = datetime(2026, 11, 26, tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
 class Figure:
     name: str
     command: list[str]
+    machine: str  # where the data it reads came from
+    env: dict[str, str] = field(default_factory=dict)
+    text: bool = False  # a script that prints aligned text, not Markdown tables
+
+    @property
+    def markdown(self) -> bool:
+        """Most benchmark scripts print Markdown tables (shown as they are); a `kary`
+        command, or a script marked `text`, prints aligned text (shown in a fence)."""
+        return not self.text and self.command[: len(KARY)] != KARY
+
+
+@dataclass(frozen=True)
+class Timed:
+    """A wall time the README states: its seconds, the noise it allows (a factor), and
+    the share of the cores other work may keep busy for the comparison to count."""
+
+    name: str
+    command: list[str]
     machine: str
-    # README text the command's output must contain, verbatim.
-    excerpts: tuple[str, ...] = ()
-    # A timed figure: the README's seconds, the noise it allows (a factor), and the
-    # share of the cores other work may keep busy for the comparison to count.
-    seconds: float | None = None
+    seconds: float
     factor: float = 1.5
     max_busy: float = 0.25
 
+
+_PLAN_DAY = {"SOURCE_DATE_EPOCH": str(int(PRICED_ON.timestamp()))}
 
 FIGURES = [
     Figure(
@@ -59,11 +95,7 @@ FIGURES = [
         ],
         "any (a plan is made from files: the seed's history, clusters/prices.yaml, the "
         "levers measured on a 2-core VM, flux-core 0.88)",
-        (
-            "  per-cell         4 h 39 min (3 h 7 min - 6 h 58 min)  $93.76 ($62.95 - $140.36)",
-            " *nested           4 h 3 min (2 h 43 min - 6 h 3 min)  $81.62 ($54.93 - $121.92)",
-            "  nested + --mmap  3 h 53 min (1 h 44 min - 8 h 29 min)  $78.13 ($35.05 - $170.72)",
-        ),
+        env=_PLAN_DAY,
     ),
     Figure(
         "plan-spot",
@@ -75,16 +107,7 @@ FIGURES = [
         ],
         "any (a plan is made from files: the seed's history, clusters/prices.yaml's dated "
         "spot and on-demand prices, the levers measured on a 2-core VM, flux-core 0.88)",
-        (
-            "capacity: spot $47.46 ($31.87 - $136.87) at $10.18/h ($19.60/h at the high end) "
-            "· on demand $91.43 ($61.38 - $136.87) at $19.60/h",
-            "  per-cell         4 h 39 min (3 h 7 min - 6 h 58 min)  spot $47.46 ($31.87 - "
-            "$136.87)  on demand $91.43 ($61.38 - $136.87)",
-            " *nested           4 h 3 min (2 h 43 min - 6 h 3 min)  spot $41.32 ($27.81 - "
-            "$118.89)  on demand $79.59 ($53.56 - $118.89)",
-            "  nested + --mmap  3 h 53 min (1 h 44 min - 8 h 29 min)  spot $39.55 ($17.74 - "
-            "$166.47)  on demand $76.19 ($34.17 - $166.47)",
-        ),
+        env=_PLAN_DAY,
     ),
     Figure(
         "emulator-fidelity",
@@ -93,10 +116,6 @@ FIGURES = [
             "benchmarks/results/fidelity-flux-0.88-2cores.json",
         ],
         "2-core VM, flux-core 0.88 (the samples kept in benchmarks/results/)",
-        (
-            "cells within x1.5: 12/16; same fastest topology: 0 of 0 where real Flux has one "
-            "(4 without a winner); wall time 1857 s",
-        ),
     ),
     Figure(
         "emulator-fidelity-held-out",
@@ -105,10 +124,6 @@ FIGURES = [
             "benchmarks/results/fidelity-heldout-n12-128M-flux-0.88-2cores.json",
         ],
         "2-core VM, nothing else running, flux-core 0.88 (the samples kept in benchmarks/results/)",
-        (
-            "cells within x1.5: 4/4; same fastest topology: 0 of 0 where real Flux has one "
-            "(1 without a winner); wall time 356 s",
-        ),
     ),
     Figure(
         "emulator-fidelity-mis-calibrated",
@@ -117,51 +132,41 @@ FIGURES = [
             "benchmarks/results/fidelity-miscalibrated-x4-n12-128M-flux-0.88-2cores.json",
         ],
         "2-core VM, nothing else running, flux-core 0.88 (the samples kept in benchmarks/results/)",
-        (
-            "cells within x1.5: 0/2; same fastest topology: 0 of 0 where real Flux has one "
-            "(1 without a winner); wall time 123 s",
-        ),
     ),
     Figure(
         "box-topologies-n16",
         [PYTHON, "benchmarks/box_topologies.py", "--from-json",
          "benchmarks/results/box-topologies-n16.json"],
         "2-core VM, root, flux-core 0.88 in the box (the samples kept in benchmarks/results/)",
-        ("17.90-18.22", "12.96-13.43", "168.61-168.66", "84.38-84.42"),
     ),
     Figure(
         "box-topologies-n8",
         [PYTHON, "benchmarks/box_topologies.py", "--from-json",
          "benchmarks/results/box-topologies-n8.json"],
         "2-core VM, root, flux-core 0.88 in the box (the samples kept in benchmarks/results/)",
-        ("15.33", "25.41", "47.40", "78.70", "39.40"),
     ),
     Figure(
         "box-model-holdout",
         [PYTHON, "benchmarks/box_model_holdout.py"],
         "2-core VM, flux-core 0.88 in the box (the sweeps kept in benchmarks/results/box-sweeps/)",
-        ("12 of 32", "8 of 32"),
     ),
     Figure(
         "box-topologies-n12",
         [PYTHON, "benchmarks/box_topologies.py", "--from-json",
          "benchmarks/results/box-topologies-n12.json"],
         "2-core VM, root, flux-core 0.88 in the box (the samples kept in benchmarks/results/)",
-        ("11.60", "18.82", "34.42", "82.46"),
     ),
     Figure(
         "box-topologies-n20",
         [PYTHON, "benchmarks/box_topologies.py", "--from-json",
          "benchmarks/results/box-topologies-n20.json"],
         "2-core VM, root, flux-core 0.88 in the box (the samples kept in benchmarks/results/)",
-        ("14.52", "14.30", "26.55", "106.87", "0.686"),
     ),
     Figure(
         "box-model-holdout-v2",
         [PYTHON, "benchmarks/box_model_holdout.py", "--protocol",
          "benchmarks/box_model_protocol_v2.json"],
         "2-core VM, flux-core 0.88 in the box (the sweeps kept in benchmarks/results/box-sweeps/)",
-        ("x0.84-x1.08", "25 of 32 predicted runs inside", "(78%): pass"),
     ),
     Figure(
         "local-model-protocol",
@@ -169,7 +174,7 @@ FIGURES = [
          "benchmarks/model_holdout_protocol.json"],
         "2-core VM, flux-core 0.88 test instances, nothing else running (pass-3, kept in "
         "benchmarks/results/model-sweeps/)",
-        ("2 of 3 predicted sweeps inside their 80% interval: PASS",),
+        text=True,
     ),
     Figure(
         "local-model-holdout",
@@ -178,74 +183,218 @@ FIGURES = [
          "benchmarks/results/model-sweeps/pass-2"],
         "2-core VM, flux-core 0.88 test instances, under other load (passes 1-2, kept in "
         "benchmarks/results/model-sweeps/)",
-        ("10 of 12 sweeps inside their 80% interval",),
+        text=True,
     ),
 ]  # fmt: skip
 
-DEMO = Figure(
+DEMO = Timed(
     "demo-wall-time",
     [*KARY, "run", "--exact-nodes", "30", "--topo", "kary:16", "--iters", "1", "--backend", "flux"],
     "an idle 2-core VM, flux-core 0.88 (`flux start --test-size=30`)",
     seconds=25.0,
     factor=1.5,
 )
+PAGES = ("README.md", "docs/*.md")
 
 
-def _run(figure: Figure, cwd: Path) -> tuple[str, float]:
+@dataclass
+class Result:
+    name: str
+    ok: bool | None  # None: unsure (the timed demo on a busy machine)
+    seen: str
+    detail: list[str] = field(default_factory=list)  # a diff, shown under the table
+
+
+def _run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[str, int, float]:
     started = time.monotonic()
     done = subprocess.run(
-        figure.command, cwd=cwd, capture_output=True, text=True, timeout=1800, check=False
+        command,
+        cwd=cwd,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
     )
-    return done.stdout + done.stderr, time.monotonic() - started
+    return done.stdout, done.returncode, time.monotonic() - started
 
 
-def check(figure: Figure) -> tuple[bool | None, str]:
-    """(True | False | None for unsure, what was seen)."""
-    if figure.seconds is None:
-        out, _ = _run(figure, REPO)
-        missing = [e for e in figure.excerpts if e not in out]
-        if missing:
-            return False, f"missing: {missing[0]!r}"
-        return True, f"{len(figure.excerpts)} excerpt(s) reproduced"
+def make(figure: Figure) -> tuple[str, int]:
+    """The figure's text as its command makes it now, and the command's exit status.
+
+    A plan runs in an empty directory, so its data dir is a fresh `data/raw`
+    whatever this checkout holds; every path it reads is given whole."""
+    if figure.command[: len(KARY)] == KARY:
+        with tempfile.TemporaryDirectory(prefix="kary-figure-") as scratch:
+            env = {**figure.env, "PYTHONPATH": str(REPO)}
+            out, code, _ = _run(_absolute(figure.command), env, Path(scratch))
+        return out, code
+    out, code, _ = _run(figure.command, figure.env, REPO)
+    return out, code
+
+
+def _absolute(command: list[str]) -> list[str]:
+    """Repository-relative paths in a command made absolute (for a run elsewhere)."""
+    return [str(REPO / part) if (REPO / part).is_file() else part for part in command]
+
+
+def check_golden(figure: Figure, text: str, code: int) -> Result:
+    golden = golden_path(REPO, figure.name, figure.markdown)
+    if not golden.exists():
+        return Result(figure.name, False, f"no golden file {golden.relative_to(REPO)}")
+    kept = golden.read_text()
+    if text == kept:
+        return Result(figure.name, True, f"{len(text.splitlines())} lines, same")
+    diff = difflib.unified_diff(
+        kept.splitlines(), text.splitlines(), str(golden.relative_to(REPO)), "now", lineterm=""
+    )
+    status = f" (exit {code})" if code else ""
+    return Result(figure.name, False, f"differs from its golden file{status}", list(diff)[:60])
+
+
+def caption(figure: Figure) -> str:
+    return (
+        f"<sub>Made by `{shown(figure.command)}` from {figure.machine}; "
+        f"`make figures` re-makes and checks it "
+        f"(docs/figures/{golden_path(REPO, figure.name, figure.markdown).name}).</sub>"
+    )
+
+
+def expected_body(figure: Figure) -> str:
+    golden = golden_path(REPO, figure.name, figure.markdown)
+    text = golden.read_text() if golden.exists() else ""
+    return block_body(text, figure.markdown, caption(figure))
+
+
+def pages() -> list[Path]:
+    return sorted({p for pattern in PAGES for p in REPO.glob(pattern)})
+
+
+def check_pages(figures: list[Figure]) -> list[Result]:
+    """Every block in every page matches its golden file; every figure is shown somewhere."""
+    known = {f.name: f for f in figures}
+    shown_in: dict[str, list[str]] = {f.name: [] for f in figures}
+    results = []
+    for page in pages():
+        where = str(page.relative_to(REPO))
+        try:
+            blocks = blocks_in(page.read_text(), where)
+        except BlockError as error:
+            results.append(Result(where, False, str(error)))
+            continue
+        for block in blocks:
+            place = f"{where}:{block.line}"
+            if block.name not in known:
+                results.append(Result(place, False, f"no figure is named {block.name!r}"))
+                continue
+            shown_in[block.name].append(place)
+            want = expected_body(known[block.name])
+            if block.body != want:
+                diff = difflib.unified_diff(
+                    want.splitlines(), block.body.splitlines(), "golden", place, lineterm=""
+                )
+                results.append(
+                    Result(
+                        place, False, f"{block.name} differs from its golden file", list(diff)[:40]
+                    )
+                )
+    for name, places in shown_in.items():
+        if not places:
+            results.append(Result(name, False, "no page shows it (README.md, docs/*.md)"))
+        else:
+            results.append(Result(name, True, "shown in " + ", ".join(places)))
+    return results
+
+
+def update(figures: list[Figure]) -> list[Result]:
+    """Write each golden file from its command, then every page's blocks from them."""
+    results = []
+    for figure in figures:
+        text, code = make(figure)
+        golden = golden_path(REPO, figure.name, figure.markdown)
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        if code != 0 and not text:
+            results.append(Result(figure.name, False, f"the command exited {code} with no output"))
+            continue
+        changed = not golden.exists() or golden.read_text() != text
+        golden.write_text(text)
+        results.append(Result(figure.name, True, "written" if changed else "unchanged"))
+    bodies = {f.name: expected_body(f) for f in figures}
+    for page in pages():
+        old = page.read_text()
+        new = replace_blocks(old, bodies)
+        if new != old:
+            page.write_text(new)
+            results.append(Result(str(page.relative_to(REPO)), True, "blocks rewritten"))
+    return results
+
+
+def check_timed(figure: Timed) -> Result:
     with tempfile.TemporaryDirectory(prefix="kary-figure-") as scratch:
         meter = CpuMeter()
         command = [*figure.command, "--data-dir", str(Path(scratch) / "raw")]
-        out, seconds = _run(Figure(figure.name, command, figure.machine), REPO)
+        out, _, seconds = _run(command, {}, REPO)
         busy = meter.others()  # not the run's own work: what else used the cores
     if not re.search(r"\b1 succeeded, 0 failed", out):
-        return False, f"the run did not succeed: {out.strip().splitlines()[-1:]}"
+        return Result(
+            figure.name, False, f"the run did not succeed: {out.strip().splitlines()[-1:]}"
+        )
+    return judge_time(figure, seconds, busy)
+
+
+def judge_time(figure: Timed, seconds: float, busy: float) -> Result:
+    """Inside the stated factor: ok; outside it on an idle machine: FAIL; busy: unsure."""
     low, high = figure.seconds / figure.factor, figure.seconds * figure.factor
     seen = (
-        f"{seconds:.1f} s (README {figure.seconds:g} s, x{figure.factor:g}); "
+        f"{seconds:.1f} s (stated {figure.seconds:g} s, x{figure.factor:g}); "
         f"other work kept {busy:.0%} of the cores busy"
     )
+    if low <= seconds <= high:
+        return Result(figure.name, True, seen)
     if busy > figure.max_busy:
-        return None, f"{seen}: unsure, more than {figure.max_busy:.0%}"
-    return low <= seconds <= high, seen
+        return Result(figure.name, None, f"{seen}: unsure, more than {figure.max_busy:.0%}")
+    return Result(figure.name, False, seen)
 
 
 def shown(command: list[str]) -> str:
-    """The command as a reader types it: `kary ...` or `python ...`."""
+    """The command as a reader types it from the repository: `kary ...` or `python ...`."""
+    words = [_relative(part) for part in command]
     if command[: len(KARY)] == KARY:
-        return " ".join(["kary", *command[len(KARY) :]])
-    return " ".join(["python", *command[1:]])
+        return " ".join(["kary", *words[len(KARY) :]])
+    return " ".join(["python", *words[1:]])
+
+
+def _relative(part: str) -> str:
+    if part.startswith(str(SHARED)):
+        return "../shared" + part[len(str(SHARED)) :]
+    return part
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--update", action="store_true", help="write golden files and blocks")
     parser.add_argument("--timed", action="store_true", help="also time the demo (real Flux)")
+    parser.add_argument("--only", action="append", default=[], help="this figure alone")
     args = parser.parse_args(argv)
-    figures = FIGURES + ([DEMO] if args.timed else [])
-    failed = 0
-    print("| figure | result | what was seen | command | machine |")
-    print("|---|---|---|---|---|")
-    for figure in figures:
-        ok, seen = check(figure)
-        word = {True: "ok", False: "FAIL", None: "unsure"}[ok]
-        failed += ok is False
-        print(f"| {figure.name} | {word} | {seen} | `{shown(figure.command)}` | {figure.machine} |")
-    verdict = ": FAIL" if failed else ""
-    print(f"{len(figures) - failed} of {len(figures)} figures reproduce{verdict}")
+    figures = [f for f in FIGURES if not args.only or f.name in args.only]
+    if args.update:
+        results = update(figures)
+    else:
+        results = [check_golden(f, *make(f)) for f in figures]
+        results += check_pages(FIGURES)
+    if args.timed:
+        results.append(check_timed(DEMO))
+    print("| figure | result | what was seen |")
+    print("|---|---|---|")
+    for result in results:
+        word = {True: "ok", False: "FAIL", None: "unsure"}[result.ok]
+        print(f"| {result.name} | {word} | {result.seen} |")
+    for result in results:
+        if result.detail:
+            print(f"\n{result.name}:")
+            print("\n".join(result.detail))
+    failed = sum(r.ok is False for r in results)
+    print(f"{len(results) - failed} of {len(results)} checks pass" + (": FAIL" if failed else ""))
     return 1 if failed else 0
 
 

@@ -14,6 +14,7 @@ the node exists), and the NAT gateways and public IPv4 addresses its VPC bills
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date, datetime, timezone
@@ -51,6 +52,7 @@ __all__ = [
     "hourly_price",
     "load_price_catalog",
     "price_age_days",
+    "pricing_day",
     "stale_prices_line",
 ]
 
@@ -247,6 +249,24 @@ def _support_calendar(raw: Any, path: Path) -> dict[str, dict[str, Any]]:
     return dict(raw)
 
 
+def pricing_day() -> date:
+    """The day a plan is priced on: today (UTC), or SOURCE_DATE_EPOCH's day when set.
+
+    SOURCE_DATE_EPOCH is the reproducible-builds convention for "now" in an output
+    that must come out the same tomorrow: a committed figure of a plan sets it, so
+    the catalog's age and the control plane's support tier are those of its day.
+    """
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is None or epoch == "":
+        return datetime.now(timezone.utc).date()
+    try:
+        return datetime.fromtimestamp(int(epoch), timezone.utc).date()
+    except (ValueError, OverflowError, OSError):
+        raise UserError(
+            f"SOURCE_DATE_EPOCH={epoch!r} is not a Unix time in seconds (e.g. 1795651200)"
+        ) from None
+
+
 def hourly_price(
     catalog: PriceCatalog,
     nodes: Sequence[tuple[str, int]],
@@ -272,7 +292,7 @@ def hourly_price(
         billed += count
         parts.append(f"{count} x {instance_type} at ${price:.4f}/h")
         workers.append(WorkerPrice(instance_type, count, price, as_of))
-    day = on or datetime.now(timezone.utc).date()
+    day = on or pricing_day()
     control = None
     if provider is not None:
         control = catalog.control_plane(provider, kubernetes_version, day)
@@ -302,7 +322,7 @@ def cluster_hourly_price(
     its capacity (or every one at `capacity`), the control plane, each node's boot disk
     (the cluster file's, else the provider's default), NAT gateways and public IPv4.
     Where a group runs on spot, `on_demand` is the same cluster on demand."""
-    day = on or datetime.now(timezone.utc).date()
+    day = on or pricing_day()
     workers = tuple(
         _group_price(catalog, cluster, group, capacity or group.capacity)
         for group in cluster.node_groups

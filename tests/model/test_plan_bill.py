@@ -205,3 +205,21 @@ def test_the_caps_hold_a_sweep_to_its_layout_where_that_is_dearer(tmp_path: Path
     assert nested.seconds > planned.estimate.seconds
     held = planned.held_to()
     assert (held.seconds, held.seconds_high) == (nested.seconds, nested.seconds_high)
+
+
+def test_a_plan_is_priced_on_source_date_epochs_day_when_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The catalog prices c5a.4xlarge as of 2025-07-01: fresh for 90 days, then warned of.
+    args = ("--cluster", str(EKS_30), "--exact-nodes", "30", "--data-dir", str(tmp_path))
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1759104000")  # 2025-09-29
+    assert not [line for line in _plan(*args) if "days old" in line]
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1759190400")  # 2025-09-30
+    assert [line for line in _plan(*args) if "from 2025-07-01, 91 days old" in line]
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "next week")
+    result = runner.invoke(app, ["plan", *args])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "kary: error: SOURCE_DATE_EPOCH='next week' is not a Unix time in seconds "
+        "(e.g. 1795651200)"
+    ]

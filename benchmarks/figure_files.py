@@ -1,0 +1,90 @@
+"""The golden files behind every README and docs/ figure, and the blocks that show them.
+
+A figure is the whole stdout of one committed command run on committed data
+(benchmarks/figures.py lists them).  Its golden file, docs/figures/<name>.txt
+(text, shown in a fence) or .md (Markdown tables, shown as they are), holds that
+output exactly; a page shows it between two marker lines, followed by a caption
+that names the command:
+
+    <!-- figure NAME -->
+    ...the golden file's text...
+    <!-- /figure NAME -->
+
+This module owns that format: reading and writing golden files, finding the
+blocks in pages, and writing a block's body.  A page may show a figure more
+than once; every block must match its golden file byte for byte.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "Block",
+    "BlockError",
+    "block_body",
+    "blocks_in",
+    "golden_path",
+    "replace_blocks",
+]
+
+FIGURE_DIR = Path("docs") / "figures"
+
+_BLOCK = re.compile(
+    r"^<!-- figure (?P<name>[a-z0-9][a-z0-9-]*) -->\n"
+    r"(?P<body>.*?)"
+    r"^<!-- /figure (?P<end>[^ ]+) -->$",
+    re.MULTILINE | re.DOTALL,
+)
+_OPEN = re.compile(r"^<!-- figure ([^ ]+) -->$", re.MULTILINE)
+
+
+class BlockError(ValueError):
+    """A page's figure markers do not pair up (one line says where)."""
+
+
+@dataclass(frozen=True)
+class Block:
+    name: str
+    body: str
+    line: int  # 1-based line of the opening marker
+
+
+def golden_path(repo: Path, name: str, markdown: bool) -> Path:
+    return repo / FIGURE_DIR / f"{name}.{'md' if markdown else 'txt'}"
+
+
+def block_body(text: str, markdown: bool, caption: str) -> str:
+    """What sits between a figure's markers: its text (fenced unless Markdown), a caption."""
+    shown = text if markdown else f"```text\n{text}```\n"
+    return f"{shown}\n{caption}\n"
+
+
+def blocks_in(page: str, where: str) -> list[Block]:
+    """Every figure block of a page; BlockError when a marker has no partner."""
+    found = []
+    for match in _BLOCK.finditer(page):
+        if match["end"] != match["name"]:
+            line = page.count("\n", 0, match.start()) + 1
+            raise BlockError(
+                f"{where}:{line}: figure {match['name']!r} is closed as {match['end']!r}"
+            )
+        line = page.count("\n", 0, match.start()) + 1
+        found.append(Block(match["name"], match["body"], line))
+    opened = len(_OPEN.findall(page))
+    if opened != len(found):
+        raise BlockError(f"{where}: {opened} figure markers open, {len(found)} close")
+    return found
+
+
+def replace_blocks(page: str, bodies: dict[str, str]) -> str:
+    """The page with each named block's body replaced (names not given stay as they are)."""
+
+    def swap(match: re.Match[str]) -> str:
+        name = match["name"]
+        body = bodies.get(name, match["body"])
+        return f"<!-- figure {name} -->\n{body}<!-- /figure {name} -->"
+
+    return _BLOCK.sub(swap, page)
