@@ -3,6 +3,7 @@ golden file and each page that shows it still read the same (`make figures`).
 
     .venv/bin/python benchmarks/figures.py            # every figure (seconds)
     .venv/bin/python benchmarks/figures.py --update   # write what the commands make now
+    .venv/bin/python benchmarks/figures.py --pages    # the pages' blocks from the golden files
     .venv/bin/python benchmarks/figures.py --timed    # and time the demo (real Flux)
 
 A figure is the whole stdout of a command run on committed data: a plan from
@@ -306,10 +307,11 @@ def check_pages(figures: list[Figure]) -> list[Result]:
     return results
 
 
-def update(figures: list[Figure]) -> list[Result]:
-    """Write each golden file from its command, then every page's blocks from them."""
+def update(figures: list[Figure], commands: bool = True) -> list[Result]:
+    """Write each golden file from its command (unless `commands` is False), then every
+    page's blocks from the golden files."""
     results = []
-    for figure in figures:
+    for figure in figures if commands else []:
         text, code = make(figure)
         golden = golden_path(REPO, figure.name, figure.markdown)
         golden.parent.mkdir(parents=True, exist_ok=True)
@@ -373,12 +375,15 @@ def _relative(part: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--update", action="store_true", help="write golden files and blocks")
+    parser.add_argument(
+        "--pages", action="store_true", help="rewrite the pages' blocks from the golden files"
+    )
     parser.add_argument("--timed", action="store_true", help="also time the demo (real Flux)")
     parser.add_argument("--only", action="append", default=[], help="this figure alone")
     args = parser.parse_args(argv)
     figures = [f for f in FIGURES if not args.only or f.name in args.only]
-    if args.update:
-        results = update(figures)
+    if args.update or args.pages:
+        results = update(figures, commands=args.update)
     else:
         results = [check_golden(f, *make(f)) for f in figures]
         results += check_pages(FIGURES)
