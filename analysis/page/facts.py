@@ -351,6 +351,7 @@ def _provenance(parsed: Parsed, records: pd.DataFrame, facts: Facts) -> list[tup
         ("instance types", listed("instance_type")),
         ("images", listed("image")),
         ("template hash", template),
+        ("kary commit", listed("kary_commit")),
         ("log formats", listed("log_format")),
         ("blobs", _blob_counts(cells) or "not recorded"),
         ("run records", f"{len(records)} of {len(runs)} cells have a readable run.json"),

@@ -131,6 +131,7 @@ def _record_texts(record: RunRecord | None) -> dict[str, str]:
         started=_text(record.started),
         finished=_text(record.finished),
         template_hash=_text(record.template_hash),
+        kary_commit=_text(record.kary_commit),
         place=_text(extra.get("place")),
         emulator_fidelity=_text(emulator.get("fidelity")),
         emulator_faults=", ".join(map(str, faults)) if isinstance(faults, list) else "",

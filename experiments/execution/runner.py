@@ -52,6 +52,7 @@ from experiments.model.identity import StudySettings
 from experiments.model.plan import Cell, Plan
 from experiments.model.render import Rendered, RenderOptions, image_provenance, render_cell
 from experiments.redact import redact
+from experiments.version import kary_commit
 
 __all__ = ["REPLACED_DIR", "CellOutcome", "RunSummary", "default_timeout", "run_plan"]
 
@@ -159,6 +160,7 @@ class _Runner:
                 "instance_type": self.instance_type,
                 **(image_provenance(self.render) if self.backend.uses_image else {"image": None}),
                 "template_hash": template_hash,
+                "kary_commit": kary_commit(),
                 "sizes": list(cell.sizes),
                 "strategies": list(cell.strategies),
                 "blob": cell.blob,

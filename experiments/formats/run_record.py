@@ -80,6 +80,9 @@ class RunRecord(BaseModel):
     image: str | None = None
     flux_version: str | None = None
     template_hash: str | None = None
+    # The commit (12 hex, `-dirty` when tracked files differed) of the kary checkout that
+    # ran the cell (experiments/version.py); None: an installed kary, or before kary said.
+    kary_commit: str | None = None
     sizes: list[int] = []
     strategies: list[str] = []
     error: str | None = None

@@ -83,7 +83,13 @@ def test_the_runner_refuses_a_record_it_cannot_use_in_one_line(
 
 def test_the_report_needs_no_raw_tree(tmp_path: Path) -> None:
     emulator = {"fidelity": "within x1.5 here", "faults": ["corrupt:3", "kill:2"]}
-    raw = _tree(tmp_path / "raw", place="test-instance", emulator=emulator, template_hash="h1")
+    raw = _tree(
+        tmp_path / "raw",
+        place="test-instance",
+        emulator=emulator,
+        template_hash="h1",
+        kary_commit="0123456789ab",
+    )
     parse_tree(raw, tmp_path / "parsed", plots=False)
     before = collect_facts(load_parsed(tmp_path / "parsed"))
     shutil.rmtree(raw)
@@ -93,11 +99,28 @@ def test_the_report_needs_no_raw_tree(tmp_path: Path) -> None:
     assert (after.started, after.finished) == ("2026-01-01 00:00 UTC", "2026-01-01 00:01 UTC")
     assert after.wall_seconds == 3 * 60
     assert provenance["template hash"] == "h1"
+    assert provenance["kary commit"] == "0123456789ab"
     assert provenance["where Flux ran"] == "test-instance"
     assert provenance["emulator fidelity"] == "within x1.5 here"
     assert provenance["faults injected (testing only)"] == "corrupt:3, kill:2"
     assert provenance["run records"] == "3 of 3 cells have a readable run.json"
     assert after.cost == "$0: ran on this machine (emulated Flux)"
+
+
+def test_the_runs_table_carries_the_kary_commit_of_each_cell(tmp_path: Path) -> None:
+    raw = _tree(tmp_path / "raw", kary_commit="0123456789ab-dirty")
+    write_cell(
+        raw, "4/kary-2/3", kary_log(4, "kary:2", 3, sizes=("16M",)), run_record(4, "kary:2", 3)
+    )
+    parse_tree(raw, tmp_path / "parsed", plots=False)
+    runs = load_parsed(tmp_path / "parsed").runs
+    commits = dict(zip(runs["iteration"], runs["kary_commit"], strict=True))
+    assert commits == {
+        0: "0123456789ab-dirty",
+        1: "0123456789ab-dirty",
+        2: "0123456789ab-dirty",
+        3: "",
+    }
 
 
 def test_a_parsed_tree_from_before_the_record_columns_says_not_recorded(tmp_path: Path) -> None:

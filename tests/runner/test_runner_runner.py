@@ -17,6 +17,7 @@ from experiments.execution.runner import REPLACED_DIR, RunSummary, default_timeo
 from experiments.formats.run_record import LOG_NAME, MINICLUSTER_NAME, read_record
 from experiments.model.plan import Cell, ExperimentSpec, Plan, plan_experiment
 from experiments.model.render import Rendered, RenderOptions
+from experiments.version import kary_commit
 
 MIB = 2**20
 
@@ -46,6 +47,7 @@ def test_cells_that_succeed_are_recorded_with_log_and_minicluster(tmp_path: Path
         assert record.state == "succeeded" and record.error is None
         assert record.backend == "fake" and record.sizes == [16 * MIB]
         assert record.flux_version == "0.66.0" and record.template_hash
+        assert record.kary_commit == kary_commit() and "kary_commit" in record.model_fields_set
         assert record.started and record.finished
         extra = record.model_extra or {}
         assert extra["steps"] == 2 and extra["failed_steps"] == []

@@ -121,15 +121,16 @@ PING_COLUMNS = [
     "source",
     "topo",
 ]
-# Facts of run.json that only the report reads: dates, the template, where Flux
-# ran, the emulator's fidelity and injected faults, the shaped links (a box's
-# or the emulator's), whether a box cell was CPU-bound, and its layout
+# Facts of run.json that only the report reads: dates, the template, the kary commit
+# that ran the cell, where Flux ran, the emulator's fidelity and injected faults, the
+# shaped links (a box's or the emulator's), whether a box cell was CPU-bound, and its layout
 # (per-cell or nested, and the outer instance or MiniCluster it ran in), and
 # its content store's sqlite settings (`WAL/NORMAL`; a create is not comparable across them).
 RECORD_FACTS = (
     "started",
     "finished",
     "template_hash",
+    "kary_commit",
     "place",
     "emulator_fidelity",
     "emulator_faults",
