@@ -12,6 +12,13 @@ interval, how many runs fell inside, and what the plan's stated defaults
 for the same cells.  The sweeps are parsed directories kept small under
 benchmarks/results/box-sweeps/ (made by benchmarks/box_topologies.py, as the
 protocol file says).  Exit status 1 when a protocol falls short of its pass rule.
+
+Every ratio is actual / predicted (the fit's band, each cell's median, the
+range over cells, the stated defaults'), so above 1 means the box ran slower
+than predicted.  Each protocol also says when its file was first committed
+(git) and how many of the runs it fits and predicts started before that (each
+run's `started` in runs.csv): a protocol is only as held out as its commit is
+older than its sweeps.
 """
 
 from __future__ import annotations
@@ -19,9 +26,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -51,52 +62,120 @@ def default_prediction(o: BoxObservation) -> float:
     return gb * per_gb + model.distribute_wave_s(tree.max_fanout, tree.depth)
 
 
-def main() -> int:
+def ratio(actual: float, predicted: float) -> float:
+    """The one convention for every ratio this script prints: actual / predicted."""
+    return actual / predicted
+
+
+def ratio_range(ratios: Sequence[float]) -> str:
+    return f"x{min(ratios):.2f}-x{max(ratios):.2f}" if ratios else "none"
+
+
+def first_committed(path: Path) -> str | None:
+    """When git first committed `path` (ISO 8601, the committer's date); None when unknown."""
+    try:
+        done = subprocess.run(
+            ["git", "log", "--diff-filter=A", "--format=%cI", "--", path.name],
+            cwd=path.parent, capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    dates = done.stdout.split()
+    return dates[-1] if done.returncode == 0 and dates else None  # the oldest: git lists newest
+
+
+def _instant(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def started_before(runs: Sequence[BoxObservation], committed: str | None, what: str) -> str:
+    """'N of M <what> runs started before this protocol was committed (when)', or unknown."""
+    if committed is None:
+        return (
+            f"commit time unknown: whether any of the {len(runs)} {what} runs started before "
+            "this protocol was committed cannot be said"
+        )
+    known = [o for o in runs if o.started]
+    early = sum(_instant(o.started) < _instant(committed) for o in known)
+    unrecorded = (
+        f" ({len(runs) - len(known)} without a start time)" if len(known) < len(runs) else ""
+    )
+    return (
+        f"{early} of {len(runs)} {what} runs started before this protocol was committed "
+        f"({committed}){unrecorded}"
+    )
+
+
+def judge(
+    plan: dict[str, Any], sweeps: dict[str, list[BoxObservation]], committed: str | None
+) -> bool:
+    """Print one protocol's fit, its cells and its verdict; True when it meets its rule."""
+    # The first protocol's band is the residuals' (as committed); later ones say theirs.
+    kind = plan.get("interval", RESIDUALS)
+    fitted = [o for name in plan["fit"] for o in sweeps[name]]
+    predicted_runs = [o for name in plan["predict"] for o in sweeps[name]]
+    fit = fit_box_network(fitted, interval=kind)
+    fitted_on, predicted_sweeps = ", ".join(plan["fit"]), ", ".join(plan["predict"])
+    print(f"\n{plan['name']}: fit on {fitted_on}; predict {predicted_sweeps}")
+    print(started_before(predicted_runs, committed, "predicted"))
+    print(started_before(fitted, committed, "fitted"))
+    print(f"fit: {fit.text()}\n")
+    print(
+        "| sweep | topology | actual median (n) | predicted (80% interval) | actual / predicted "
+        "| runs inside | stated defaults | actual / stated defaults |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    inside = total = 0
+    by_fit: list[float] = []
+    by_defaults: list[float] = []
+    for name in plan["predict"]:
+        cells: dict[str, list[BoxObservation]] = defaultdict(list)
+        for o in sweeps[name]:
+            cells[o.topo].append(o)
+        for topo, runs in sorted(cells.items(), key=lambda kv: int(kv[0].split(":")[1])):
+            predicted, low, high = fit.predict(runs[0])
+            hits = sum(low <= o.seconds <= high for o in runs)
+            inside, total = inside + hits, total + len(runs)
+            actual = statistics.median(o.seconds for o in runs)
+            stated = default_prediction(runs[0])
+            by_fit.append(ratio(actual, predicted))
+            by_defaults.append(ratio(actual, stated))
+            print(
+                f"| {name} | {topo} | {actual:.1f} s ({len(runs)}) | {predicted:.1f} s "
+                f"({low:.1f}-{high:.1f}) | x{by_fit[-1]:.2f} | {hits}/{len(runs)} | "
+                f"{stated:.1f} s | x{by_defaults[-1]:.2f} |"
+            )
+    print(
+        f"\ncell medians, actual / predicted: {ratio_range(by_fit)} over {len(by_fit)} cells; "
+        f"actual / stated defaults: {ratio_range(by_defaults)}"
+    )
+    share = inside / total if total else 0.0
+    verdict = "pass" if share >= PASS_SHARE else "FAIL"
+    print(f"{inside} of {total} predicted runs inside their 80% interval ", end="")
+    print(f"({share:.0%}): {verdict}")
+    return share >= PASS_SHARE
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--protocol", type=Path, default=REPO / "benchmarks" / "box_model_protocol.json"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     protocol = json.loads(args.protocol.read_text())
     base = args.protocol.parent
     sweeps = {
         name: load_box_observations(base / sweep["dir"])
         for name, sweep in protocol["sweeps"].items()
     }
-    failed = False
-    for plan in protocol["protocols"]:
-        # The first protocol's band is the residuals' (as committed); later ones say theirs.
-        kind = plan.get("interval", RESIDUALS)
-        fit = fit_box_network([o for name in plan["fit"] for o in sweeps[name]], interval=kind)
-        fitted_on, predicted_sweeps = ", ".join(plan["fit"]), ", ".join(plan["predict"])
-        print(f"\n{plan['name']}: fit on {fitted_on}; predict {predicted_sweeps}")
-        print(f"fit: {fit.text()}\n")
-        print(
-            "| sweep | topology | actual median (n) | predicted (80% interval) | runs inside | "
-            "stated defaults |"
-        )
-        print("|---|---|---|---|---|---|")
-        inside = total = 0
-        for name in plan["predict"]:
-            cells: dict[str, list[BoxObservation]] = defaultdict(list)
-            for o in sweeps[name]:
-                cells[o.topo].append(o)
-            for topo, runs in sorted(cells.items(), key=lambda kv: int(kv[0].split(":")[1])):
-                predicted, low, high = fit.predict(runs[0])
-                hits = sum(low <= o.seconds <= high for o in runs)
-                inside, total = inside + hits, total + len(runs)
-                actual = statistics.median(o.seconds for o in runs)
-                print(
-                    f"| {name} | {topo} | {actual:.1f} s ({len(runs)}) | {predicted:.1f} s "
-                    f"({low:.1f}-{high:.1f}) | {hits}/{len(runs)} | "
-                    f"{default_prediction(runs[0]):.1f} s |"
-                )
-        share = inside / total if total else 0.0
-        verdict = "pass" if share >= PASS_SHARE else "FAIL"
-        print(f"\n{inside} of {total} predicted runs inside their 80% interval ", end="")
-        print(f"({share:.0%}): {verdict}")
-        failed = failed or share < PASS_SHARE
-    return 1 if failed else 0
+    committed = first_committed(args.protocol.resolve())
+    print(
+        f"protocol {args.protocol.name}: first committed {committed or '(commit time unknown)'}; "
+        "every ratio is actual / predicted (above 1: the box ran slower than predicted)"
+    )
+    passed = [judge(plan, sweeps, committed) for plan in protocol["protocols"]]
+    return 0 if all(passed) else 1
 
 
 if __name__ == "__main__":

@@ -79,6 +79,7 @@ class BoxObservation:
     seconds: float
     root_bandwidth: float | None = None
     sweep: str = ""
+    started: str = ""  # the run's start (runs.csv `started`, ISO 8601), where recorded
 
     def features(self) -> np.ndarray:
         tree = build_tree(self.topo, self.nodes)
@@ -178,6 +179,11 @@ def load_box_observations(parsed_dir: Path) -> list[BoxObservation]:
         (str(uid), str(it)): str(text)
         for uid, it, text in zip(box["uid"], box["iteration"], box["links"], strict=True)
     }
+    started = box["started"].fillna("") if "started" in box.columns else [""] * len(box)
+    starts = {
+        (str(uid), str(it)): str(text)
+        for uid, it, text in zip(box["uid"], box["iteration"], started, strict=True)
+    }
     ok = events[(events["event"] == EVENT) & (events["status"] == "ok")]
     columns = ("uid", "iteration", "nodes", "topo", "size_bytes", "time_seconds")
     found = []
@@ -198,6 +204,7 @@ def load_box_observations(parsed_dir: Path) -> list[BoxObservation]:
                 seconds=float(str(seconds)),
                 root_bandwidth=parse_bandwidth(root) if root else None,
                 sweep=str(parsed_dir),
+                started=starts[(str(uid), str(iteration))],
             )
         )
     return found
