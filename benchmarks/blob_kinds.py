@@ -94,6 +94,10 @@ def cell_sample(cell_dir: Path) -> dict[str, Any] | None:
         "store_objects_added": archive[0]["store_objects_added"],
         "rank0_sent_bytes": ranks.get("0", {}).get("sent_bytes"),
         "all_links_sent_bytes": sum(v.get("sent_bytes", 0) for v in ranks.values()) or None,
+        # What made it: a table of samples from more than one of either is refused.
+        "template_hash": record.template_hash,
+        "kary_commit": getattr(record, "kary_commit", None),
+        "started": record.started,
     }
 
 
@@ -121,10 +125,38 @@ def _mb(value: float | None) -> str:
     return "-" if value is None else f"{value / 1e6:,.0f}"
 
 
+class MixedRuns(ValueError):
+    """The samples came from more than one template or kary commit."""
+
+
+def provenance(data: dict[str, Any]) -> str:
+    """One line: the template and kary commit every sample ran with, and when; MixedRuns
+    when they differ (samples kept before kary recorded them say "not recorded")."""
+    rows = [
+        row
+        for by_n in data["samples"].values()
+        for by_kind in by_n.values()
+        for rows in by_kind.values()
+        for row in rows
+    ]
+    parts = []
+    for key, what in (("template_hash", "template"), ("kary_commit", "kary commit")):
+        seen = sorted({str(r.get(key)) for r in rows if r.get(key)})
+        if len(seen) > 1:
+            raise MixedRuns(f"the samples come from {len(seen)} {what}s ({', '.join(seen)})")
+        parts.append(f"{what} {seen[0] if seen else 'not recorded'}")
+    starts = sorted(str(r["started"]) for r in rows if r.get("started"))
+    if starts:
+        parts.append(f"runs started {starts[0]} to {starts[-1]}")
+    return "made by " + ", ".join(parts)
+
+
 def table(data: dict[str, Any]) -> str:
     lines = [
         f"blob kinds in the box: {data['topo']}, {data['size']}, `{EVENT}`; "
-        f"flux-core {data['flux_version']}"
+        f"flux-core {data['flux_version']}",
+        "",
+        provenance(data),
     ]
     for speed in data["speeds"]:
         for nodes in data["nodes"]:
@@ -151,10 +183,13 @@ def table(data: dict[str, Any]) -> str:
                     f"{_mb(_median([r['all_links_sent_bytes'] for r in rows]))} |"
                 )
             lines.append(_verdict(got))
-    lines.append(
-        f"\nwall time {data['wall_seconds']:.0f} s; all cores busy {data['busy_share']:.0%} of "
-        f"the time, {data['others_share']:.0%} with work other than this benchmark"
-    )
+    if data.get("wall_seconds") is None:
+        lines.append("\nwall time and load not recorded")
+    else:
+        lines.append(
+            f"\nwall time {data['wall_seconds']:.0f} s; all cores busy {data['busy_share']:.0%} "
+            f"of the time, {data['others_share']:.0%} with work other than this benchmark"
+        )
     return "\n".join(lines)
 
 
@@ -198,7 +233,21 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--json", type=Path, help="Write the samples here.")
     parser.add_argument("--from-json", type=Path, help="Print the tables of saved samples.")
+    parser.add_argument(
+        "--collect",
+        action="store_true",
+        help="Run nothing: read the samples of the cells already in --out (a run cut short, "
+        "or one made by an earlier version of this script).",
+    )
     args = parser.parse_args()
+    try:
+        return _main(args)
+    except MixedRuns as error:
+        print(f"blob_kinds.py: refused: {error}", file=sys.stderr)
+        return 2
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.from_json:
         saved = json.loads(args.from_json.read_text())
         print(table(saved))
@@ -207,7 +256,7 @@ def main() -> int:
     speeds = args.speeds.split(",")
     rng = random.Random(args.seed)
     started, meter = time.monotonic(), CpuMeter()
-    for iteration in range(args.runs):
+    for iteration in range(0 if args.collect else args.runs):
         visits = [(s, n, k) for s in speeds for n in nodes for k in KINDS]
         rng.shuffle(visits)
         for speed, count, kind in visits:
@@ -234,6 +283,11 @@ def main() -> int:
         "busy_share": meter.busy(),
         "others_share": meter.others(),
     }
+    if args.collect:
+        # The run's own time and load, from the samples file it wrote (else unknown).
+        earlier = json.loads(args.json.read_text()) if args.json and args.json.exists() else {}
+        for key in ("command", "wall_seconds", "busy_share", "others_share"):
+            data[key] = earlier.get(key)
     print(table(data))
     if args.json:
         args.json.write_text(json.dumps(data, indent=1) + "\n")
