@@ -372,6 +372,24 @@ def _relative(part: str) -> str:
     return part
 
 
+def listing(figures: list[Figure]) -> str:
+    """A Markdown table of every figure, the pages that show it and the command that makes it."""
+    places: dict[str, list[str]] = {f.name: [] for f in figures}
+    for page in pages():
+        where = str(page.relative_to(REPO))
+        try:
+            blocks = blocks_in(page.read_text(), where)
+        except BlockError:
+            continue
+        for block in blocks:
+            places.setdefault(block.name, []).append(where)
+    lines = ["| figure | shown in | command |", "|---|---|---|"]
+    for figure in figures:
+        shown_in = ", ".join(dict.fromkeys(places[figure.name])) or "-"
+        lines.append(f"| {figure.name} | {shown_in} | `{shown(figure.command)}` |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--update", action="store_true", help="write golden files and blocks")
@@ -380,7 +398,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--timed", action="store_true", help="also time the demo (real Flux)")
     parser.add_argument("--only", action="append", default=[], help="this figure alone")
+    parser.add_argument(
+        "--list", action="store_true", help="every figure: the pages that show it, its command"
+    )
     args = parser.parse_args(argv)
+    if args.list:
+        print(listing(FIGURES), end="")
+        return 0
     figures = [f for f in FIGURES if not args.only or f.name in args.only]
     if args.update or args.pages:
         results = update(figures, commands=args.update)

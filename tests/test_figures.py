@@ -92,6 +92,9 @@ def test_update_rewrites_the_blocks_from_the_golden_files(
     assert "cost $41.32\n" in page and page.startswith("# page\n\nbefore\n")
     assert page.endswith("<!-- /figure plan -->\nafter\n")
     assert all(r.ok for r in figures.check_pages([figure]))
+    assert figures.listing([figure]).splitlines()[2] == (
+        "| plan | README.md | `python -c print('cost $41.32\\n', end='')` |"
+    )
 
 
 def test_markers_that_do_not_pair_up_are_refused() -> None:
