@@ -7,7 +7,9 @@ machine at load averages of 4-26: the tables only, no timing runs here.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -50,3 +52,53 @@ def test_leaving_each_local_sweep_out_keeps_most_inside_narrow_intervals(
     inside = sum(r.inside for r in rows)
     assert inside >= 0.75 * len(rows)
     assert all(r.width < 2 for r in rows if not r.extrapolated)
+
+
+def _script() -> ModuleType:
+    path = STORED.parents[1] / "model_holdout.py"
+    spec = importlib.util.spec_from_file_location("model_holdout", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_protocol_prints_every_number_the_readme_cites_and_what_was_tuned_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    protocol = STORED.parents[1] / "model_holdout_protocol.json"
+    assert _script().main(["--protocol", str(protocol)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == (
+        "tuned on: the interval rule was tuned on pass-1 and pass-2 (pass-1: N = 4, 8, 12, 16, "
+        "24, 30; pass-2: N = 4, 8, 12, 16, 24, 30), before this protocol; it fits N = 4, 8, 12, "
+        "16 of them and predicts N = 20, 24, 30, so N = 24, 30 were seen in tuning (other runs "
+        "of them)"
+    )
+    rows = {line.split()[0]: line.split() for line in out if line.startswith("pass-3/")}
+    # sweep, cells, predicted, (low, -, high), actual, error, inside, width
+    assert [rows["pass-3/parsed-20"][i] for i in (2, 7, 9, 10, 11)] == [
+        "226", "187", "+21%", "NO", "x1.43",
+    ]  # fmt: skip
+    assert [rows["pass-3/parsed-24"][i] for i in (2, 7, 9)] == ["265", "217", "+22%"]
+    assert [rows["pass-3/parsed-30"][i] for i in (2, 7, 9)] == ["325", "261", "+25%"]
+    assert "error (predicted / actual - 1): +21% to +25% over 3 sweeps" in out
+    assert out[-1] == "2 of 3 predicted sweeps inside their 80% interval: PASS"
+
+
+def test_a_protocol_on_untuned_passes_says_so_and_a_tuned_one_names_what_it_saw(
+    tmp_path: Path,
+) -> None:
+    for folder in ("pass-1/parsed-4", "pass-1/parsed-24", "pass-3/parsed-24", "other/parsed-8"):
+        (tmp_path / folder).mkdir(parents=True)
+    tuned_line = _script().tuned_line
+    seen = tuned_line([tmp_path / "pass-1/parsed-4"], [tmp_path / "pass-3/parsed-24"])
+    assert seen.endswith(
+        "(pass-1: N = 4, 24), before this protocol; it fits N = 4 of them and predicts "
+        "N = 24, so N = 24 were seen in tuning (other runs of them)"
+    )
+    unseen = tuned_line([tmp_path / "other/parsed-8"], [tmp_path / "pass-3/parsed-24"])
+    assert unseen == (
+        "tuned on: the interval rule was tuned on pass-1 and pass-2, which this protocol does "
+        "not use"
+    )
