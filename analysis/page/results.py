@@ -31,7 +31,7 @@ import pandas as pd
 from analysis.read.records import is_void
 from analysis.tables.knobs import design_axes, setting_labels, setting_order_key
 from analysis.tables.sources import source_names
-from analysis.tables.stats import MIN_RUNS, RankTest, rank_test, summarize
+from analysis.tables.stats import RankTest, could_decide, decides, rank_test, summarize
 from experiments.formats.events import STRATEGY_EVENTS, StrategyEvents, topology_order_key
 
 __all__ = [
@@ -158,16 +158,6 @@ class Candidate:
     median: float | None
     ci: tuple[float, float] | None
     coverage: float | None
-
-
-def decides(test: RankTest) -> bool:
-    """The test separates the two samples: enough runs on each side and p < ALPHA."""
-    return min(test.n_a, test.n_b) >= MIN_RUNS and test.significant
-
-
-def could_decide(test: RankTest) -> bool:
-    """These runs could give p < ALPHA at all (whatever the timings)."""
-    return min(test.n_a, test.n_b) >= MIN_RUNS and test.can_be_significant
 
 
 @dataclass

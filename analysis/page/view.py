@@ -15,7 +15,6 @@ from analysis.page.results import (
     STRATEGIES,
     Candidate,
     Verdict,
-    could_decide,
     strategy_samples,
     strategy_stats,
     verdicts,
@@ -24,7 +23,15 @@ from analysis.page.svg import Scale, strip_svg, tree_svg
 from analysis.tables.blobs import writes_warning
 from analysis.tables.parsed_dir import Parsed
 from analysis.tables.sources import data_note, deduplicated, source_names
-from analysis.tables.stats import ALPHA, MIN_RUNS, TEST_NAME, RankTest, runs_needed, smallest_p
+from analysis.tables.stats import (
+    ALPHA,
+    MIN_RUNS,
+    TEST_NAME,
+    RankTest,
+    could_decide,
+    runs_needed,
+    smallest_p,
+)
 from experiments.errors import UserError
 from experiments.formats.cell_layout import size_text, topology_dirname
 from experiments.model.topology import build_tree, overlay_parents

@@ -15,11 +15,17 @@
   (`rank_test`). Its smallest possible p for n and m runs is 2 / C(n+m, n)
   (every run of one side below every run of the other): 0.1 for 3 vs 3, so
   three iterations per side can never separate two designs at 0.05; four can.
+- "Which is fastest?": the fastest by median, named only where that test
+  separates it from every other timed one (`find_winner`); otherwise a tie (the
+  runs could have separated them and did not) or unsure (they could not have).
+  The report's verdicts (analysis/page/results.py) and the benchmarks' tables use
+  this one rule.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from statistics import NormalDist
@@ -36,12 +42,17 @@ __all__ = [
     "TEST_NAME",
     "RankTest",
     "RatioInterval",
+    "Winner",
+    "could_decide",
+    "decides",
+    "find_winner",
     "median_ci_ranks",
     "rank_test",
     "ratio_of_medians",
     "runs_needed",
     "smallest_p",
     "summarize",
+    "winner",
 ]
 
 ALPHA = 0.05
@@ -229,3 +240,93 @@ def runs_needed(alpha: float = ALPHA) -> int:
     while smallest_p(n, n) >= alpha:
         n += 1
     return n
+
+
+def decides(test: RankTest) -> bool:
+    """The test separates the two samples: enough runs on each side and p < ALPHA."""
+    return min(test.n_a, test.n_b) >= MIN_RUNS and test.significant
+
+
+def could_decide(test: RankTest) -> bool:
+    """These runs could give p < ALPHA at all (whatever the timings)."""
+    return min(test.n_a, test.n_b) >= MIN_RUNS and test.can_be_significant
+
+
+@dataclass(frozen=True)
+class Winner:
+    """The fastest of some samples by median, and whether the rank test names it.
+
+    status: clear (the test separates the fastest from every other timed one),
+    tie (some other could have been separated at these runs and was not), unsure
+    (the runs are too few for the test to decide), alone (one timed), or none
+    (nothing timed).
+    """
+
+    fastest: str | None
+    median: float | None
+    status: str
+    # The fastest's timings against each other timed one's, by name.
+    tests: dict[str, RankTest]
+
+    @property
+    def name(self) -> str | None:
+        """The winner, or None where the data cannot name one."""
+        return self.fastest if self.status == "clear" else None
+
+    @property
+    def ties(self) -> list[str]:
+        """The timed ones the test does not separate from the fastest."""
+        return [other for other, test in self.tests.items() if not decides(test)]
+
+    @property
+    def text(self) -> str:
+        """`kary:1`; or why there is none: `none (kary:1 and kary:2 tie: p = 0.34)`,
+        `none (kary:1 ties kary:2 and kary:4: p >= 0.11)`, `unsure (too few runs: n=3)`."""
+        if self.status == "clear":
+            return str(self.fastest)
+        if self.status == "none":
+            return "none (no samples)"
+        if self.status == "alone":
+            return f"none (only {self.fastest} has samples)"
+        tests = [self.tests[other] for other in self.ties]
+        if self.status == "unsure":
+            fewest = min(tests, key=lambda test: min(test.n_a, test.n_b))
+            return f"unsure (too few runs: {fewest.n_text})"
+        if len(tests) == 1:
+            return f"none ({self.fastest} and {self.ties[0]} tie: p = {tests[0].p:.2g})"
+        weakest = min(test.p for test in tests)
+        return f"none ({self.fastest} ties {_and(self.ties)}: p >= {weakest:.2g})"
+
+
+def find_winner(samples: Mapping[str, Sequence[float]]) -> Winner:
+    """The fastest by median (the first of equal medians, in the mapping's order), named
+    the winner only if the test separates it from every other timed one (`decides`)."""
+    timed = {name: np.asarray(times, dtype=float) for name, times in samples.items() if len(times)}
+    if not timed:
+        return Winner(None, None, "none", {})
+    medians = {name: float(np.median(times)) for name, times in timed.items()}
+    best = min(medians, key=lambda name: medians[name])
+    tests: dict[str, RankTest] = {}
+    for other, times in timed.items():
+        if other != best:
+            test = rank_test(timed[best], times)
+            assert test is not None  # both sides are timed
+            tests[other] = test
+    if not tests:
+        status = "alone"
+    elif all(decides(test) for test in tests.values()):
+        status = "clear"
+    elif any(could_decide(test) for test in tests.values() if not decides(test)):
+        status = "tie"
+    else:
+        status = "unsure"
+    return Winner(best, medians[best], status, tests)
+
+
+def winner(samples: Mapping[str, Sequence[float]]) -> str | None:
+    """The fastest by median where the test separates it from every other; else None."""
+    return find_winner(samples).name
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

@@ -73,6 +73,17 @@ def test_where_real_flux_ties_there_is_no_winner_to_agree_on() -> None:
     assert data["failures"] == 0
 
 
+def test_an_emulator_that_cannot_separate_real_fluxs_winner_does_not_agree() -> None:
+    fidelity = _fidelity()
+    # Each cell within x1.5, but the emulator's two topologies interleave: it names none.
+    tied = {"kary:1": [2.9, 3.0, 2.8, 3.1], "kary:7": [2.95, 3.05, 2.85, 3.15]}
+    data = _data(REAL, tied)
+    text = fidelity.table(data)
+    assert "| 8 | 64M | kary:1 | none (kary:1 and kary:7 tie: p = 0.69) | NO |" in text
+    assert "same fastest topology: 0 of 1 where real Flux has one (0 without a winner)" in text
+    assert data["failures"] == 1
+
+
 def _log(*records: dict[str, Any]) -> str:
     return "\n".join(format_kary_line(r) for r in records) + "\n"
 
