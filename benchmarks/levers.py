@@ -18,6 +18,13 @@ Three figures the plan prices layouts with (experiments/estimate/layouts.py):
 Every figure prints its n and range, and the share of the machine's cores that
 was busy while it ran (the benchmark's own work included).  All brokers share
 this machine's cores: on a cluster each broker has a node of its own.
+
+    python benchmarks/levers.py --from-json benchmarks/results/levers-flux-0.88-2cores.json
+    python benchmarks/levers.py --from-json ... --markdown
+
+replay kept samples without flux: the tables as the run printed them, then
+what the plan derives from them (experiments/estimate/layouts.py: the start-up
+fit, the `--mmap` ratios); `--markdown` prints the same tables as Markdown.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ sys.path.insert(0, str(REPO))
 from machine_load import CpuMeter  # noqa: E402
 
 from experiments.backends.flux.outer_instance import OuterInstance  # noqa: E402
+from experiments.estimate.layouts import derive_levers  # noqa: E402
 from experiments.model.units import parse_size  # noqa: E402
 
 GIB = 2**30
@@ -122,14 +130,22 @@ def _summary(values: list[float]) -> dict[str, Any]:
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--nodes", default="2,4,8,16")
     parser.add_argument("--sizes", default="256M,512M,1G")
     parser.add_argument("--seed", type=int, default=23)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    parser.add_argument(
+        "--from-json", type=Path, help="print the tables of kept samples (no flux, no timing)"
+    )
+    parser.add_argument("--markdown", action="store_true", help="with --from-json: Markdown")
+    args = parser.parse_args(argv)
+    if args.from_json:
+        results = json.loads(args.from_json.read_text())
+        print(markdown(results) if args.markdown else f"{table(results)}\n\n{derived(results)}")
+        return 0
     flux = shutil.which("flux")
     if flux is None:
         print("levers: flux-core's flux is not on PATH", file=sys.stderr)
@@ -215,6 +231,71 @@ def table(results: dict[str, Any]) -> str:
 
 def _fmt(summary: dict[str, Any]) -> str:
     return f"{summary['median']:.2f} s ({summary['min']:.2f}-{summary['max']:.2f})"
+
+
+def _size(size: str) -> str:
+    mib = int(size) // 2**20
+    return f"{mib // 1024} GiB" if mib % 1024 == 0 else f"{mib} MiB"
+
+
+def derived(results: dict[str, Any]) -> str:
+    """What the plan takes from the samples (experiments/estimate/layouts.py's derive_levers)."""
+    levers = derive_levers(results, "replay")
+    nodes = ", ".join(map(str, levers.start_nodes))
+    c, d = levers.create_mmap, levers.distribute_mmap
+    both = [
+        (results["create_mmap_s"][size]["median"] + results["dist_mmap_s"][size]["median"])
+        / (results["create_s"][size]["median"] + results["dist_s"][size]["median"])
+        for size in results["create_s"]
+    ]
+    at = ", ".join(
+        f"x{r:.2f} at {_size(size)}" for r, size in zip(both, results["create_s"], strict=True)
+    )
+    return "\n".join(
+        [
+            "derived (experiments/estimate/layouts.py), medians:",
+            f"  nested start-up fitted as {levers.start_a:.2f} s + {levers.start_b:.3f} s per "
+            f"node over {nodes} nodes (n={levers.start_n} each); every median within "
+            f"{levers.start_spread:.0%} of the fit",
+            f"  --mmap, with / without over {c.n} sizes (median; range over every pairing of "
+            f"runs): create x{c.median:.2f} ({c.low:.2f}-{c.high:.2f}), distribute "
+            f"x{d.median:.2f} ({d.low:.2f}-{d.high:.2f})",
+            f"  create + distribute, with / without --mmap: {at}",
+            f"  generate: {levers.generate_s_per_gb:.2f} s per GiB (median over sizes)",
+        ]
+    )
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The tables as Markdown: start-up per node count, then medians per size."""
+    nodes = list(results["nested_start_s"])
+    first = table(results).splitlines()[0]
+    lines = [first, "", "| | " + " | ".join([f"{nodes[0]} nodes", *nodes[1:]]) + " |"]
+    lines.append("|---" * (len(nodes) + 1) + "|")
+    rows = (
+        (
+            "nested instance start-up (`flux batch -N n --wrap true` to the end of "
+            "`flux job attach`)",
+            results["nested_start_s"],
+        ),
+        ("a fresh `flux start --test-size=n true`", results["fresh_start_s"]),
+    )
+    for i, (name, per_nodes) in enumerate(rows):
+        cells = [_fmt(per_nodes[n]) for n in nodes]
+        # The unit once, on the table's first figure.
+        cells = [c if (i, j) == (0, 0) else c.replace(" s (", " (") for j, c in enumerate(cells)]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    kinds = ("generate", "create", "create_mmap", "dist", "dist_mmap")
+    lines += [
+        "",
+        "| per size | generate | create | create `--mmap` | distribute | "
+        "distribute after `--mmap` |",
+        "|---|---|---|---|---|---|",
+    ]
+    for size in results["generate_s"]:
+        medians = [f"{results[f'{k}_s'][size]['median']:.2f} s" for k in kinds]
+        lines.append(f"| {_size(size)} | " + " | ".join(medians) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
