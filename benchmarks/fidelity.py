@@ -198,9 +198,32 @@ def table(data: dict[str, Any]) -> str:
         f"cells within x{TOLERANCE:g}: {within}/{total}; same fastest topology: {agreed} of "
         f"{agreed + disagreed} where real Flux has one ({undecided} without a winner); "
         f"wall time {data['seconds']:.0f} s",
+        summary_line(data),
     ]
     data["failures"] = (total - within) + disagreed
     return "\n".join(lines) + "\n"
+
+
+def summary_line(data: dict[str, Any]) -> str:
+    """The median ratio over cells, and real Flux's seconds per GiB per receiving rank."""
+    ratios, per_rank = [], []
+    for nodes, topo in data["cells"]:
+        for label in data["sizes"]:
+            key = f"{nodes}|{topo}|{label}"
+            real, emulated = data["samples"]["flux"].get(key), data["samples"]["local"].get(key)
+            if real:
+                gib_to_ranks = parse_size(label) / 2**30 * (nodes - 1)
+                per_rank.append(statistics.median(real) / gib_to_ranks)
+            if real and emulated:
+                ratios.append(statistics.median(emulated) / statistics.median(real))
+    if not ratios or not per_rank:
+        return "median ratio: n/a (no cell has both real and emulated samples)"
+    return (
+        f"median ratio (emulator / real) {statistics.median(ratios):.2f} over {len(ratios)} "
+        f"cells ({min(ratios):.2f}-{max(ratios):.2f}); real Flux "
+        f"{statistics.median(per_rank):.2f} s per GiB per receiving rank (median over "
+        f"{len(per_rank)} cells, {min(per_rank):.2f}-{max(per_rank):.2f})"
+    )
 
 
 def _num(value: float | None) -> str:
