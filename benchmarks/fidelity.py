@@ -251,7 +251,10 @@ def main() -> int:
         print(table(data), end="")
         return 1 if data["failures"] else 0
     if flux_on_path() is None:
-        print("fidelity: needs flux-core's `flux` on PATH (README, 'Real Flux')", file=sys.stderr)
+        print(
+            "fidelity: needs flux-core's `flux` on PATH (docs/running.md, 'Real Flux')",
+            file=sys.stderr,
+        )
         return 2
     data, key, calibration = measure(args)
     if args.json:

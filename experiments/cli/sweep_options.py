@@ -113,7 +113,7 @@ SweepFile = Annotated[
     Path | None,
     typer.Argument(
         metavar="SWEEP_FILE",
-        help="A study as YAML (matrix, zip, sizes, ...; see README, Sweep files); "
+        help="A study as YAML (matrix, zip, sizes, ...; see docs/formats.md, Sweep files); "
         "flags given here override it.",
         show_default=False,
     ),

@@ -1,4 +1,4 @@
-"""The local stand-in for a Flux instance: N brokers on this machine (see docs/DESIGN.md).
+"""The local stand-in for a Flux instance: N brokers on this machine (see ../shared/docs/DESIGN.md).
 
 - `instance`: the launcher: forks one broker process per rank, runs a command
   as rank 0, tears everything down.  `python -m experiments.emulator.instance`.

@@ -47,7 +47,7 @@ UNBILLED: tuple[str, ...] = ("local", "flux")
 HOW_TO_GET_FLUX = (
     "put flux-core's `flux` on PATH: your site's install (e.g. `module load flux`), "
     "`spack install flux-core`, your distribution's flux-core package, or build it "
-    "from source (see the README, 'Real Flux')"
+    "from source (see docs/running.md, 'Real Flux')"
 )
 
 

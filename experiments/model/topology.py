@@ -1,7 +1,7 @@
 """TBON math: the tree flux-core builds for a topology string, and its overlay text.
 
 Every function here must agree with flux-core byte for byte; the rules are in
-docs/DESIGN.md (TBON math) and the ground truth is real `flux overlay status`
+../shared/docs/DESIGN.md (TBON math) and the ground truth is real `flux overlay status`
 output.  Trees are plain lists indexed by rank so that 100,000 ranks build in a
 few tens of milliseconds.
 """

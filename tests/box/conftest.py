@@ -36,7 +36,7 @@ def box_flux() -> str:
     """The `flux` on PATH, once this machine is known to build a box with shaped links."""
     flux = shutil.which("flux")
     if flux is None:
-        unavailable("flux-core's `flux` is not on PATH (see README, 'Real Flux')")
+        unavailable("flux-core's `flux` is not on PATH (see docs/running.md, 'Real Flux')")
     from experiments.box.privileges import box_command_prefix
 
     try:

@@ -21,7 +21,7 @@ from unavailable import unavailable
 def flux() -> str:
     path = shutil.which("flux")
     if path is None:
-        unavailable("flux-core's `flux` is not on PATH (see README, 'Real Flux')")
+        unavailable("flux-core's `flux` is not on PATH (see docs/running.md, 'Real Flux')")
     return path
 
 

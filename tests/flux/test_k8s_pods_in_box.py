@@ -56,7 +56,7 @@ def pods_flux() -> str:
     """flux-core, once this machine can make namespaces (root, unshare, ip)."""
     flux = subprocess.run(["which", "flux"], capture_output=True, text=True).stdout.strip()
     if not flux:
-        unavailable("flux-core's `flux` is not on PATH (see README, 'Real Flux')")
+        unavailable("flux-core's `flux` is not on PATH (see docs/running.md, 'Real Flux')")
     probe = subprocess.run(
         ["unshare", "--pid", "--fork", "--mount-proc", "--net", "--mount", "--uts", "true"],
         capture_output=True,

@@ -103,7 +103,7 @@ def _tricky_template(folder: Path) -> Path:
 @pytest.fixture(params=["local", "flux"])
 def backend(request: pytest.FixtureRequest) -> str:
     if request.param == "flux" and shutil.which("flux") is None:
-        unavailable("flux-core's `flux` is not on PATH (see README, 'Real Flux')")
+        unavailable("flux-core's `flux` is not on PATH (see docs/running.md, 'Real Flux')")
     return str(request.param)
 
 
