@@ -15,17 +15,27 @@ of every (speed, topology) in a shuffled order, so drift in the machine's load
 hits every cell alike.  A failed step or a copy that failed verification is no
 sample: the table says n.
 
-Printed, per link speed: each topology's median `distribute-all-nodes`
-seconds, its quartiles and n, the floor its links set (the busiest shaped link
-in either direction at its rate: experiments/estimate/link_floor.py; on equal
-links rank 0's K copies out, K x size / rate), the fastest topology, and the
-two-sided Mann-Whitney p of every pair (with 4 runs a side the smallest
-possible p is 0.029; with 3 it is 0.1, so 3 runs can never separate two
-topologies at p < 0.05).  With `--emulator SPEED` the emulator runs the same
-cells on the same links and a second table gives emulator / box per cell.
-Exit status 1 when a cell has no sample, or when a sample is faster than its
-links' floor beyond the floor's slack (tbf's bucket, the clock, tc's rounding):
-one warning line per such sample says which.
+Printed, per link speed: what made the runs (their template hash, kary commit
+and time span, from the parsed runs table; "not recorded" where run.json did
+not say), each topology's median `distribute-all-nodes` seconds, its quartiles
+and n, the floor its links set (the busiest shaped link in either direction at
+its rate: experiments/estimate/link_floor.py; on equal links rank 0's K copies
+out, K x size / rate), the winner by the one rule of analysis/tables/stats.py
+(`find_winner`: the fastest by median only where Mann-Whitney separates it from
+every other; else a tie, or unsure with too few runs), and the two-sided
+Mann-Whitney p of every pair (with 4 runs a side the smallest possible p is
+0.029; with 3 it is 0.1, so 3 runs can never separate two topologies at
+p < 0.05).  A topology kary judged CPU-bound in any of its runs (run.json's
+box.cpu_bound: the cores' share at half the links' floor or more) is marked
+`(cpu-bound)` in every table.  With `--emulator SPEED` the emulator runs the
+same cells on the same links and a second table gives emulator / box per cell;
+the two agree only where both name the same winner.
+The JSON keeps each (place, speed)'s provenance beside its samples.  Samples
+from more than one template hash or recorded kary commit make no table: one
+line on stderr names them, exit status 2.  Exit status 1 when a cell has no
+sample, or when a sample is faster than its links' floor beyond the floor's
+slack (tbf's bucket, the clock, tc's rounding): one warning line per such
+sample says which.
 """
 
 from __future__ import annotations
@@ -45,10 +55,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 from machine_load import CpuMeter  # noqa: E402
 
 from analysis import parse  # noqa: E402
-from analysis.tables.stats import rank_test, smallest_p  # noqa: E402
+from analysis.tables.stats import could_decide, decides, find_winner, rank_test  # noqa: E402
 from experiments import Sweep, run  # noqa: E402
 from experiments.estimate.link_floor import LinkFloor, distribution_floors  # noqa: E402
 from experiments.execution.progress import SilentReporter  # noqa: E402
@@ -56,7 +67,7 @@ from experiments.model.links import LinkSettings  # noqa: E402
 from experiments.model.units import parse_bandwidth, parse_size  # noqa: E402
 
 EVENT = "distribute-all-nodes"
-ALPHA = 0.05
+CPU_BOUND = "(cpu-bound)"
 
 
 def run_one(
@@ -77,14 +88,114 @@ def run_one(
     run(sweep, reporter=SilentReporter(), echo=lambda line: None)
 
 
-def samples(out: Path, place: str, speed: str) -> dict[str, list[float]]:
-    """{topo: distribute seconds of every ok step}, parsed from the raw tree by kary parse."""
+def samples(out: Path, place: str, speed: str) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    """{topo: distribute seconds of every ok step}, and what made the runs
+    (`provenance_of`), both parsed from the raw tree by kary parse."""
     raw, parsed = out / f"raw-{place}-{speed}", out / f"parsed-{place}-{speed}"
-    events = parse(raw, parsed, plots=False).parsed.events
+    tables = parse(raw, parsed, plots=False).parsed
+    events = tables.events
     ok = events[(events["event"] == EVENT) & (events["status"] == "ok")]
-    return {
+    times = {
         str(topo): [float(t) for t in group["time_seconds"]] for topo, group in ok.groupby("topo")
     }
+    return times, provenance_of(tables.runs)
+
+
+def provenance_of(runs: pd.DataFrame) -> dict[str, Any]:
+    """What made a (place, speed)'s runs, from its parsed runs table: the template hashes
+    and kary commits (null among them: some run did not record one), the first start
+    and last finish, and the topologies kary judged CPU-bound in any run."""
+
+    def recorded(column: str) -> list[str]:
+        return [v for v in runs.get(column, []) if isinstance(v, str) and v]
+
+    def values(column: str) -> list[str | None]:
+        found = recorded(column)
+        unrecorded = [None] if len(found) < len(runs) else []
+        return [*sorted(set(found)), *unrecorded]
+
+    started, finished = recorded("started"), recorded("finished")
+    bound = runs[runs["cpu_bound"] == "yes"] if "cpu_bound" in runs.columns else runs.iloc[:0]
+    return {
+        "runs": len(runs),
+        "template_hash": values("template_hash"),
+        "kary_commit": values("kary_commit"),
+        "started": min(started, default=None),
+        "finished": max(finished, default=None),
+        "cpu_bound": sorted({str(topo) for topo in bound.get("topo", [])}),
+    }
+
+
+class MixedRuns(ValueError):
+    """The samples came from more than one template hash or recorded kary commit."""
+
+
+def check_one_source(data: dict[str, Any]) -> None:
+    """MixedRuns, naming the values and where each ran, when the samples' runs recorded
+    more than one template hash or kary commit (unrecorded ones are no second value)."""
+    problems = []
+    for key, what in (("template_hash", "template hashes"), ("kary_commit", "kary commits")):
+        where: dict[str, list[str]] = {}
+        for place, speeds in data.get("provenance", {}).items():
+            for speed, made in speeds.items():
+                for value in (made or {}).get(key, []):
+                    if value:
+                        where.setdefault(value, []).append(f"{place} {speed}")
+        if len(where) > 1:
+            each = "; ".join(f"{v}: {', '.join(w)}" for v, w in sorted(where.items()))
+            problems.append(f"the runs come from {len(where)} {what} ({each})")
+    if problems:
+        raise MixedRuns("; ".join(problems))
+
+
+def _made(data: dict[str, Any], place: str, speed: str) -> dict[str, Any] | None:
+    """The provenance kept for (place, speed); None where it is unknown."""
+    made = data.get("provenance", {}).get(place, {}).get(speed)
+    return made if isinstance(made, dict) else None
+
+
+def provenance_line(data: dict[str, Any], place: str, speed: str) -> str:
+    """One line: the runs' template hash, kary commit and time span, or that it is unknown."""
+    made = _made(data, place, speed)
+    if made is None:
+        return f"{place} runs: provenance unknown (not recorded with these samples)"
+
+    def said(key: str) -> str:
+        known = [v for v in made.get(key, []) if v]
+        if not known:
+            return "not recorded"
+        some = " (some runs did not record one)" if None in made.get(key, []) else ""
+        return ", ".join(known) + some
+
+    span = (
+        f"{made['started']} to {made['finished']}"
+        if made.get("started") and made.get("finished")
+        else "time not recorded"
+    )
+    return (
+        f"{place} runs: template {said('template_hash')}, kary commit {said('kary_commit')}, {span}"
+    )
+
+
+def _cpu_bound(data: dict[str, Any], speed: str) -> set[str]:
+    """The topologies of the box at `speed` that kary judged CPU-bound in any run."""
+    made = _made(data, "box", speed)
+    return set(made.get("cpu_bound", [])) if made else set()
+
+
+def _label(topo: str, cpu_bound: set[str]) -> str:
+    return f"{topo} {CPU_BOUND}" if topo in cpu_bound else topo
+
+
+def _cpu_note(marked: set[str]) -> list[str]:
+    """What the mark means, under a table that uses it."""
+    if not marked:
+        return []
+    return [
+        f"\n{CPU_BOUND}: in at least one of its runs kary judged the cores' share at half the "
+        "links' floor or more (run.json box.cpu_bound), so its time says as much about this "
+        "machine's cores as about its links"
+    ]
 
 
 def floor(topo: str, nodes: int, size_bytes: int, speed: str) -> LinkFloor:
@@ -111,13 +222,17 @@ def below_floor(data: dict[str, Any]) -> list[str]:
 
 
 def table(data: dict[str, Any]) -> str:
+    """The tables of `data`; MixedRuns when its runs came from more than one source."""
+    check_one_source(data)
     lines = []
     nodes, size = data["nodes"], data["size"]
     size_bytes = parse_size(size)
     for speed in data["speeds"]:
         got = data["box"][speed]
+        cpu_bound = _cpu_bound(data, speed)
         lines += [
             f"\nbox, N={nodes}, {size}, links {speed} (both ways, every node), `{EVENT}` seconds",
+            provenance_line(data, "box", speed),
             "",
             "| topology | median | quartiles | n | link floor | median / floor |",
             "|---|---|---|---|---|---|",
@@ -125,58 +240,68 @@ def table(data: dict[str, Any]) -> str:
         for topo in data["topos"]:
             times = got.get(topo, [])
             bound = floor(topo, nodes, size_bytes, speed).seconds
+            name = _label(topo, cpu_bound)
             if not times:
-                lines.append(f"| {topo} | - | - | 0 | {bound:.1f} | - |")
+                lines.append(f"| {name} | - | - | 0 | {bound:.1f} | - |")
                 continue
             q1, q3 = np.percentile(times, [25, 75])
             med = statistics.median(times)
             lines.append(
-                f"| {topo} | {med:.2f} | {q1:.2f}-{q3:.2f} | {len(times)} | {bound:.1f} | "
+                f"| {name} | {med:.2f} | {q1:.2f}-{q3:.2f} | {len(times)} | {bound:.1f} | "
                 f"{med / bound:.2f} |"
             )
-        ranked = sorted((statistics.median(t), topo) for topo, t in got.items() if t)
-        if ranked:
-            lines.append(f"\nfastest: {ranked[0][1]} (median {ranked[0][0]:.2f} s)")
+        found = find_winner({topo: got.get(topo, []) for topo in data["topos"]})
+        if found.name is not None:
+            best = f"{_label(found.name, cpu_bound)} (median {found.median:.2f} s)"
+        else:
+            best = found.text
+        lines.append(f"\nfastest: {best}")
         lines += ["", "| pair | p (Mann-Whitney, two-sided) | n | verdict |", "|---|---|---|---|"]
         for a, b in itertools.combinations(data["topos"], 2):
+            pair = f"{_label(a, cpu_bound)} vs {_label(b, cpu_bound)}"
             test = rank_test(np.array(got.get(a, [])), np.array(got.get(b, [])))
             if test is None:
-                lines.append(f"| {a} vs {b} | - | - | no samples |")
+                lines.append(f"| {pair} | - | - | no samples |")
                 continue
-            smallest = smallest_p(test.n_a, test.n_b)
-            if test.p < ALPHA:
+            if decides(test):
                 faster = a if statistics.median(got[a]) < statistics.median(got[b]) else b
                 verdict = f"{faster} faster"
-            elif smallest >= ALPHA:
-                verdict = "unsure (too few runs for p < 0.05)"
-            else:
+            elif could_decide(test):
                 verdict = "tie"
-            lines.append(f"| {a} vs {b} | {test.p:.3f} | {test.n_a}/{test.n_b} | {verdict} |")
+            else:
+                verdict = "unsure (too few runs for p < 0.05)"
+            lines.append(f"| {pair} | {test.p:.3f} | {test.n_a}/{test.n_b} | {verdict} |")
+        lines += _cpu_note(cpu_bound)
     for speed, emulated in data.get("emulator", {}).items():
         box = data["box"][speed]
+        cpu_bound = _cpu_bound(data, speed)
         lines += [
             f"\nemulator vs box, N={nodes}, {size}, links {speed}: `{EVENT}` medians",
+            provenance_line(data, "emulator", speed),
             "",
             "| topology | box (s) | emulator (s) | emulator / box | n box/emu | within x1.5 |",
             "|---|---|---|---|---|---|",
         ]
         for topo in data["topos"]:
             b, e = box.get(topo, []), emulated.get(topo, [])
+            name = _label(topo, cpu_bound)
             if not b or not e:
-                lines.append(f"| {topo} | - | - | - | {len(b)}/{len(e)} | no samples |")
+                lines.append(f"| {name} | - | - | - | {len(b)}/{len(e)} | no samples |")
                 continue
             ratio = statistics.median(e) / statistics.median(b)
             ok = "yes" if 1 / 1.5 <= ratio <= 1.5 else "NO"
             lines.append(
-                f"| {topo} | {statistics.median(b):.2f} | {statistics.median(e):.2f} | "
+                f"| {name} | {statistics.median(b):.2f} | {statistics.median(e):.2f} | "
                 f"{ratio:.2f} | {len(b)}/{len(e)} | {ok} |"
             )
-        fast_box = min((statistics.median(t), k) for k, t in box.items() if t)[1]
-        fast_emu = min((statistics.median(t), k) for k, t in emulated.items() if t)[1]
-        lines.append(
-            f"\nfastest: box {fast_box}, emulator {fast_emu}: "
-            + ("same" if fast_box == fast_emu else "DIFFERENT")
-        )
+        box_best = find_winner({topo: box.get(topo, []) for topo in data["topos"]})
+        emu_best = find_winner({topo: emulated.get(topo, []) for topo in data["topos"]})
+        if box_best.name is None or emu_best.name is None:
+            agree = "no winner to agree on"
+        else:
+            agree = "same" if box_best.name == emu_best.name else "DIFFERENT"
+        lines.append(f"\nfastest: box {box_best.text}, emulator {emu_best.text}: {agree}")
+        lines += _cpu_note(cpu_bound)
     lines.append(
         f"\nwall time {data['wall_seconds']:.0f} s; the {os.cpu_count()} cores were busy "
         f"{data['busy_share']:.0%} of the time (these cells included)"
@@ -197,10 +322,18 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="Write the samples here.")
     parser.add_argument("--from-json", type=Path, help="Print the tables of saved samples.")
     args = parser.parse_args()
+    try:
+        return _main(args)
+    except MixedRuns as error:
+        print(f"box_topologies.py: refused: {error}", file=sys.stderr)
+        return 2
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.from_json:
-        data = json.loads(args.from_json.read_text())
-        print(table(data))
-        return _missing(data)
+        saved = json.loads(args.from_json.read_text())
+        print(table(saved))
+        return _missing(saved)
     topos = args.topos.split(",")
     speeds = args.speeds.split(",")
     emulated = [s for s in args.emulator.split(",") if s]
@@ -220,20 +353,27 @@ def main() -> int:
                 flush=True,
             )
     wall = time.monotonic() - started
+    box = {s: samples(args.out, "box", s) for s in speeds}
+    emulator = {s: samples(args.out, "emulator", s) for s in emulated}
     data: dict[str, Any] = {
         "nodes": args.nodes,
         "size": args.size,
         "topos": topos,
         "speeds": speeds,
         "runs": args.runs,
-        "box": {s: samples(args.out, "box", s) for s in speeds},
-        "emulator": {s: samples(args.out, "emulator", s) for s in emulated},
+        "box": {s: times for s, (times, _) in box.items()},
+        "emulator": {s: times for s, (times, _) in emulator.items()},
+        "provenance": {
+            "box": {s: made for s, (_, made) in box.items()},
+            "emulator": {s: made for s, (_, made) in emulator.items()},
+        },
         "wall_seconds": wall,
         "busy_share": meter.busy(),
     }
-    print(table(data))
+    # Kept before the table: runs it refuses are still measurements to look into.
     if args.json:
         args.json.write_text(json.dumps(data, indent=1))
+    print(table(data))
     return _missing(data)
 
 
