@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 from machine_load import CpuMeter  # noqa: E402
 
-from analysis.tables.stats import rank_test, smallest_p  # noqa: E402
+from analysis.tables.stats import could_decide, decides, rank_test  # noqa: E402
 from experiments import Sweep, run  # noqa: E402
 from experiments.execution.progress import SilentReporter  # noqa: E402
 from experiments.formats.kary_line import kary_records, step_timings  # noqa: E402
@@ -54,7 +54,6 @@ from experiments.model.plan import ExperimentSpec, plan_experiment  # noqa: E402
 from experiments.model.units import parse_size  # noqa: E402
 
 EVENT = "distribute-all-nodes"
-ALPHA = 0.05
 KINDS = ("random", "zeros")
 
 
@@ -194,17 +193,18 @@ def table(data: dict[str, Any]) -> str:
 
 
 def _verdict(got: dict[str, list[dict[str, Any]]]) -> str:
-    """zeros against random by the shared rule: faster only at p < 0.05, unsure where the
-    runs cannot reach it, else a tie."""
+    """zeros against random by the shared rule (analysis/tables/stats.py `decides`): faster
+    only at p < 0.05 with at least 3 runs a side, unsure where the runs cannot reach it,
+    else a tie."""
     a = np.array([r["seconds"] for r in got.get("zeros", [])])
     b = np.array([r["seconds"] for r in got.get("random", [])])
     test = rank_test(a, b)
     if test is None:
         return "\nzeros vs random: no samples"
-    if test.p < ALPHA:
+    if decides(test):
         faster = "zeros" if np.median(a) < np.median(b) else "random"
         word = f"{faster} faster"
-    elif smallest_p(test.n_a, test.n_b) >= ALPHA:
+    elif not could_decide(test):
         word = "unsure (too few runs for p < 0.05)"
     else:
         word = "tie"
