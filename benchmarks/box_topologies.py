@@ -271,7 +271,7 @@ def table(data: dict[str, Any]) -> str:
             else:
                 verdict = "unsure (too few runs for p < 0.05)"
             lines.append(f"| {pair} | {test.p:.3f} | {test.n_a}/{test.n_b} | {verdict} |")
-        lines += _cpu_note(cpu_bound)
+        lines += _cpu_note(cpu_bound & set(data["topos"]))
     for speed, emulated in data.get("emulator", {}).items():
         box = data["box"][speed]
         cpu_bound = _cpu_bound(data, speed)
@@ -301,7 +301,7 @@ def table(data: dict[str, Any]) -> str:
         else:
             agree = "same" if box_best.name == emu_best.name else "DIFFERENT"
         lines.append(f"\nfastest: box {box_best.text}, emulator {emu_best.text}: {agree}")
-        lines += _cpu_note(cpu_bound)
+        lines += _cpu_note(cpu_bound & set(data["topos"]))
     lines.append(
         f"\nwall time {data['wall_seconds']:.0f} s; the {os.cpu_count()} cores were busy "
         f"{data['busy_share']:.0%} of the time (these cells included)"
