@@ -47,6 +47,7 @@ from machine_load import CpuMeter  # noqa: E402
 from analysis.tables.stats import could_decide, decides, rank_test  # noqa: E402
 from experiments import Sweep, run  # noqa: E402
 from experiments.execution.progress import SilentReporter  # noqa: E402
+from experiments.formats.blobs import distinct_chunks  # noqa: E402
 from experiments.formats.kary_line import kary_records, step_timings  # noqa: E402
 from experiments.formats.run_record import LOG_NAME, read_record  # noqa: E402
 from experiments.model.links import link_settings  # noqa: E402
@@ -163,19 +164,21 @@ def table(data: dict[str, Any]) -> str:
             lines += [
                 f"\nN={nodes}, links {speed} (both ways, every node)",
                 "",
-                "| blob | chunks | store objects added | median s | quartiles | n "
-                "| rank 0 link sent (MB) | all links sent (MB) |",
-                "|---|---|---|---|---|---|---|---|",
+                "| blob | chunks | distinct chunks | store objects added | median s | quartiles "
+                "| n | rank 0 link sent (MB) | all links sent (MB) |",
+                "|---|---|---|---|---|---|---|---|---|",
             ]
             for kind in KINDS:
                 rows = got.get(kind, [])
                 if not rows:
-                    lines.append(f"| {kind} | - | - | - | - | 0 | - | - |")
+                    lines.append(f"| {kind} | - | - | - | - | - | 0 | - | - |")
                     continue
                 times = [r["seconds"] for r in rows]
                 q1, q3 = np.percentile(times, [25, 75])
+                added = max(r["store_objects_added"] for r in rows)
                 lines.append(
                     f"| {kind} | {rows[0]['chunks']} | "
+                    f"{distinct_chunks(added, rows[0]['chunks'])} | "
                     f"{_median([r['store_objects_added'] for r in rows]):.0f} | "
                     f"{statistics.median(times):.2f} | {q1:.2f}-{q3:.2f} | {len(rows)} | "
                     f"{_mb(_median([r['rank0_sent_bytes'] for r in rows]))} | "

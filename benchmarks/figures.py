@@ -170,6 +170,13 @@ FIGURES = [
         "2-core VM, flux-core 0.88 in the box (the sweeps kept in benchmarks/results/box-sweeps/)",
     ),
     Figure(
+        "blob-kinds",
+        [PYTHON, "benchmarks/blob_kinds.py", "--from-json",
+         "benchmarks/results/blob-kinds-flux-0.88-2cores.json"],
+        "2-core VM, root, flux-core 0.88 in the box, helpers' work beside it (the samples "
+        "kept in benchmarks/results/)",
+    ),
+    Figure(
         "local-model-protocol",
         [PYTHON, "benchmarks/model_holdout.py", "--protocol",
          "benchmarks/model_holdout_protocol.json"],

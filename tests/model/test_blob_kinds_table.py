@@ -52,7 +52,8 @@ def test_the_table_says_what_made_its_samples_and_the_verdict() -> None:
         "made by template a727ad31466fe48a, kary commit not recorded, runs started "
         "2026-11-26T18:02:00+00:00 to 2026-11-26T18:43:00+00:00"
     ) in text
-    assert "| zeros | 1 | 4 | 2.15 | 2.08-2.23 | 4 | 2 | 9 |" in text
+    assert "| zeros | 1 | 1 | 4 | 2.15 | 2.08-2.23 | 4 | 2 | 9 |" in text
+    assert "| random | 256 | 256 | 259 | 41.50 | 40.75-42.25 | 4 | 540 | 2,000 |" in text
     assert "zeros vs random: p = 0.029 (n 4/4): zeros faster; random / zeros medians 19.3x" in text
 
 
