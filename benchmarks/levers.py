@@ -143,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true", help="with --from-json: Markdown")
     args = parser.parse_args(argv)
     if args.from_json:
-        results = json.loads(args.from_json.read_text())
-        print(markdown(results) if args.markdown else f"{table(results)}\n\n{derived(results)}")
+        kept = json.loads(args.from_json.read_text())
+        print(markdown(kept) if args.markdown else f"{table(kept)}\n\n{derived(kept)}")
         return 0
     flux = shutil.which("flux")
     if flux is None:
