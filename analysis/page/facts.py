@@ -9,7 +9,6 @@ gives "not recorded" for them.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.page.cost import Cell, cost_text
 from analysis.page.where import (
     Where,
     capacity_notes,
@@ -30,8 +30,7 @@ from analysis.read.records import is_void
 from analysis.tables.blobs import WRITES, archive_facts, deduplicated_rows
 from analysis.tables.parsed_dir import Parsed
 from analysis.tables.sources import source_names
-from experiments.errors import UserError
-from experiments.estimate.prices import PriceCatalog, hourly_price, load_price_catalog
+from experiments.estimate.prices import PriceCatalog, load_price_catalog
 from experiments.formats.blobs import DEDUPLICATED
 from experiments.formats.cell_layout import size_text
 from experiments.formats.events import (
@@ -291,33 +290,18 @@ def _dates_and_cost(facts: Facts, records: pd.DataFrame) -> None:
 
 
 def _cost(walls: list[tuple[float, pd.Series]]) -> str | None:
-    """List-price cost of the cells' wall time, when every cell names a priced instance."""
+    """The cost of the cells' wall time, each node at the capacity it ran on
+    (analysis.page.cost), when every cell names a priced instance."""
     if not walls:
         return None
     # This machine (the emulator, a test instance, a box) or an allocation: kary bills none.
     unbilled = free_or_unbilled_cost(where_of(pd.DataFrame([r for _, r in walls])))
     if unbilled is not None:
         return unbilled
-    types = {str(r.get("instance_type") or "") for _, r in walls}
     catalog = _catalog()
-    if len(types) != 1 or "" in types or catalog is None:
+    if catalog is None:
         return None
-    (instance,) = types
-    try:
-        # run.json names no region: the price is the one every region listing it agrees on.
-        per_node = hourly_price(catalog, [(instance, 1)], region=None)
-        usd = sum(
-            w / 3600 * hourly_price(catalog, [(instance, int(r["nodes"]))], None).usd_per_hour
-            for w, r in walls
-        )
-    except UserError:
-        return None
-    if not math.isfinite(usd):
-        return None
-    return (
-        f"≈ ${usd:,.2f}: cells' wall time × {instance} at ${per_node.usd_per_hour:g}/h per node "
-        f"(list price as of {per_node.as_of}); provisioning and control plane not included"
-    )
+    return cost_text([Cell.of(w, r) for w, r in walls], catalog)
 
 
 def _catalog() -> PriceCatalog | None:

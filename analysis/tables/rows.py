@@ -29,7 +29,7 @@ from analysis.tables.csv_cells import (
 from experiments.formats.cell_layout import topology_dirname
 from experiments.formats.events import strategy_of
 from experiments.formats.kary_line import content_store_text
-from experiments.formats.node_text import node_set_text, rank_nodes_text
+from experiments.formats.node_text import node_set_text, rank_nodes_text, zones_text
 from experiments.formats.parsed import (
     ARCHIVE_COLUMNS,
     BLOB_COLUMN,
@@ -147,6 +147,7 @@ def _record_texts(record: RunRecord | None) -> dict[str, str]:
         capacity=_text(extra.get("capacity")),
         rank_nodes=rank_nodes_text(extra.get("rank_nodes")),
         node_set=node_set_text(extra.get("node_set")),
+        zones=zones_text(extra.get("zones")),
     )
     return texts
 

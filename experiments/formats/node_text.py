@@ -8,15 +8,23 @@ the node had no capacity label, the id left off where unknown).  Node names are
 DNS names (no `:`, `,` or space), so the text splits back exactly.  run.json's
 `node_set` (the worker nodes there were when the cell ended: their count and a
 digest of their names) becomes `30 nodes #3f2a9c0d1e2b`: two cells with another
-text saw another set of nodes.  "" where run.json says nothing (another backend,
-or a cell recorded before kary said).
+text saw another set of nodes.  run.json's `zones` (the zones of the nodes the
+cell's pods ran on) become `us-east-2a, us-east-2b`.  "" where run.json says
+nothing (another backend, or a cell recorded before kary said).
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["NodeText", "node_set_text", "nodes_of_text", "rank_nodes_text"]
+__all__ = [
+    "NodeText",
+    "node_set_text",
+    "nodes_of_text",
+    "rank_nodes_text",
+    "zones_of_text",
+    "zones_text",
+]
 
 UNKNOWN = "unknown"
 
@@ -66,3 +74,17 @@ def node_set_text(value: Any) -> str:
     if not isinstance(count, int) or not isinstance(digest, str):
         return ""
     return f"{count} node{'' if count == 1 else 's'} #{digest}"
+
+
+def zones_text(value: Any) -> str:
+    """run.json's `zones` as the runs table's cell: `us-east-2a, us-east-2b`."""
+    if not isinstance(value, list):
+        return ""
+    return ", ".join(zone for zone in value if isinstance(zone, str) and zone)
+
+
+def zones_of_text(text: Any) -> list[str]:
+    """A `zones` cell read back ([] for "" or a missing cell)."""
+    if not isinstance(text, str):
+        return []
+    return [zone.strip() for zone in text.split(",") if zone.strip()]

@@ -95,12 +95,14 @@ def _plan_hourly(cluster: ClusterSpec) -> float:
 
 
 def _report_cost(cluster: ClusterSpec, hours: int) -> str | None:
-    """The report's cost of one cell that ran `hours` on all of the cluster's nodes."""
+    """The report's cost of one cell that ran `hours` on all of the cluster's nodes, at
+    the cluster's capacity in its zone."""
     run = dict.fromkeys(RUN_COLUMNS, "")
     run.update(
         uid="kary-2-6", topology="kary-2", iteration=0, nodes=cluster.nodes, topo="kary:2",
         source="6/kary-2/0", state="succeeded", backend="kubernetes", cluster=cluster.name,
-        instance_type=cluster.instance_type, steps_ok=0, steps_failed=0, pings_ok=0,
+        instance_type=cluster.instance_type, capacity=cluster.capacity, zones=cluster.zone,
+        steps_ok=0, steps_failed=0, pings_ok=0,
         pings_failed=0, started="2026-01-01T00:00:00+00:00",
         finished=(pd.Timestamp("2026-01-01T00:00:00+00:00") + pd.Timedelta(hours=hours))
         .isoformat(),
@@ -118,7 +120,9 @@ def test_the_plan_and_the_cluster_commands_bill_a_cluster_alike(name: str) -> No
     assert hourly_cost(cluster).usd_per_hour == pytest.approx(by_hand)
 
 
-@pytest.mark.parametrize("name", ["eks-6.yaml", "eks-30.yaml", "gke-30.yaml"])
+@pytest.mark.parametrize(
+    "name", ["eks-6.yaml", "eks-30.yaml", "eks-30-spot.yaml", "gke-30.yaml", "gke-30-spot.yaml"]
+)
 def test_the_report_prices_node_hours_as_the_plan_does(name: str) -> None:
     cluster = _cluster(name)
     control = _control_plane(cluster)

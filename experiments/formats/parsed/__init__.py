@@ -148,6 +148,9 @@ RECORD_FACTS = (
     "capacity",
     "rank_nodes",
     "node_set",
+    # The zones its nodes were in (`us-east-2a, us-east-2b`): the report prices a spot
+    # node at its zone's (its region's) spot price.
+    "zones",
 )
 RUN_COLUMNS = [
     "uid",
