@@ -126,8 +126,10 @@ def test_on_a_real_terminal_it_asks_and_a_no_creates_nothing(fake_cloud: Any) ->
             process.wait()
         os.close(controller)
     text = screen.decode()
-    # Not the tests' frozen clock: this kary runs on the real day, after EKS 1.33 left
-    # standard support (2026-07-29), so its control plane bills $0.60/h, not $0.10/h.
-    assert "cost: $20.10/h" in text  # disks, the NAT gateway and public IPv4 included
-    assert "at most $80.41 if it lives until it expires (4 h, " in text
+    # Not the tests' frozen clock: this kary runs on the real day, when eks-30.yaml's EKS
+    # 1.35 is in standard support (until 2027-03-27), so its control plane bills $0.10/h:
+    # 18.48 + 0.10 + disks 0.8219 (30 x 200 GB x $0.10 / 730 h) + NAT gateway 0.045
+    # + public IPv4 0.155 = $19.6019/h; x 4 h = $78.41.
+    assert "cost: $19.60/h" in text  # disks, the NAT gateway and public IPv4 included
+    assert "at most $78.41 if it lives until it expires (4 h, " in text
     assert fake_cloud.calls() == []

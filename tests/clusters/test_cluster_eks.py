@@ -50,7 +50,7 @@ def test_up_creates_a_labelled_cluster_with_the_operator_and_a_dead_man_switch(
     config = Path(os.environ["XDG_STATE_HOME"]) / "kary" / "eksctl" / f"{NAME}.yaml"
     assert [c[:4] for c in fake_cloud.calls()] == [
         ["boto3", "eks", "DescribeCluster", f"name={NAME}"],
-        # kubectl within one minor version of the cluster's 1.33, before anything is made.
+        # kubectl within one minor version of the cluster's 1.35, before anything is made.
         ["kubectl", "version", "--client", "-o"],
         ["boto3", "ec2", "DescribePlacementGroups", PLACEMENT_FILTER],
         ["boto3", "ec2", "CreatePlacementGroup", f"GroupName={PLACEMENT}"],
@@ -98,7 +98,7 @@ def test_up_creates_a_labelled_cluster_with_the_operator_and_a_dead_man_switch(
     status = runner.invoke(app, ["cluster", "status", str(EKS_30)])
     assert status.exit_code == 0, status.output
     assert status.stdout.splitlines() == [
-        f"cluster {NAME} (eks, us-east-2): ACTIVE, Kubernetes 1.33",
+        f"cluster {NAME} (eks, us-east-2): ACTIVE, Kubernetes 1.35",
         "owner tester · created 2026-06-27 15:30 UTC (30 min 0 s ago) · "
         "expires 2026-06-27 17:30 UTC (in 1 h 30 min)",
         "dead-man switch: fires 2026-06-27 17:30 UTC (in 1 h 30 min): "
@@ -409,21 +409,41 @@ def test_status_of_a_cluster_kary_did_not_make(fake_cloud: Any, aws: Any) -> Non
     ]
 
 
-def test_the_dry_run_prices_the_control_plane_for_the_day(fake_cloud: Any, clock: Any) -> None:
+def test_the_dry_run_prices_the_control_plane_for_the_day(
+    fake_cloud: Any, clock: Any, tmp_path: Path
+) -> None:
+    # eks-30.yaml as it was before it moved to 1.35: Kubernetes 1.33, which left EKS
+    # standard support on 2026-07-29 (clusters/prices.yaml).
+    raw = EKS_30.read_text()
+    assert raw.count('version: "1.35"') == 1
+    on_1_33 = tmp_path / "eks-30.yaml"
+    on_1_33.write_text(raw.replace('version: "1.35"', 'version: "1.33"'))
     clock.set(datetime(2026, 11, 25, 12, 0, tzinfo=clock.now.tzinfo))
-    result = runner.invoke(app, ["cluster", "up", str(EKS_30), "--dry-run"])
-    assert result.exit_code == 0, result.output
-    cost = [line for line in result.stdout.splitlines() if line.startswith("cost: ")]
-    assert cost == [
+
+    def cost(path: Path) -> list[str]:
+        result = runner.invoke(app, ["cluster", "up", str(path), "--dry-run"])
+        assert result.exit_code == 0, result.output
+        return [line for line in result.stdout.splitlines() if line.startswith("cost: ")]
+
+    # 18.48 + 0.60 + 0.8219 (30 x 200 GB x $0.10 / 730 h) + 0.045 + 0.155 = $20.10/h.
+    assert cost(on_1_33) == [
         "cost: $20.10/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.60/h "
         "(Kubernetes 1.33 in extended support since 2026-07-29) + disks 30 x 200 GB gp2 at "
         "$0.0274/h + NAT gateway 1 x $0.0450/h + public IPv4 31 x $0.0050/h; prices as of "
         "2025-07-01)"
     ]
+    # eks-30.yaml's own 1.35, in standard support until 2027-03-27, the same day:
+    # 18.48 + 0.10 + 0.8219 + 0.045 + 0.155 = $19.60/h.
+    assert cost(EKS_30) == [
+        "cost: $19.60/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.10/h + disks 30 x "
+        "200 GB gp2 at $0.0274/h + NAT gateway 1 x $0.0450/h + public IPv4 31 x $0.0050/h; "
+        "prices as of 2025-07-01)"
+    ]
 
 
+# eks-30.yaml asks for Kubernetes 1.35: kubectl 1.34 to 1.36 may install the operator.
 @pytest.mark.parametrize(
-    ("version", "ok"), [("1.31.4", False), ("1.32.0", True), ("1.35.1", False)]
+    ("version", "ok"), [("1.33.4", False), ("1.34.0", True), ("1.36.2", True), ("1.37.1", False)]
 )
 def test_kubectl_too_far_from_the_clusters_version_is_found_before_anything_is_made(
     fake_cloud: Any, aws: Any, version: str, ok: bool
@@ -436,9 +456,9 @@ def test_kubectl_too_far_from_the_clusters_version_is_found_before_anything_is_m
         return
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1] == (
-        f"kary: error: kubectl v{version} is more than 1 minor version from Kubernetes 1.33, "
-        "the skew kubectl supports, and it installs the Flux Operator: install kubectl 1.32 "
-        "to 1.34 (https://kubernetes.io/docs/tasks/tools/)"
+        f"kary: error: kubectl v{version} is more than 1 minor version from Kubernetes 1.35, "
+        "the skew kubectl supports, and it installs the Flux Operator: install kubectl 1.34 "
+        "to 1.36 (https://kubernetes.io/docs/tasks/tools/)"
     )
     assert not [
         c for c in fake_cloud.calls() if "Create" in c[2] or c[1:3] == ["create", "cluster"]

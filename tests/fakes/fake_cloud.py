@@ -19,7 +19,8 @@ Environment:
   KARY_FAKE_SA_MEMBER      that account (default the compute default account)
   KARY_FAKE_JOB_STATUS     JSON google.rpc.Status a scheduler job's describe shows
   KARY_FAKE_KUBECTL        ok | fail
-  KARY_FAKE_KUBECTL_VERSION  what `kubectl version --client -o json` reports (default 1.33.1)
+  KARY_FAKE_KUBECTL_VERSION  what `kubectl version --client -o json` reports (default 1.35.1,
+                             within kubectl's skew of the EKS cluster files' 1.35)
   KARY_FAKE_STDOUT         JSON {"PROG ARG ARG": {"text": T, "skip": N}}: calls whose argv
                            starts so, after the first N, print T and exit 0 instead
                            (odd-output tests)
@@ -356,7 +357,7 @@ def gcloud(argv: list[str]) -> None:
 
 def kubectl(argv: list[str]) -> None:
     if argv[:1] == ["version"]:
-        version = os.environ.get("KARY_FAKE_KUBECTL_VERSION", "1.33.1")
+        version = os.environ.get("KARY_FAKE_KUBECTL_VERSION", "1.35.1")
         major, minor, _ = version.split(".")
         client = {"major": major, "minor": minor, "gitVersion": f"v{version}"}
         print(json.dumps({"clientVersion": client, "kustomizeVersion": "v5.6.0"}, indent=2))

@@ -148,13 +148,14 @@ def test_plan_json_on_a_cluster_prices_the_sweep(tmp_path: Path, flux_distribute
     plan = json.loads(result.stdout)
     assert len(plan["cells"]) == 12
     assert plan["backend"] == "kubernetes" and plan["instance_type"] == "c5a.4xlarge"
-    # 6 x $0.616 + the control plane at the extended rate: EKS 1.33 left standard
-    # support on 2026-07-29 (clusters/prices.yaml), for good; + 6 disks of 150 GB gp2
+    # 6 x $0.616 + the control plane at the standard rate: eks-6.yaml's EKS 1.35 is in
+    # standard support until 2027-03-27 (clusters/prices.yaml); + 6 disks of 150 GB gp2
     # at $0.10 per GB-month (730 h); + eksctl's NAT gateway ($0.045/h) and 7 public IPv4
-    # addresses ($0.005/h each: 6 nodes' and the gateway's).
+    # addresses ($0.005/h each: 6 nodes' and the gateway's): 3.696 + 0.10 + 0.1233 + 0.08
+    # = $3.9993/h.
     network = 0.045 + 7 * 0.005
     assert plan["hourly_usd"] == pytest.approx(
-        6 * 0.616 + 0.60 + 6 * 150 * 0.10 / 730 + network, abs=1e-4
+        6 * 0.616 + 0.10 + 6 * 150 * 0.10 / 730 + network, abs=1e-4
     )
     assert plan["disk_usd_per_hour"] == pytest.approx(6 * 150 * 0.10 / 730, abs=1e-4)
     assert plan["breakdown_seconds"]["provision"] == 1200

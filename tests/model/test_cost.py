@@ -54,11 +54,12 @@ def test_eks6_sweep_calibrated_on_its_own_history_lands_near_its_wall_time(
     comparable = estimate.seconds - estimate.parts["generate"]
     assert abs(comparable - SEED_EKS_WALL_SECONDS) / SEED_EKS_WALL_SECONDS < 0.05
     assert estimate.parts["generate"] == pytest.approx(55 * 12 * 1.0, rel=1e-3)
-    # EKS 1.33 has been in extended support since 2026-07-29: $0.60/h for the control plane;
-    # each node's 150 GB gp2 disk at $0.10 per GB-month (730 h); eksctl's NAT gateway
-    # ($0.045/h) and 7 public IPv4 addresses at $0.005/h (6 nodes' and the gateway's).
+    # eks-6.yaml's EKS 1.35 is in standard support until 2027-03-27: $0.10/h for the control
+    # plane; each node's 150 GB gp2 disk at $0.10 per GB-month (730 h); eksctl's NAT gateway
+    # ($0.045/h) and 7 public IPv4 addresses at $0.005/h (6 nodes' and the gateway's):
+    # 3.696 + 0.10 + 0.1233 + 0.08 = $3.9993/h.
     network = 0.045 + 7 * 0.005
-    assert estimate.hourly_usd == pytest.approx(6 * 0.616 + 0.60 + 6 * 150 * 0.10 / 730 + network)
+    assert estimate.hourly_usd == pytest.approx(6 * 0.616 + 0.10 + 6 * 150 * 0.10 / 730 + network)
     assert estimate.cost_usd == pytest.approx(estimate.hourly_usd * estimate.seconds / 3600)
 
 
@@ -125,12 +126,13 @@ def test_plan_prices_every_node_group(tmp_path: Path) -> None:
     catalog = load_price_catalog()
     p5, _ = catalog.instance_price("us-east-2", "p5.48xlarge")
     m5, _ = catalog.instance_price("us-east-2", "m5.xlarge")
-    # EKS 1.33: extended; each group's disk: 4 x 500 GB gp3 and the m5's eksctl default 80 GB
-    # gp3, at $0.08 per GB-month (730 h); eksctl's NAT gateway ($0.045/h) and 2 public IPv4
-    # addresses ($0.005/h): the system node's and the gateway's (the p5s are private).
+    # EKS 1.35: standard ($0.10/h); each group's disk: 4 x 500 GB gp3 and the m5's eksctl
+    # default 80 GB gp3, at $0.08 per GB-month (730 h): 2080 x 0.08 / 730 = $0.2279/h;
+    # eksctl's NAT gateway ($0.045/h) and 2 public IPv4 addresses ($0.005/h): the system
+    # node's and the gateway's (the p5s are private): $0.055/h.
     disks = (4 * 500 + 80) * 0.08 / 730
     network = 0.045 + 2 * 0.005
-    assert estimate.hourly_usd == pytest.approx(4 * p5 + m5 + 0.60 + disks + network)
+    assert estimate.hourly_usd == pytest.approx(4 * p5 + m5 + 0.10 + disks + network)
     assert estimate.disk_usd_per_hour == pytest.approx(disks)
     assert estimate.parts["provision"] == 1200 and estimate.parts["teardown"] == 600
 

@@ -166,7 +166,11 @@ def test_without_a_region_only_a_price_every_region_agrees_on_is_used(tmp_path: 
 def test_the_control_plane_bills_the_extended_rate_past_standard_support(
     tmp_path: Path,
 ) -> None:
-    eks_30 = _cluster("eks-30.yaml")
+    # eks-30.yaml as it was before it moved to 1.35: Kubernetes 1.33.
+    raw = resource_path("clusters", "eks-30.yaml").read_text()
+    assert raw.count('version: "1.35"') == 1
+    (tmp_path / "eks-30.yaml").write_text(raw.replace('version: "1.35"', 'version: "1.33"'))
+    eks_30 = load_cluster_spec(tmp_path / "eks-30.yaml")
     assert eks_30.kubernetes_version == "1.33"
     catalog = load_price_catalog()
     # clusters/prices.yaml: EKS 1.33's standard support ended 2026-07-29.
@@ -193,10 +197,16 @@ def test_the_control_plane_bills_the_extended_rate_past_standard_support(
     assert cluster_hourly_price(eks_30, catalog, date(2026, 11, 25)).usd_per_hour == (
         pytest.approx(nodes + 0.60 + disks + network)
     )
+    # eks-30.yaml itself asks for 1.35, in standard support that day: $0.50/h less.
+    assert cluster_hourly_price(
+        _cluster("eks-30.yaml"), catalog, date(2026, 11, 25)
+    ).usd_per_hour == pytest.approx(nodes + 0.10 + disks + network)
 
 
 def test_an_unquoted_yaml_version_is_read_as_written(tmp_path: Path) -> None:
-    raw = resource_path("clusters", "eks-6.yaml").read_text().replace('"1.33"', "1.30")
+    raw = resource_path("clusters", "eks-6.yaml").read_text()
+    assert raw.count('"1.35"') == 1
+    raw = raw.replace('"1.35"', "1.30")
     (tmp_path / "eks.yaml").write_text(raw)
     assert load_cluster_spec(tmp_path / "eks.yaml").kubernetes_version == "1.30"
 

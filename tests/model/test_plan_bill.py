@@ -39,9 +39,21 @@ def _plan(*args: str) -> list[str]:
     return result.stdout.splitlines()
 
 
+def _eks_30_on_1_33(folder: Path) -> Path:
+    """eks-30.yaml as it was before it moved to 1.35: Kubernetes 1.33."""
+    raw = EKS_30.read_text()
+    assert raw.count('version: "1.35"') == 1
+    folder.mkdir()
+    path = folder / "eks-30.yaml"
+    path.write_text(raw.replace('version: "1.35"', 'version: "1.33"'))
+    return path
+
+
 def test_the_hourly_figure_is_broken_down_in_text_and_json(tmp_path: Path) -> None:
-    # clusters/prices.yaml: EKS 1.33 left standard support on 2026-07-29.
-    args = ["--cluster", str(EKS_30), "--exact-nodes", "30", "--data-dir", str(tmp_path)]
+    # clusters/prices.yaml: EKS 1.33 left standard support on 2026-07-29, so the control
+    # plane's line says which tier it bills and why.
+    cluster = _eks_30_on_1_33(tmp_path / "cluster")
+    args = ["--cluster", str(cluster), "--exact-nodes", "30", "--data-dir", str(tmp_path)]
     lines = _plan(*args)
     assert "  workers: 30 x c5a.4xlarge at $0.6160/h = $18.48/h, as of 2025-07-01" in lines
     assert (
@@ -101,9 +113,10 @@ def test_the_hourly_figure_is_broken_down_in_text_and_json(tmp_path: Path) -> No
 
 def test_a_control_plane_in_standard_support_says_so() -> None:
     cluster = load_cluster_spec(EKS_30)
-    price = cluster_hourly_price(cluster, load_price_catalog(), date(2026, 7, 29))
+    # The last day of 1.35's standard support (clusters/prices.yaml).
+    price = cluster_hourly_price(cluster, load_price_catalog(), date(2027, 3, 27))
     assert price.control_plane is not None
-    assert price.control_plane.text() == "$0.10/h, EKS standard support for Kubernetes 1.33"
+    assert price.control_plane.text() == "$0.10/h, EKS standard support for Kubernetes 1.35"
 
 
 def test_prices_older_than_90_days_are_warned_of_with_how_to_refresh() -> None:
@@ -220,6 +233,5 @@ def test_a_plan_is_priced_on_source_date_epochs_day_when_set(
     result = runner.invoke(app, ["plan", *args])
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        "kary: error: SOURCE_DATE_EPOCH='next week' is not a Unix time in seconds "
-        "(e.g. 1795651200)"
+        "kary: error: SOURCE_DATE_EPOCH='next week' is not a Unix time in seconds (e.g. 1795651200)"
     ]
