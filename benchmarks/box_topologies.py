@@ -303,7 +303,8 @@ def table(data: dict[str, Any]) -> str:
         lines.append(f"\nfastest: box {box_best.text}, emulator {emu_best.text}: {agree}")
         lines += _cpu_note(cpu_bound & set(data["topos"]))
     lines.append(
-        f"\nwall time {data['wall_seconds']:.0f} s; the {os.cpu_count()} cores were busy "
+        # The cores of the machine that ran them, as the samples say (not this machine's).
+        f"\nwall time {data['wall_seconds']:.0f} s; the {data.get('cores', '?')} cores were busy "
         f"{data['busy_share']:.0%} of the time (these cells included)"
     )
     return "\n".join(lines)
@@ -369,6 +370,7 @@ def _main(args: argparse.Namespace) -> int:
         },
         "wall_seconds": wall,
         "busy_share": meter.busy(),
+        "cores": os.cpu_count(),
     }
     # Kept before the table: runs it refuses are still measurements to look into.
     if args.json:
