@@ -94,8 +94,8 @@ FIGURES = [
             "--min-size", "1", "--max-size", "10", "--iters", "1", "--history",
             str(SHARED / "reference/flux-distribute/parsed-eks-exact-6"),
         ],
-        "any (a plan is made from files: the seed's history, clusters/prices.yaml, the "
-        "levers measured on a 2-core VM, flux-core 0.88)",
+        "files alone (the seed's EKS 6-node history, clusters/prices.yaml priced as on "
+        "2026-11-26, the levers measured on a 2-core VM with flux-core 0.88)",
         env=_PLAN_DAY,
     ),
     Figure(
@@ -106,8 +106,20 @@ FIGURES = [
             "--layout", "nested", "--history",
             str(SHARED / "reference/flux-distribute/parsed-eks-exact-6"),
         ],
-        "any (a plan is made from files: the seed's history, clusters/prices.yaml's dated "
-        "spot and on-demand prices, the levers measured on a 2-core VM, flux-core 0.88)",
+        "files alone (the seed's EKS 6-node history, clusters/prices.yaml's dated spot and "
+        "on-demand prices as on 2026-11-26, the levers measured on a 2-core VM with "
+        "flux-core 0.88)",
+        env=_PLAN_DAY,
+    ),
+    Figure(
+        "plan-spot-max-8",
+        [
+            *KARY, "plan", "--cluster", "clusters/eks-30-spot.yaml", "--exact-nodes", "30",
+            "--min-size", "1", "--max-size", "8", "--iters", "1", "--blob", "random",
+            "--layout", "nested", "--history",
+            str(SHARED / "reference/flux-distribute/parsed-eks-exact-6"),
+        ],
+        "files alone (as plan-spot, sizes 1-8 GB)",
         env=_PLAN_DAY,
     ),
     Figure(
