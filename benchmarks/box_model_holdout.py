@@ -107,6 +107,23 @@ def started_before(runs: Sequence[BoxObservation], committed: str | None, what: 
     )
 
 
+def templates_line(names: Sequence[str], sweeps: dict[str, list[BoxObservation]]) -> str:
+    """Which entrypoint templates made each sweep's runs; a sweep of several is named so
+    (its runs were made by different versions of the benchmark, and judged together)."""
+    parts, mixed = [], []
+    for name in names:
+        seen = sorted({o.template_hash for o in sweeps[name] if o.template_hash})
+        parts.append(f"{name} {', '.join(h[:8] for h in seen) or 'not recorded'}")
+        if len(seen) > 1:
+            mixed.append(f"{name} ({len(seen)})")
+    line = "entrypoint templates: " + "; ".join(parts)
+    if mixed:
+        line += (
+            f"\nmixed templates: {', '.join(mixed)}: runs of different templates judged together"
+        )
+    return line
+
+
 def judge(
     plan: dict[str, Any], sweeps: dict[str, list[BoxObservation]], committed: str | None
 ) -> bool:
@@ -120,6 +137,7 @@ def judge(
     print(f"\n{plan['name']}: fit on {fitted_on}; predict {predicted_sweeps}")
     print(started_before(predicted_runs, committed, "predicted"))
     print(started_before(fitted, committed, "fitted"))
+    print(templates_line([*plan["fit"], *plan["predict"]], sweeps))
     print(f"fit: {fit.text()}\n")
     print(
         "| sweep | topology | actual median (n) | predicted (80% interval) | actual / predicted "

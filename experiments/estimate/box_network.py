@@ -39,6 +39,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.optimize import lsq_linear
@@ -46,6 +47,9 @@ from scipy.optimize import lsq_linear
 from experiments.errors import UserError
 from experiments.estimate.link_floor import distribution_floors
 from experiments.estimate.parameters import GIB
+
+if TYPE_CHECKING:
+    import pandas as pd
 from experiments.model.links import LinkSettings
 from experiments.model.topology import build_tree
 
@@ -80,6 +84,7 @@ class BoxObservation:
     root_bandwidth: float | None = None
     sweep: str = ""
     started: str = ""  # the run's start (runs.csv `started`, ISO 8601), where recorded
+    template_hash: str = ""  # the entrypoint's template (runs.csv), where recorded
 
     def features(self) -> np.ndarray:
         tree = build_tree(self.topo, self.nodes)
@@ -179,11 +184,7 @@ def load_box_observations(parsed_dir: Path) -> list[BoxObservation]:
         (str(uid), str(it)): str(text)
         for uid, it, text in zip(box["uid"], box["iteration"], box["links"], strict=True)
     }
-    started = box["started"].fillna("") if "started" in box.columns else [""] * len(box)
-    starts = {
-        (str(uid), str(it)): str(text)
-        for uid, it, text in zip(box["uid"], box["iteration"], started, strict=True)
-    }
+    starts, templates = _run_column(box, "started"), _run_column(box, "template_hash")
     ok = events[(events["event"] == EVENT) & (events["status"] == "ok")]
     columns = ("uid", "iteration", "nodes", "topo", "size_bytes", "time_seconds")
     found = []
@@ -205,6 +206,16 @@ def load_box_observations(parsed_dir: Path) -> list[BoxObservation]:
                 root_bandwidth=parse_bandwidth(root) if root else None,
                 sweep=str(parsed_dir),
                 started=starts[(str(uid), str(iteration))],
+                template_hash=templates[(str(uid), str(iteration))],
             )
         )
     return found
+
+
+def _run_column(box: pd.DataFrame, column: str) -> dict[tuple[str, str], str]:
+    """{(uid, iteration): the run's text in `column`} ("" where absent or not recorded)."""
+    values = box[column].fillna("") if column in box.columns else [""] * len(box)
+    return {
+        (str(uid), str(it)): str(text)
+        for uid, it, text in zip(box["uid"], box["iteration"], values, strict=True)
+    }

@@ -135,3 +135,20 @@ def test_an_uncommitted_protocol_says_its_commit_time_is_unknown(
         "commit time unknown: whether any of the 16 predicted runs started before this "
         "protocol was committed cannot be said"
     ) in out
+
+
+def test_each_sweeps_templates_are_said_and_a_mixed_sweep_is_named(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The committed N=16 sweeps were made by 2 and 3 versions of the entrypoint (their
+    # runs.csv template_hash), N=8's by one.
+    _holdout().main(["--protocol", str(REPO / "benchmarks" / "box_model_protocol.json")])
+    section = _section(capsys.readouterr().out, "other node counts")
+    assert (
+        "entrypoint templates: n8-50Mbit 34a26727; n8-100Mbit 34a26727; n16-50Mbit 34a26727, "
+        "46fdc2f6; n16-100Mbit 238a08d7, 34a26727, 46fdc2f6"
+    ) in section
+    assert (
+        "mixed templates: n16-50Mbit (2), n16-100Mbit (3): runs of different templates "
+        "judged together"
+    ) in section
