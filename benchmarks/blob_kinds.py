@@ -24,7 +24,11 @@ of the box carried during the cell (its `tc -s` counters, run.json
 Mann-Whitney p of zeros against random (4 runs a side reach p = 0.029 at best;
 3 runs can never reach 0.05, so the verdict says unsure).  A failed step, a
 copy that failed verification or a void step is no sample: the table says n.
-Exit status 1 when a cell has no sample.
+Above the tables, what made the samples (benchmarks/provenance.py: each run's
+template hash, kary commit, start and finish from its run.json; "not recorded"
+where it did not say).  Samples of more than one template hash or recorded kary
+commit make no table: one line on stderr names them, exit status 2.  Exit
+status 1 when a cell has no sample.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 from machine_load import CpuMeter  # noqa: E402
+from provenance import Made, MixedRuns, made_by  # noqa: E402
 
 from analysis.tables.stats import could_decide, decides, rank_test  # noqa: E402
 from experiments import Sweep, run  # noqa: E402
@@ -98,6 +103,7 @@ def cell_sample(cell_dir: Path) -> dict[str, Any] | None:
         "template_hash": record.template_hash,
         "kary_commit": getattr(record, "kary_commit", None),
         "started": record.started,
+        "finished": record.finished,
     }
 
 
@@ -125,30 +131,18 @@ def _mb(value: float | None) -> str:
     return "-" if value is None else f"{value / 1e6:,.0f}"
 
 
-class MixedRuns(ValueError):
-    """The samples came from more than one template or kary commit."""
-
-
 def provenance(data: dict[str, Any]) -> str:
-    """One line: the template and kary commit every sample ran with, and when; MixedRuns
-    when they differ (samples kept before kary recorded them say "not recorded")."""
-    rows = [
-        row
-        for by_n in data["samples"].values()
-        for by_kind in by_n.values()
-        for rows in by_kind.values()
-        for row in rows
-    ]
-    parts = []
-    for key, what in (("template_hash", "template"), ("kary_commit", "kary commit")):
-        seen = sorted({str(r.get(key)) for r in rows if r.get(key)})
-        if len(seen) > 1:
-            raise MixedRuns(f"the samples come from {len(seen)} {what}s ({', '.join(seen)})")
-        parts.append(f"{what} {seen[0] if seen else 'not recorded'}")
-    starts = sorted(str(r["started"]) for r in rows if r.get("started"))
-    if starts:
-        parts.append(f"runs started {starts[0]} to {starts[-1]}")
-    return "made by " + ", ".join(parts)
+    """One line: the template and kary commit every sample ran with, and when
+    (provenance.py); MixedRuns, naming the cells, when they differ (samples kept before
+    kary recorded them say "not recorded")."""
+    return made_by(
+        {
+            f"{speed} N={nodes} {kind}": [Made.of(row) for row in rows]
+            for speed, by_n in data["samples"].items()
+            for nodes, by_kind in by_n.items()
+            for kind, rows in by_kind.items()
+        }
+    )
 
 
 def table(data: dict[str, Any]) -> str:

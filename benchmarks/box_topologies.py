@@ -57,6 +57,7 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from machine_load import CpuMeter  # noqa: E402
+from provenance import Made, MixedRuns, check_one_source, describe, summarize  # noqa: E402
 
 from analysis import parse  # noqa: E402
 from analysis.tables.stats import could_decide, decides, find_winner, rank_test  # noqa: E402
@@ -102,50 +103,26 @@ def samples(out: Path, place: str, speed: str) -> tuple[dict[str, list[float]], 
 
 
 def provenance_of(runs: pd.DataFrame) -> dict[str, Any]:
-    """What made a (place, speed)'s runs, from its parsed runs table: the template hashes
-    and kary commits (null among them: some run did not record one), the first start
-    and last finish, and the topologies kary judged CPU-bound in any run."""
-
-    def recorded(column: str) -> list[str]:
-        return [v for v in runs.get(column, []) if isinstance(v, str) and v]
-
-    def values(column: str) -> list[str | None]:
-        found = recorded(column)
-        unrecorded = [None] if len(found) < len(runs) else []
-        return [*sorted(set(found)), *unrecorded]
-
-    started, finished = recorded("started"), recorded("finished")
+    """What made a (place, speed)'s runs, from its parsed runs table: provenance.py's
+    summary of them (template hashes, kary commits, first start and last finish), and the
+    topologies kary judged CPU-bound in any run."""
     bound = runs[runs["cpu_bound"] == "yes"] if "cpu_bound" in runs.columns else runs.iloc[:0]
     return {
-        "runs": len(runs),
-        "template_hash": values("template_hash"),
-        "kary_commit": values("kary_commit"),
-        "started": min(started, default=None),
-        "finished": max(finished, default=None),
+        **summarize(Made.of(row) for row in runs.to_dict("records")),
         "cpu_bound": sorted({str(topo) for topo in bound.get("topo", [])}),
     }
 
 
-class MixedRuns(ValueError):
-    """The samples came from more than one template hash or recorded kary commit."""
-
-
-def check_one_source(data: dict[str, Any]) -> None:
+def check(data: dict[str, Any]) -> None:
     """MixedRuns, naming the values and where each ran, when the samples' runs recorded
     more than one template hash or kary commit (unrecorded ones are no second value)."""
-    problems = []
-    for key, what in (("template_hash", "template hashes"), ("kary_commit", "kary commits")):
-        where: dict[str, list[str]] = {}
-        for place, speeds in data.get("provenance", {}).items():
-            for speed, made in speeds.items():
-                for value in (made or {}).get(key, []):
-                    if value:
-                        where.setdefault(value, []).append(f"{place} {speed}")
-        if len(where) > 1:
-            each = "; ".join(f"{v}: {', '.join(w)}" for v, w in sorted(where.items()))
-            problems.append(f"the runs come from {len(where)} {what} ({each})")
-    if problems:
-        raise MixedRuns("; ".join(problems))
+    check_one_source(
+        {
+            f"{place} {speed}": made
+            for place, speeds in data.get("provenance", {}).items()
+            for speed, made in speeds.items()
+        }
+    )
 
 
 def _made(data: dict[str, Any], place: str, speed: str) -> dict[str, Any] | None:
@@ -159,22 +136,7 @@ def provenance_line(data: dict[str, Any], place: str, speed: str) -> str:
     made = _made(data, place, speed)
     if made is None:
         return f"{place} runs: provenance unknown (not recorded with these samples)"
-
-    def said(key: str) -> str:
-        known = [v for v in made.get(key, []) if v]
-        if not known:
-            return "not recorded"
-        some = " (some runs did not record one)" if None in made.get(key, []) else ""
-        return ", ".join(known) + some
-
-    span = (
-        f"{made['started']} to {made['finished']}"
-        if made.get("started") and made.get("finished")
-        else "time not recorded"
-    )
-    return (
-        f"{place} runs: template {said('template_hash')}, kary commit {said('kary_commit')}, {span}"
-    )
+    return f"{place} runs: {describe(made)}"
 
 
 def _cpu_bound(data: dict[str, Any], speed: str) -> set[str]:
@@ -223,7 +185,7 @@ def below_floor(data: dict[str, Any]) -> list[str]:
 
 def table(data: dict[str, Any]) -> str:
     """The tables of `data`; MixedRuns when its runs came from more than one source."""
-    check_one_source(data)
+    check(data)
     lines = []
     nodes, size = data["nodes"], data["size"]
     size_bytes = parse_size(size)

@@ -59,7 +59,7 @@ def test_the_table_says_what_made_its_samples_and_the_verdict() -> None:
 
 def test_samples_of_two_templates_are_refused(tmp_path: Path) -> None:
     data = _data([_row(2.0), _row(2.1, template="34a26727090491be")], [_row(40)])
-    with pytest.raises(blob_kinds.MixedRuns, match="2 templates"):
+    with pytest.raises(blob_kinds.MixedRuns, match="2 template hashes"):
         blob_kinds.table(data)
     saved = tmp_path / "mixed.json"
     saved.write_text(json.dumps(data))
@@ -71,9 +71,19 @@ def test_samples_of_two_templates_are_refused(tmp_path: Path) -> None:
     )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [
-        "blob_kinds.py: refused: the samples come from 2 templates "
-        "(34a26727090491be, a727ad31466fe48a)"
+        "blob_kinds.py: refused: the runs come from 2 template hashes "
+        "(34a26727090491be: 100Mbit N=8 zeros; "
+        "a727ad31466fe48a: 100Mbit N=8 zeros, 100Mbit N=8 random)"
     ]
+
+
+def test_samples_that_recorded_their_finish_span_first_start_to_last_finish() -> None:
+    zeros = [{**_row(s), "finished": f"2026-11-26T19:{int(s):02d}:30+00:00"} for s in (2, 3)]
+    random = [{**_row(40), "finished": "2026-11-26T19:50:00+00:00"}]
+    assert blob_kinds.provenance(_data(zeros, random)) == (
+        "made by template a727ad31466fe48a, kary commit not recorded, "
+        "2026-11-26T18:02:00+00:00 to 2026-11-26T19:50:00+00:00"
+    )
 
 
 def test_samples_of_two_kary_commits_are_refused() -> None:
