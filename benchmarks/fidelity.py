@@ -25,6 +25,15 @@ topologies' order.  Real Flux is the reference: where it names no winner there i
 agrees only by naming the same one.  Exit status 1 when a cell is outside x1.5 or
 the emulator does not name real Flux's winner; 0 otherwise.  The samples carry no
 cpu_bound (a test instance's cells are never shaped), so no cell is marked so.
+
+Under the title, per place (real Flux, the emulator), what made its samples
+(benchmarks/provenance.py): the template hash of the entrypoint each cell was
+rendered from, the kary commit that ran it, the first start to the last finish.
+The cells run here without kary's runner, so no run.json is written: the JSON
+keeps the same facts per cell run under `runs` (the ones the runner would
+record).  Samples kept before that say "not recorded" for all three.  Samples
+of more than one template hash or kary commit make no table: the JSON is
+written first, then one line on stderr names them, exit status 2.
 """
 
 from __future__ import annotations
@@ -40,6 +49,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))  # provenance.py, when loaded from elsewhere
+
+from provenance import KEPT_BEFORE, Made, MixedRuns, check_one_source, describe, summarize  # noqa: E402
 
 from analysis.tables.stats import find_winner  # noqa: E402
 from experiments.backends.base import Backend  # noqa: E402
@@ -49,15 +61,19 @@ from experiments.emulator.calibration import FidelityKey, record_fidelity  # noq
 from experiments.formats.cell_layout import format_size  # noqa: E402
 from experiments.formats.events import strategy_events  # noqa: E402
 from experiments.formats.kary_line import step_timings  # noqa: E402
+from experiments.formats.run_record import now_iso  # noqa: E402
 from experiments.model.places import flux_on_path  # noqa: E402
 from experiments.model.plan import Cell  # noqa: E402
 from experiments.model.render import RenderOptions, render_cell  # noqa: E402
 from experiments.model.units import parse_size  # noqa: E402
+from experiments.version import kary_commit  # noqa: E402
 
 # The cells run one strategy; the timing compared is its (single) distribution.
 STRATEGY = "all"
 EVENT = strategy_events(STRATEGY).distribute_event()
 TOLERANCE = 1.5
+# The places a cell runs, as the JSON keys them and as the table names them.
+PLACES = {"flux": "real Flux", "local": "emulator"}
 
 
 def _topos(nodes: int, wanted: list[str]) -> list[str]:
@@ -69,14 +85,25 @@ def _topos(nodes: int, wanted: list[str]) -> list[str]:
     return out
 
 
-def run_cell(backend: Backend, nodes: int, topo: str, sizes: list[int]) -> dict[str, float]:
-    """{size label: distribute seconds} for the sizes whose distribution and verify succeeded."""
+def run_cell(
+    backend: Backend, nodes: int, topo: str, sizes: list[int]
+) -> tuple[dict[str, float], dict[str, Any]]:
+    """{size label: distribute seconds} for the sizes whose distribution and verify
+    succeeded; and what made the run, as the runner would record it in run.json (the
+    rendered entrypoint's template hash, this checkout's kary commit, its start and finish)."""
     cell = Cell(nodes, topo, 0, tuple(sizes), (STRATEGY,))
     rendered = render_cell(
         nodes, topo, sizes, [STRATEGY], cell.id, RenderOptions(verify=True)
     )  # fmt: skip
+    started = now_iso()
     result = backend.run(cell, rendered, timeout=1800)
-    return distribution_samples(result.log)
+    made = {
+        "template_hash": rendered.template_hash,
+        "kary_commit": kary_commit(),
+        "started": started,
+        "finished": now_iso(),
+    }
+    return distribution_samples(result.log), made
 
 
 def distribution_samples(log: str) -> dict[str, float]:
@@ -107,6 +134,7 @@ def measure(args: argparse.Namespace) -> tuple[dict[str, Any], FidelityKey, dict
     cells = [(n, t) for n in nodes_list for t in _topos(n, args.topos.split(","))]
     real, emulated = FluxBackend(), EmulatorBackend(cpu_scale=args.emulator_scale)
     samples: dict[str, dict[str, list[float]]] = {"flux": {}, "local": {}}
+    runs: dict[str, list[dict[str, Any]]] = {"flux": [], "local": []}
     rng = random.Random(args.seed)
     started = time.monotonic()
     with real, emulated:
@@ -118,9 +146,11 @@ def measure(args: argparse.Namespace) -> tuple[dict[str, Any], FidelityKey, dict
                 if iteration % 2:
                     pair.reverse()
                 for name, backend in pair:
-                    got = run_cell(backend, nodes, topo, sizes)
+                    got, made = run_cell(backend, nodes, topo, sizes)
                     for label, seconds in got.items():
                         samples[name].setdefault(f"{nodes}|{topo}|{label}", []).append(seconds)
+                    cell = {"cell": f"{nodes}|{topo}", "iteration": iteration, "samples": [*got]}
+                    runs[name].append({**cell, **made})
                     print(
                         f"  iter {iteration} {name:5} {nodes:3} {topo:8} "
                         + " ".join(f"{k} {v:.2f}s" for k, v in got.items()),
@@ -137,15 +167,32 @@ def measure(args: argparse.Namespace) -> tuple[dict[str, Any], FidelityKey, dict
         "emulator_scale": args.emulator_scale,
         "seconds": round(time.monotonic() - started, 1),
         "samples": samples,
+        "runs": runs,
     }
     return data, key, emulated.calibration().record()
 
 
+def made_lines(data: dict[str, Any]) -> list[str]:
+    """Per place, what made the runs its samples came from (those that gave one);
+    MixedRuns when they recorded more than one template hash or kary commit."""
+    runs = data.get("runs")
+    if runs is None:
+        return [KEPT_BEFORE]
+    made = {
+        name: summarize(Made.of(run) for run in runs.get(place, []) if run.get("samples"))
+        for place, name in PLACES.items()
+    }
+    check_one_source(made)
+    return [f"{name}: made by {describe(m)}" for name, m in made.items()]
+
+
 def table(data: dict[str, Any]) -> str:
+    """The tables of `data`; MixedRuns when its runs came from more than one source."""
     samples = data["samples"]
     lines = [
         f"fidelity: emulator vs flux-core {data['flux_version']} (test instance), "
         f"{EVENT}, medians of {data['iters']} iteration(s); ratio = emulator / real",
+        *made_lines(data),
         "",
         "| N | topology | size | real (s) | emulator (s) | ratio | n real/emu | within x1.5 |",
         "|---|---|---|---|---|---|---|---|",
@@ -246,6 +293,14 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write the samples here")
     parser.add_argument("--from-json", type=Path, help="print the table of saved samples")
     args = parser.parse_args()
+    try:
+        return _main(args)
+    except MixedRuns as error:
+        print(f"fidelity.py: refused: {error}", file=sys.stderr)
+        return 2
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.from_json:
         data = json.loads(args.from_json.read_text())
         print(table(data), end="")
@@ -257,6 +312,7 @@ def main() -> int:
         )
         return 2
     data, key, calibration = measure(args)
+    # Kept before the table: runs it refuses are still measurements to look into.
     if args.json:
         args.json.write_text(json.dumps(data, indent=1) + "\n")
     text = table(data)
