@@ -25,6 +25,12 @@ this machine's cores: on a cluster each broker has a node of its own.
 replay kept samples without flux: the tables as the run printed them, then
 what the plan derives from them (experiments/estimate/layouts.py: the start-up
 fit, the `--mmap` ratios); `--markdown` prints the same tables as Markdown.
+
+Under the title, what made the samples (benchmarks/provenance.py), kept in the
+JSON under `made`: the kary commit of the checkout that ran them, the hash of
+its entrypoint template (whose blob generator the generation figure times; the
+other figures run flux-core's own commands), and the run's start and finish.
+Samples kept before that say "not recorded".
 """
 
 from __future__ import annotations
@@ -46,10 +52,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from machine_load import CpuMeter  # noqa: E402
+from provenance import KEPT_BEFORE, Made, made_by  # noqa: E402
 
 from experiments.backends.flux.outer_instance import OuterInstance  # noqa: E402
 from experiments.estimate.layouts import derive_levers  # noqa: E402
+from experiments.formats.run_record import now_iso  # noqa: E402
+from experiments.model.render import template_hash  # noqa: E402
 from experiments.model.units import parse_size  # noqa: E402
+from experiments.version import kary_commit  # noqa: E402
 
 GIB = 2**30
 BLOB = (
@@ -154,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [parse_size(s) for s in args.sizes.split(",")]
     rng = random.Random(args.seed)
     meter = CpuMeter()
-    started = time.monotonic()
+    started, began = time.monotonic(), now_iso()
     scratch = Path(tempfile.mkdtemp(prefix="kl-", dir="/tmp"))
     results: dict[str, Any] = {"flux": flux, "cores": os.cpu_count(), "reps": args.reps}
     try:
@@ -203,6 +213,13 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     results["wall_seconds"] = round(time.monotonic() - started, 1)
+    # What made them (benchmarks/provenance.py): this checkout's commit and template.
+    results["made"] = {
+        "template_hash": template_hash(),
+        "kary_commit": kary_commit(),
+        "started": began,
+        "finished": now_iso(),
+    }
     results["busy_share"] = round(meter.busy(), 3)
     print(table(results))
     if args.json:
@@ -215,6 +232,7 @@ def table(results: dict[str, Any]) -> str:
         f"levers on flux-core ({results['cores']} cores, every broker on this machine); "
         f"cores busy {results['busy_share']:.0%} over {results['wall_seconds']:.0f} s; "
         f"median (min-max) of n={results['reps']} each",
+        made_line(results),
         "start-up, nodes: nested in an outer instance | a fresh flux start",
     ]
     for n, nested in results["nested_start_s"].items():
@@ -227,6 +245,12 @@ def table(results: dict[str, Any]) -> str:
         gb = int(size) / GIB
         lines.append(f"  {gb:.2f} GiB: " + " | ".join(_fmt(c) for c in cells))
     return "\n".join(lines)
+
+
+def made_line(results: dict[str, Any]) -> str:
+    """What made the samples, or that samples kept before kary recorded it do not say."""
+    made = results.get("made")
+    return made_by({"levers": [Made.of(made)]}) if made else KEPT_BEFORE
 
 
 def _fmt(summary: dict[str, Any]) -> str:
@@ -269,8 +293,8 @@ def derived(results: dict[str, Any]) -> str:
 def markdown(results: dict[str, Any]) -> str:
     """The tables as Markdown: start-up per node count, then medians per size."""
     nodes = list(results["nested_start_s"])
-    first = table(results).splitlines()[0]
-    lines = [first, "", "| | " + " | ".join([f"{nodes[0]} nodes", *nodes[1:]]) + " |"]
+    first, made = table(results).splitlines()[:2]
+    lines = [first, made, "", "| | " + " | ".join([f"{nodes[0]} nodes", *nodes[1:]]) + " |"]
     lines.append("|---" * (len(nodes) + 1) + "|")
     rows = (
         (

@@ -1,6 +1,7 @@
 """benchmarks/levers.py --from-json: the levers' tables again from kept samples, no flux.
 
-The committed samples replay to the committed text byte for byte, and a small
+The committed samples replay to the committed text byte for byte (with the line under
+its title that says they were kept before kary recorded what made them), and a small
 saved sample replays to tables and derived figures worked out by hand.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
 MIB = 2**20
+KEPT_BEFORE = "template and kary commit not recorded (samples kept before kary recorded them)"
 
 
 def _replay(path: Path, *extra: str) -> str:
@@ -47,9 +49,11 @@ SAMPLE = {
 
 
 def test_the_kept_samples_replay_to_the_kept_text() -> None:
-    kept = (RESULTS / "levers-flux-0.88-2cores.txt").read_text()
-    out = _replay(RESULTS / "levers-flux-0.88-2cores.json")
-    assert out.startswith(kept + "\n")  # the run's own table, then what the plan derives
+    kept = (RESULTS / "levers-flux-0.88-2cores.txt").read_text().splitlines()
+    out = _replay(RESULTS / "levers-flux-0.88-2cores.json").splitlines()
+    # The run's own table, then what the plan derives; the samples say nothing of what
+    # made them, and the replay says so under the title rather than make it up.
+    assert out[: len(kept) + 1] == [kept[0], KEPT_BEFORE, *kept[1:]]
 
 
 def test_a_small_sample_replays_to_its_tables_and_derived_figures(tmp_path: Path) -> None:
@@ -58,6 +62,7 @@ def test_a_small_sample_replays_to_its_tables_and_derived_figures(tmp_path: Path
     assert _replay(saved).splitlines() == [
         "levers on flux-core (2 cores, every broker on this machine); cores busy 25% over "
         "100 s; median (min-max) of n=2 each",
+        KEPT_BEFORE,
         "start-up, nodes: nested in an outer instance | a fresh flux start",
         "    2: 1.00 s (0.90-1.10) | 0.80 s (0.80-0.80)",
         "    4: 1.60 s (1.50-1.70) | 1.20 s (1.10-1.30)",
@@ -75,7 +80,9 @@ def test_a_small_sample_replays_to_its_tables_and_derived_figures(tmp_path: Path
         "  create + distribute, with / without --mmap: x0.83 at 256 MiB, x0.83 at 1 GiB",
         "  generate: 1.00 s per GiB (median over sizes)",
     ]
-    assert _replay(saved, "--markdown").splitlines()[2:] == [
+    assert _replay(saved, "--markdown").splitlines()[1:] == [
+        KEPT_BEFORE,
+        "",
         "| | 2 nodes | 4 |",
         "|---|---|---|",
         "| nested instance start-up (`flux batch -N n --wrap true` to the end of "
@@ -88,3 +95,20 @@ def test_a_small_sample_replays_to_its_tables_and_derived_figures(tmp_path: Path
         "| 256 MiB | 0.25 s | 4.00 s | 2.00 s | 2.00 s | 3.00 s |",
         "| 1 GiB | 1.00 s | 16.00 s | 8.00 s | 8.00 s | 12.00 s |",
     ]
+
+
+def test_samples_that_kept_what_made_them_say_it_under_the_title(tmp_path: Path) -> None:
+    made = {
+        "template_hash": "a727ad31466fe48a",
+        "kary_commit": "0123456789ab",
+        "started": "2026-11-26T20:00:00+00:00",
+        "finished": "2026-11-26T20:06:00+00:00",
+    }
+    saved = tmp_path / "levers.json"
+    saved.write_text(json.dumps({**SAMPLE, "made": made}))
+    line = (
+        "made by template a727ad31466fe48a, kary commit 0123456789ab, "
+        "2026-11-26T20:00:00+00:00 to 2026-11-26T20:06:00+00:00"
+    )
+    assert _replay(saved).splitlines()[1] == line
+    assert _replay(saved, "--markdown").splitlines()[1] == line
