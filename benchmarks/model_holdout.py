@@ -25,6 +25,13 @@ says what the interval rule was tuned on (passes 1-2, which hold N = 24 and 30
 as well: other runs of node counts the protocol predicts), and the range of
 the errors (predicted / actual - 1).
 
+Each sweep's runs say what made them (runs.csv: template_hash, kary_commit,
+started, finished; benchmarks/provenance.py): one line a sweep, above the
+tables; a sweep whose runs recorded several templates (or kary commits) is
+named below them, as box_model_holdout.py names one: runs of different
+versions of the benchmark judged together.  Sweeps of different templates are
+no refusal here: a hold-out across versions is one, said so.
+
 --keep copies the parsed tables (events, runs, parse.json) and the load
 samples of each sweep under benchmarks/results/model-sweeps/NAME/, small
 enough to keep in the repository.
@@ -41,8 +48,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))  # provenance.py, when loaded from elsewhere
 
 import pandas as pd  # noqa: E402
+from provenance import Made, describe, recorded, summarize  # noqa: E402
 
 from analysis import load_parsed  # noqa: E402
 from experiments.estimate.history import load_sweep  # noqa: E402
@@ -143,6 +152,26 @@ def tuned_line(fit: list[Path], predict: list[Path]) -> str:
     return line
 
 
+def made_lines(named: list[tuple[str, Path]]) -> list[str]:
+    """What made each sweep's runs, one line a sweep (its runs.csv); a sweep of several
+    templates (or kary commits) is named below them, as box_model_holdout.py names one."""
+    lines = ["made by, per sweep (runs.csv):"]
+    mixed: dict[str, list[str]] = {"templates": [], "kary commits": []}
+    for name, folder in named:
+        runs = load_parsed(folder).runs
+        made = summarize(Made.of(row) for row in runs.to_dict("records"))
+        lines.append(f"  {name}: {describe(made)}")
+        for key, what in (("template_hash", "templates"), ("kary_commit", "kary commits")):
+            if len(recorded(made, key)) > 1:
+                mixed[what].append(f"{name} ({len(recorded(made, key))})")
+    lines += [
+        f"mixed {what}: {', '.join(names)}: runs of different {what} judged together"
+        for what, names in mixed.items()
+        if names
+    ]
+    return lines
+
+
 def keep(root: Path, name: str) -> None:
     """Copy the small parsed tables and the load samples into the repository."""
     stored = STORED / name
@@ -169,6 +198,7 @@ def by_protocol(path: Path) -> int:
     history = [load_sweep(folder) for folder in fit]
     print(f"protocol {path.name}: fit on {len(fit)} sweeps, predict {len(predict)}")
     print(tuned_line(fit, predict))
+    print("\n".join(made_lines([(f"{d.parent.name}/{d.name}", d) for d in fit + predict])))
     print(HEADER)
     rows = []
     for folder in predict:
@@ -207,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no parsed-N sweeps in {', '.join(map(str, roots))}", file=sys.stderr)
         return 2
     sweeps = [load_sweep(folder) for _, folder, _ in named]
+    print("\n".join(made_lines([(name, folder) for name, folder, _ in named])) + "\n")
     small = [_nodes(folder) <= args.fit_max for _, folder, _ in named]
     history = [s for s, fit in zip(sweeps, small, strict=True) if fit]
     fitted_on = sorted({_nodes(f) for (_, f, _), fit in zip(named, small, strict=True) if fit})

@@ -8,6 +8,7 @@ machine at load averages of 4-26: the tables only, no timing runs here.
 from __future__ import annotations
 
 import importlib.util
+import shutil
 from pathlib import Path
 from types import ModuleType
 
@@ -102,3 +103,37 @@ def test_a_protocol_on_untuned_passes_says_so_and_a_tuned_one_names_what_it_saw(
         "tuned on: the interval rule was tuned on pass-1 and pass-2, which this protocol does "
         "not use"
     )
+
+
+def test_the_protocol_says_what_made_each_sweep_it_fits_and_predicts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _script().main(["--protocol", str(STORED.parents[1] / "model_holdout_protocol.json")])
+    out = capsys.readouterr().out.splitlines()
+    made = out[out.index("made by, per sweep (runs.csv):") + 1 :][:11]
+    assert made[0] == (
+        "  pass-1/parsed-4: template ddb300cbab2b6989, kary commit not recorded, "
+        "2026-11-23T13:02:12+00:00 to 2026-11-23T13:02:50+00:00"
+    )
+    assert made[-1] == (
+        "  pass-3/parsed-30: template a727ad31466fe48a, kary commit not recorded, "
+        "2026-11-25T20:41:23+00:00 to 2026-11-25T20:45:44+00:00"
+    )
+    # Fitted and predicted sweeps of different templates: said, not refused, none mixed.
+    assert not [line for line in out if line.startswith("mixed")]
+
+
+def test_a_sweep_of_several_templates_is_named(tmp_path: Path) -> None:
+    sweep = tmp_path / "pass-9" / "parsed-20"
+    shutil.copytree(STORED / "pass-3" / "parsed-20", sweep)
+    runs = (sweep / "runs.csv").read_text().splitlines()
+    runs[1] = runs[1].replace("a727ad31466fe48a", "34a26727090491be")
+    (sweep / "runs.csv").write_text("\n".join(runs) + "\n")
+    lines = _script().made_lines([("pass-9/parsed-20", sweep)])
+    assert lines[1].startswith(
+        "  pass-9/parsed-20: template 34a26727090491be, a727ad31466fe48a, kary commit not "
+        "recorded, "
+    )
+    assert lines[2:] == [
+        "mixed templates: pass-9/parsed-20 (2): runs of different templates judged together"
+    ]
