@@ -47,7 +47,7 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 from machine_load import CpuMeter  # noqa: E402
-from provenance import Made, MixedRuns, made_by  # noqa: E402
+from provenance import Made, made_by, or_refused  # noqa: E402
 
 from analysis.tables.stats import could_decide, decides, rank_test  # noqa: E402
 from experiments import Sweep, run  # noqa: E402
@@ -237,11 +237,7 @@ def main() -> int:
         "or one made by an earlier version of this script).",
     )
     args = parser.parse_args()
-    try:
-        return _main(args)
-    except MixedRuns as error:
-        print(f"blob_kinds.py: refused: {error}", file=sys.stderr)
-        return 2
+    return or_refused("blob_kinds.py", lambda: _main(args))
 
 
 def _main(args: argparse.Namespace) -> int:

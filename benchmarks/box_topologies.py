@@ -57,7 +57,7 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from machine_load import CpuMeter  # noqa: E402
-from provenance import Made, MixedRuns, check_one_source, describe, summarize  # noqa: E402
+from provenance import Made, check_one_source, describe, or_refused, summarize  # noqa: E402
 
 from analysis import parse  # noqa: E402
 from analysis.tables.stats import could_decide, decides, find_winner, rank_test  # noqa: E402
@@ -285,11 +285,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="Write the samples here.")
     parser.add_argument("--from-json", type=Path, help="Print the tables of saved samples.")
     args = parser.parse_args()
-    try:
-        return _main(args)
-    except MixedRuns as error:
-        print(f"box_topologies.py: refused: {error}", file=sys.stderr)
-        return 2
+    return or_refused("box_topologies.py", lambda: _main(args))
 
 
 def _main(args: argparse.Namespace) -> int:

@@ -51,7 +51,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))  # provenance.py, when loaded from elsewhere
 
-from provenance import KEPT_BEFORE, Made, MixedRuns, check_one_source, describe, summarize  # noqa: E402
+from provenance import KEPT_BEFORE, Made, check_one_source, describe, or_refused, summarize  # noqa: E402
 
 from analysis.tables.stats import find_winner  # noqa: E402
 from experiments.backends.base import Backend  # noqa: E402
@@ -293,11 +293,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write the samples here")
     parser.add_argument("--from-json", type=Path, help="print the table of saved samples")
     args = parser.parse_args()
-    try:
-        return _main(args)
-    except MixedRuns as error:
-        print(f"fidelity.py: refused: {error}", file=sys.stderr)
-        return 2
+    return or_refused("fidelity.py", lambda: _main(args))
 
 
 def _main(args: argparse.Namespace) -> int:

@@ -15,14 +15,16 @@ template hash or recorded kary commit make no table: `check_one_source` raises
 `MixedRuns` naming the values and where each ran (a run that recorded none is
 no second value).
 
-`summarize` folds the runs of one group (a place, a link speed) into a small
+`or_refused` runs a script's body and turns MixedRuns into one line on stderr
+and exit status 2.  `summarize` folds the runs of one group (a place, a link speed) into a small
 JSON-able dict: what a script keeps beside its samples, and what
 `describe` and `check_one_source` read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +35,7 @@ __all__ = [
     "check_one_source",
     "describe",
     "made_by",
+    "or_refused",
     "recorded",
     "summarize",
 ]
@@ -139,3 +142,13 @@ def made_by(groups: Mapping[str, Iterable[Made]]) -> str:
     runs = {name: list(made) for name, made in groups.items()}
     check_one_source({name: summarize(made) for name, made in runs.items()})
     return "made by " + describe(summarize(r for made in runs.values() for r in made))
+
+
+def or_refused(script: str, body: Callable[[], int]) -> int:
+    """`body()`'s exit status; where it raised MixedRuns, one line on stderr saying so
+    (`<script>: refused: ...`) and exit status 2."""
+    try:
+        return body()
+    except MixedRuns as error:
+        print(f"{script}: refused: {error}", file=sys.stderr)
+        return 2

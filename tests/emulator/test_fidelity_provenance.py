@@ -4,12 +4,10 @@ written first); samples kept before it recorded them say so."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -19,18 +17,14 @@ from experiments.model.render import template_hash
 from experiments.version import kary_commit
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import fidelity  # noqa: E402
+
 SCRIPT = [sys.executable, str(REPO / "benchmarks" / "fidelity.py"), "--from-json"]
 KEPT = REPO / "benchmarks" / "results" / "fidelity-flux-0.88-2cores.json"
 T1, T2 = "a727ad31466fe48a", "34a26727090491be"
 RECORDED = ("template_hash", "kary_commit", "started", "finished")
-
-
-def _fidelity() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fidelity", REPO / "benchmarks" / "fidelity.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _run(template: str = T1, commit: str | None = "0123456789ab", minute: int = 0) -> dict:
@@ -71,7 +65,7 @@ def _replay(tmp_path: Path, data: dict[str, Any]) -> subprocess.CompletedProcess
 
 def test_each_place_says_what_made_its_samples_under_the_title() -> None:
     data = _data([_run(minute=1), _run(minute=3)], [_run(minute=2), _run(minute=4)])
-    lines = _fidelity().table(data).splitlines()
+    lines = fidelity.table(data).splitlines()
     assert lines[0].startswith("fidelity: emulator vs flux-core 0.88.0 (test instance)")
     assert lines[1:4] == [
         f"real Flux: made by template {T1}, kary commit 0123456789ab, "
@@ -84,7 +78,7 @@ def test_each_place_says_what_made_its_samples_under_the_title() -> None:
 
 def test_a_run_that_gave_no_sample_is_not_what_made_the_table() -> None:
     spoiled = {**_run(T2, minute=9), "samples": []}
-    text = _fidelity().table(_data([_run(), spoiled], [_run()]))
+    text = fidelity.table(_data([_run(), spoiled], [_run()]))
     assert T2 not in text
     assert "to 2026-11-26T20:00:10+00:00" in text.splitlines()[1]
 
@@ -127,7 +121,7 @@ def test_a_cell_run_records_what_the_runner_would() -> None:
         def run(self, cell: Any, rendered: Any, timeout: float) -> RunResult:
             return RunResult(log="", rc=0)
 
-    got, made = _fidelity().run_cell(Backend(), 4, "kary:1", [1 << 20])
+    got, made = fidelity.run_cell(Backend(), 4, "kary:1", [1 << 20])
     assert got == {}
     assert made["template_hash"] == template_hash()
     assert made["kary_commit"] == kary_commit()
@@ -137,8 +131,6 @@ def test_a_cell_run_records_what_the_runner_would() -> None:
 def test_a_measurement_of_mixed_runs_is_kept_then_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    fidelity = _fidelity()
-
     class Place:
         flux_version = "0.88.0"
 

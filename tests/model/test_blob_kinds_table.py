@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import blob_kinds  # noqa: E402
+from provenance import MixedRuns  # noqa: E402
 
 
 def _row(seconds: float, template: str = "a727ad31466fe48a", commit: str | None = None) -> dict:
@@ -59,7 +60,7 @@ def test_the_table_says_what_made_its_samples_and_the_verdict() -> None:
 
 def test_samples_of_two_templates_are_refused(tmp_path: Path) -> None:
     data = _data([_row(2.0), _row(2.1, template="34a26727090491be")], [_row(40)])
-    with pytest.raises(blob_kinds.MixedRuns, match="2 template hashes"):
+    with pytest.raises(MixedRuns, match="2 template hashes"):
         blob_kinds.table(data)
     saved = tmp_path / "mixed.json"
     saved.write_text(json.dumps(data))
@@ -88,5 +89,5 @@ def test_samples_that_recorded_their_finish_span_first_start_to_last_finish() ->
 
 def test_samples_of_two_kary_commits_are_refused() -> None:
     data = _data([_row(2.0, commit="fee4dc3aaaaa")], [_row(40, commit="9ff69fbbbbbb")])
-    with pytest.raises(blob_kinds.MixedRuns, match="2 kary commits"):
+    with pytest.raises(MixedRuns, match="2 kary commits"):
         blob_kinds.table(data)
