@@ -16,11 +16,12 @@ hits every cell alike.  A failed step or a copy that failed verification is no
 sample: the table says n.
 
 Printed, per link speed: what made the runs (their template hash, kary commit
-and time span, from the parsed runs table; "not recorded" where run.json did
-not say), each topology's median `distribute-all-nodes` seconds, its quartiles
-and n, the floor its links set (the busiest shaped link in either direction at
-its rate: experiments/estimate/link_floor.py; on equal links rank 0's K copies
-out, K x size / rate), the winner by the one rule of analysis/tables/stats.py
+and time span, from the parsed runs table by benchmarks/provenance.py; "not
+recorded" where run.json did not say), each topology's median
+`distribute-all-nodes` seconds, its quartiles and n, the floor its links set
+(the busiest shaped link in either direction at its rate:
+experiments/estimate/link_floor.py; on equal links rank 0's K copies out, K x
+size / rate), the winner by the one rule of analysis/tables/stats.py
 (`find_winner`: the fastest by median only where Mann-Whitney separates it from
 every other; else a tie, or unsure with too few runs), and the two-sided
 Mann-Whitney p of every pair (with 4 runs a side the smallest possible p is
