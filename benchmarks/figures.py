@@ -123,6 +123,18 @@ FIGURES = [
         env=_PLAN_DAY,
     ),
     Figure(
+        "levers",
+        [PYTHON, "benchmarks/levers.py", "--from-json",
+         "benchmarks/results/levers-flux-0.88-2cores.json", "--markdown"],
+        "2-core VM, flux-core 0.88 (the samples kept in benchmarks/results/)",
+    ),
+    Figure(
+        "nested-manifest",
+        [PYTHON, "benchmarks/nested_manifest.py"],
+        "files alone (the plan of the seed's 30-node study and kary's templates)",
+        text=True,
+    ),
+    Figure(
         "emulator-fidelity",
         [
             PYTHON, "benchmarks/fidelity.py", "--from-json",

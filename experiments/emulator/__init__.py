@@ -43,9 +43,8 @@ FIDELITY = (
 # (benchmarks/box_topologies.py --emulator): the gap said wherever such cells appear.
 LINKS_FIDELITY = (
     "on shaped links, against real flux-core 0.88 in a box on the same links (N=16, 64M, "
-    "100 Mbit/s, 4 runs each): 0.65-0.96x of the box's time, within x1.5 in 3 of 4 cells "
-    "(kary:1 0.65x: the emulator's chain runs faster than flux-core's); the box names no "
-    "winner there to agree on (kary:1 and kary:2 tie, p = 0.34), and its runs span 3 "
-    "template hashes, so the table is refused until N=16 is run again: "
-    "benchmarks/results/box-topologies-n16.json"
+    "100 Mbit/s, 4 runs each): 0.63-0.96x of the box's time, within x1.5 in 3 of 4 cells "
+    "(kary:1 0.63x: the emulator's chain runs faster than flux-core's, whose chain kary "
+    "flagged CPU-bound in the box); the box names no winner there to agree on (kary:1 and "
+    "kary:2 tie, p = 0.34): benchmarks/results/box-topologies-n16.json"
 )
