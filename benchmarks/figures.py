@@ -85,42 +85,30 @@ class Timed:
 
 
 _PLAN_DAY = {"SOURCE_DATE_EPOCH": str(int(PRICED_ON.timestamp()))}
+_SEED_HISTORY = str(SHARED / "reference/flux-distribute/parsed-eks-exact-6")
+_PLAN_INPUTS = (
+    "the seed's EKS 6-node history, clusters/prices.yaml's dated prices as on 2026-11-26, "
+    "the levers measured on a 2-core VM with flux-core 0.88"
+)
+
+
+def seed_study_plan(name: str, cluster: str, max_size: int, *flags: str) -> Figure:
+    """`kary plan` of the seed's EKS 30-node study (16 topologies, sizes 1 to `max_size`
+    GB, one run each) on `cluster`, from files alone, priced on PRICED_ON's day."""
+    command = [
+        *KARY, "plan", "--cluster", cluster, "--exact-nodes", "30", "--min-size", "1",
+        "--max-size", str(max_size), "--iters", "1", *flags, "--history", _SEED_HISTORY,
+    ]  # fmt: skip
+    return Figure(name, command, f"files alone ({_PLAN_INPUTS})", env=_PLAN_DAY)
+
 
 FIGURES = [
-    Figure(
-        "plan-layouts",
-        [
-            *KARY, "plan", "--cluster", "clusters/eks-30.yaml", "--exact-nodes", "30",
-            "--min-size", "1", "--max-size", "10", "--iters", "1", "--history",
-            str(SHARED / "reference/flux-distribute/parsed-eks-exact-6"),
-        ],
-        "files alone (the seed's EKS 6-node history, clusters/prices.yaml priced as on "
-        "2026-11-26, the levers measured on a 2-core VM with flux-core 0.88)",
-        env=_PLAN_DAY,
+    seed_study_plan("plan-layouts", "clusters/eks-30.yaml", 10),
+    seed_study_plan(
+        "plan-spot", "clusters/eks-30-spot.yaml", 10, "--blob", "random", "--layout", "nested"
     ),
-    Figure(
-        "plan-spot",
-        [
-            *KARY, "plan", "--cluster", "clusters/eks-30-spot.yaml", "--exact-nodes", "30",
-            "--min-size", "1", "--max-size", "10", "--iters", "1", "--blob", "random",
-            "--layout", "nested", "--history",
-            str(SHARED / "reference/flux-distribute/parsed-eks-exact-6"),
-        ],
-        "files alone (the seed's EKS 6-node history, clusters/prices.yaml's dated spot and "
-        "on-demand prices as on 2026-11-26, the levers measured on a 2-core VM with "
-        "flux-core 0.88)",
-        env=_PLAN_DAY,
-    ),
-    Figure(
-        "plan-spot-max-8",
-        [
-            *KARY, "plan", "--cluster", "clusters/eks-30-spot.yaml", "--exact-nodes", "30",
-            "--min-size", "1", "--max-size", "8", "--iters", "1", "--blob", "random",
-            "--layout", "nested", "--history",
-            str(SHARED / "reference/flux-distribute/parsed-eks-exact-6"),
-        ],
-        "files alone (as plan-spot, sizes 1-8 GB)",
-        env=_PLAN_DAY,
+    seed_study_plan(
+        "plan-spot-max-8", "clusters/eks-30-spot.yaml", 8, "--blob", "random", "--layout", "nested"
     ),
     Figure(
         "levers",

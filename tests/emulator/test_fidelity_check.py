@@ -3,7 +3,6 @@ winner real Flux names and the emulator does not; a tie names no winner at all."
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -11,17 +10,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from benchmark_scripts import load_benchmark
+
 from experiments.formats.kary_line import format_kary_line
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _fidelity() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fidelity", REPO / "benchmarks" / "fidelity.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("fidelity")
 
 
 def _data(real: dict[str, list[float]], emulated: dict[str, list[float]]) -> dict[str, Any]:

@@ -3,19 +3,16 @@ real Flux's seconds per GiB per receiving rank, from the kept samples."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
+
+from benchmark_scripts import load_benchmark
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _fidelity() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fidelity", REPO / "benchmarks" / "fidelity.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("fidelity")
 
 
 def test_the_summary_line_is_the_median_over_cells_and_the_seconds_per_gib_per_rank() -> None:

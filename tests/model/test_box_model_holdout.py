@@ -4,7 +4,6 @@ says how many of its runs started before it was committed (a fake commit, fake s
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import os
 import shutil
@@ -13,18 +12,14 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from benchmark_scripts import load_benchmark
 
 REPO = Path(__file__).resolve().parents[2]
 SWEEPS = REPO / "benchmarks" / "results" / "box-sweeps"
 
 
 def _holdout() -> ModuleType:
-    path = REPO / "benchmarks" / "box_model_holdout.py"
-    spec = importlib.util.spec_from_file_location("box_model_holdout", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("box_model_holdout")
 
 
 def _section(out: str, name: str) -> list[str]:

@@ -7,12 +7,12 @@ machine at load averages of 4-26: the tables only, no timing runs here.
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from benchmark_scripts import load_benchmark
 
 from experiments.estimate.history import Sweep, load_sweep
 from experiments.estimate.model_check import check_sweeps, predict_sweep
@@ -56,12 +56,7 @@ def test_leaving_each_local_sweep_out_keeps_most_inside_narrow_intervals(
 
 
 def _script() -> ModuleType:
-    path = STORED.parents[1] / "model_holdout.py"
-    spec = importlib.util.spec_from_file_location("model_holdout", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("model_holdout")
 
 
 def test_the_protocol_prints_every_number_the_readme_cites_and_what_was_tuned_on(
