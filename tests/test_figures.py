@@ -118,3 +118,19 @@ def test_the_timed_demo_fails_when_slow_on_an_idle_machine_and_is_unsure_when_bu
     assert figures.judge_time(demo, 40.0, busy=0.05).ok is False
     assert figures.judge_time(demo, 12.0, busy=0.05).ok is False  # faster than stated, too
     assert figures.judge_time(demo, 40.0, busy=0.60).ok is None
+
+
+def test_a_figure_that_reads_git_history_is_unsure_in_a_shallow_clone(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The box hold-outs print when their protocol was first committed: a shallow clone
+    # cannot know, so its check is "unsure", never a failure or a false pass.
+    monkeypatch.setattr(figures, "shallow_clone", lambda: True)
+    monkeypatch.setattr(figures, "make", lambda figure: pytest.fail("ran " + figure.name))
+    assert figures.main(["--only", "box-model-holdout"]) == 0
+    row = next(
+        line for line in capsys.readouterr().out.splitlines() if "box-model-holdout |" in line
+    )
+    assert row == (
+        "| box-model-holdout | unsure | unsure: a shallow clone has not the git history it reads |"
+    )
