@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
@@ -48,6 +47,7 @@ from experiments.estimate.parameters import GIB  # noqa: E402
 from experiments.estimate.plan_estimate import with_emulated_links  # noqa: E402
 from experiments.model.links import link_settings  # noqa: E402
 from experiments.model.topology import build_tree  # noqa: E402
+from experiments.version import git_text, shallow_clone  # noqa: E402
 
 PASS_SHARE = 0.7
 
@@ -72,16 +72,13 @@ def ratio_range(ratios: Sequence[float]) -> str:
 
 
 def first_committed(path: Path) -> str | None:
-    """When git first committed `path` (ISO 8601, the committer's date); None when unknown."""
-    try:
-        done = subprocess.run(
-            ["git", "log", "--diff-filter=A", "--format=%cI", "--", path.name],
-            cwd=path.parent, capture_output=True, text=True, timeout=30, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
+    """When git first committed `path` (ISO 8601, the committer's date); None when unknown,
+    as in a shallow clone, where the oldest commit there is not the file's first."""
+    if shallow_clone(path.parent):
         return None
-    dates = done.stdout.split()
-    return dates[-1] if done.returncode == 0 and dates else None  # the oldest: git lists newest
+    out = git_text(path.parent, "log", "--diff-filter=A", "--format=%cI", "--", path.name)
+    dates = (out or "").split()
+    return dates[-1] if dates else None  # the oldest: git lists newest first
 
 
 def _instant(text: str) -> datetime:

@@ -39,6 +39,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("KARY_SHARED", REPO.parent / "shared"))
+sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from figure_files import (  # noqa: E402
@@ -49,6 +50,8 @@ from figure_files import (  # noqa: E402
     replace_blocks,
 )
 from machine_load import CpuMeter  # noqa: E402
+
+from experiments.version import shallow_clone  # noqa: E402
 
 PYTHON = sys.executable
 KARY = [PYTHON, "-c", "from experiments.cli import main; main()"]
@@ -263,18 +266,6 @@ def _absolute(command: list[str]) -> list[str]:
     return [str(REPO / part) if (REPO / part).is_file() else part for part in command]
 
 
-def shallow_clone() -> bool:
-    """True when this checkout is a shallow git clone (its first commits are not here)."""
-    done = subprocess.run(
-        ["git", "rev-parse", "--is-shallow-repository"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return done.stdout.strip() == "true"
-
-
 def check_golden(figure: Figure, text: str, code: int) -> Result:
     golden = golden_path(REPO, figure.name, figure.markdown)
     if not golden.exists():
@@ -445,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.update or args.pages:
         results = update(figures, commands=args.update)
     else:
-        shallow = shallow_clone()
+        shallow = shallow_clone(REPO)
         results = [
             Result(f.name, None, "unsure: a shallow clone has not the git history it reads")
             if f.git_history and shallow

@@ -1,5 +1,6 @@
 """kary's version, recorded in every run.json and parsed tree, and the commit of the
-kary checkout the code runs from (`kary_commit`), recorded in every run.json."""
+kary checkout the code runs from (`kary_commit`), recorded in every run.json; `git_text`
+is the one way kary and its benchmark scripts ask git anything."""
 
 from __future__ import annotations
 
@@ -28,18 +29,18 @@ def commit_of(root: Path) -> str | None:
     """The commit (12 hex, `-dirty` when tracked files differ) of the git checkout whose
     top is `root`; None when `root` is not one (or is only a folder inside one, as
     site-packages in a venv inside a checkout is), or git is missing or fails."""
-    top = _git(root, "rev-parse", "--show-toplevel")
+    top = git_text(root, "rev-parse", "--show-toplevel")
     if top is None or Path(top).resolve() != Path(root).resolve():
         return None
-    head = _git(root, "rev-parse", "--verify", "HEAD")
+    head = git_text(root, "rev-parse", "--verify", "HEAD")
     # --no-optional-locks: asking must not take the index lock others may be holding.
-    changed = _git(root, "--no-optional-locks", "status", "--porcelain", "--untracked-files=no")
+    changed = git_text(root, "--no-optional-locks", "status", "--porcelain", "--untracked-files=no")
     if not head or changed is None:
         return None
     return head[:12] + ("-dirty" if changed else "")
 
 
-def _git(root: Path, *args: str) -> str | None:
+def git_text(root: Path, *args: str) -> str | None:
     """git's stripped output, run in `root`; None when git is missing or fails."""
     # GIT_DIR and friends (set inside a git hook) would point git at another repository.
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
@@ -56,3 +57,9 @@ def _git(root: Path, *args: str) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip()
+
+
+def shallow_clone(root: Path) -> bool:
+    """True when `root` is in a shallow git clone: its oldest commits are not there, so
+    git cannot say when a file was first committed."""
+    return git_text(root, "rev-parse", "--is-shallow-repository") == "true"

@@ -125,7 +125,7 @@ def test_a_figure_that_reads_git_history_is_unsure_in_a_shallow_clone(
 ) -> None:
     # The box hold-outs print when their protocol was first committed: a shallow clone
     # cannot know, so its check is "unsure", never a failure or a false pass.
-    monkeypatch.setattr(figures, "shallow_clone", lambda: True)
+    monkeypatch.setattr(figures, "shallow_clone", lambda root: True)
     monkeypatch.setattr(figures, "make", lambda figure: pytest.fail("ran " + figure.name))
     assert figures.main(["--only", "box-model-holdout"]) == 0
     row = next(

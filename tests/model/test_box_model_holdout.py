@@ -118,6 +118,32 @@ def test_runs_started_before_the_protocols_commit_are_counted(
     assert f"0 of 32 fitted runs started before this protocol was committed ({COMMITTED})" in out
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_shallow_clone_does_not_take_its_oldest_commit_for_the_protocols_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    origin, clone = tmp_path / "origin", tmp_path / "clone"
+    origin.mkdir()
+    _fake_sweeps(origin, STARTS)
+    dated = dict(os.environ, GIT_COMMITTER_DATE=COMMITTED, GIT_AUTHOR_DATE=COMMITTED)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    git += ["-c", "commit.gpgsign=false"]
+    for args in (["init", "-q"], ["add", "protocol.json"], ["commit", "-q", "-m", "protocol"]):
+        subprocess.run([*git, *args], cwd=origin, env=dated, check=True)
+    (origin / "notes").write_text("later\n")
+    later = dict(dated, GIT_COMMITTER_DATE="2026-02-01T00:00:00+00:00")
+    subprocess.run([*git, "add", "notes"], cwd=origin, env=later, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "later"], cwd=origin, env=later, check=True)
+    url = f"file://{origin}"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", url, str(clone)], check=True)
+    shutil.copytree(origin / "box-sweeps", clone / "box-sweeps")
+    # Depth 1 holds only the later commit, where git would say the file was added.
+    _holdout().main(["--protocol", str(clone / "protocol.json")])
+    out = capsys.readouterr().out.splitlines()
+    assert "first committed (commit time unknown)" in out[0]
+    assert "2026-02-01" not in out[0]
+
+
 def test_an_uncommitted_protocol_says_its_commit_time_is_unknown(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
