@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-import boto3
 import pytest
 import yaml
 from botocore.stub import Stubber
+from offline_aws import offline_client
 from typer.testing import CliRunner
 
 from experiments.cli import app
@@ -30,13 +31,8 @@ def _product(usd: str, unit: str = "Hrs") -> str:
     )
 
 
-def _client():  # type: ignore[no-untyped-def]
-    return boto3.client(
-        "pricing",
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+def _client() -> Any:
+    return offline_client("pricing", "us-east-1")
 
 
 def _expected(instance_type: str, region: str) -> dict:

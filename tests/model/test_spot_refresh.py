@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
-import boto3
 import pytest
 import yaml
 from botocore.stub import Stubber
+from offline_aws import offline_client
 from typer.testing import CliRunner
 
 from experiments.cli import app
@@ -30,13 +31,8 @@ def catalog(tmp_path: Path) -> Path:
     return path
 
 
-def _client():  # type: ignore[no-untyped-def]
-    return boto3.client(
-        "ec2",
-        region_name="us-east-2",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+def _client() -> Any:
+    return offline_client("ec2", "us-east-2")
 
 
 def _record(when: datetime, usd: str, zone: str = "us-east-2b") -> dict:

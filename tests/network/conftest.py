@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from botocore.stub import Stubber
+from offline_aws import offline_client
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "instance-topology.json"
@@ -43,11 +43,7 @@ def assert_golden() -> Callable[[str, str], None]:
 @pytest.fixture
 def ec2() -> Iterator[tuple[Any, Stubber]]:
     """A real boto3 EC2 client with dummy credentials, every call answered by a Stubber."""
-    client = boto3.session.Session(
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        region_name="us-east-1",
-    ).client("ec2")
+    client = offline_client("ec2", "us-east-1")
     with Stubber(client) as stubber:
         yield client, stubber
         stubber.assert_no_pending_responses()
