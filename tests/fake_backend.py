@@ -26,8 +26,14 @@ __all__ = ["FakeBackend", "fake_log"]
 Handler = Callable[[Cell, Rendered, "float | None"], RunResult]
 
 
-def fake_log(cell: Cell, failed: Collection[str] = (), seconds: float = 0.5) -> str:
+def fake_log(
+    cell: Cell, failed: Collection[str] = (), seconds: float = 0.5, cold_cache: bool = False
+) -> str:
     """A complete benchmark log for `cell`; events named in `failed` get rc 1.
+
+    `cold_cache` adds the template's `cold-cache` line (every rank holding no blob)
+    before each strategy's waves, which `kary parse` and the race need to take a
+    distribution as a timing (formats.kary_line.ColdCache).
 
     Per size and strategy it has the steps a test needs, the archive's
     creation and each distribution wave, each as the template prints it: the
@@ -41,6 +47,14 @@ def fake_log(cell: Cell, failed: Collection[str] = (), seconds: float = 0.5) -> 
         label = format_size(size)
         for strategy in cell.strategies:
             waves = [event for event, _ in strategy_waves(tree, strategy)]
+            if cold_cache:
+                blobs = {str(rank): 0 for rank in range(cell.nodes)}
+                lines.append(
+                    format_kary_line(
+                        {"meta": "cold-cache", "size": label, "strategy": strategy,
+                         "cached_blobs": blobs}
+                    )
+                )  # fmt: skip
             for event in [strategy_events(strategy).create, *waves]:
                 rc = 1 if event in failed else 0
                 bad += rc

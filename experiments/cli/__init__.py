@@ -53,6 +53,7 @@ COMMAND_MODULES = {
     "render": "render",
     "plan": "run",
     "run": "run",
+    "race": "race",
     "parse": "analysis",
     "compare": "analysis",
     "report": "report",

@@ -1,0 +1,104 @@
+"""`kary race`: which fan-out is fastest, decided by racing the topologies (F-race).
+
+A few lines over experiments.race (plan_race, run_race); the sweep flags are
+`run`'s (sweep_options.py), less --iters (a race runs blocks), plus the race's
+rules.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from experiments.cli import sweep_options as o
+from experiments.execution.progress import RichReporter, SilentReporter
+
+D = o.DEFAULT
+
+
+def race(
+    ctx: typer.Context, sweep_file: o.SweepFile = None,
+    designs: o.Data = D.designs, exact_nodes: o.ExactNodes = None,
+    min_size_gb: o.MinSize = None, max_size_gb: o.MaxSize = None, sizes: o.Sizes = None,
+    topos: o.Topo = None, strategies: o.Strategy = None, blob: o.Blob = D.blob,
+    data_dir: o.DataDir = D.data_dir, name: o.Name = D.name, backend: o.Backend = None,
+    cluster: o.Cluster = None, history: o.History = None, template: o.Template = None,
+    image: o.Image = D.image, verify: o.Verify = None, chunksize: o.Chunksize = None,
+    mmap: o.Mmap = None, purge_target_size: o.PurgeTargetSize = None,
+    seed: o.Seed = None, force: o.Force = False, up: o.Up = False, down: o.Down = False,
+    link_bandwidth: o.LinkBandwidth = None, link_latency: o.LinkLatency = None,
+    root_link_bandwidth: o.RootLinkBandwidth = None, place: o.Place = None,
+    group_size: o.GroupSize = None, group_link_bandwidth: o.GroupLinkBandwidth = None,
+    layout: o.Layout = None, allow_shared_nodes: o.AllowSharedNodes = False,
+    max_cost: o.MaxCost = None, as_json: o.Json = False,
+    confidence: Annotated[float, typer.Option(
+        "--confidence", help="How sure a drop, a winner or a tie must be.")] = 0.95,
+    zone: Annotated[float, typer.Option(
+        "--zone", help="Indifference zone: topologies closer than this fraction tie.")] = 0.05,
+    first_test: Annotated[int, typer.Option(
+        "--first-test", help="The first test comes after this many blocks (irace: 5).")] = 5,
+    max_blocks: Annotated[int, typer.Option(
+        "--max-blocks", help="Budget: at most this many blocks (per size with --per-size).")] = 20,
+    per_size: Annotated[bool, typer.Option(
+        "--per-size", help="A race for each size (their blocks interleaved), not one across "
+        "the sizes.")] = False,
+    allow_cpu_bound: Annotated[bool, typer.Option(
+        "--allow-cpu-bound", help="Race box cells the cores bound (their time measures this "
+        "machine as much as the links).")] = False,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", help="Seconds per cell (default: 4x its predicted time, at least 300)."
+    )] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Only show the race's plan: best, expected and worst case.")] = False,
+    yes: Annotated[bool, typer.Option(
+        "--yes", "-y", help="Start a billed race without asking.")] = False,
+) -> None:  # fmt: skip
+    """Decide which topology is fastest by racing them: drop the clearly slower after each block.
+
+    Every surviving topology runs once per block, at one size (smallest first);
+    after block --first-test, Friedman and Conover's test (Holm) drop those
+    significantly slower than the best.  The race ends with one left, a tie
+    within --zone, "the best differs by size", or the budget spent.  State is in
+    DATA_DIR/race.json: Ctrl-C and the same command resume.  Exit 0 when
+    decided, 1 when not, 130 when interrupted.
+
+    Example:
+
+    \b
+        kary race --exact-nodes 16 --sizes 16M,32M,64M,128M --link-bandwidth 100Mbit
+        kary race --exact-nodes 8 --topo kary:1,kary:2,kary:4 --sizes 64M --per-size
+        kary race --cluster clusters/eks-30-spot.yaml --exact-nodes 30 --min-size 1 \\
+            --max-size 10 --blob random --layout nested --dry-run
+    """
+    from experiments.race.decide import ACROSS, PER_SIZE, RaceRules
+    from experiments.race.run import plan_race, run_race
+
+    rules = RaceRules(confidence, zone, first_test, max_blocks)
+    sweep = o.sweep_from_flags(locals(), ctx)
+    planned = plan_race(sweep, rules, PER_SIZE if per_size else ACROSS, max_cost, allow_cpu_bound)
+    if dry_run:
+        if as_json:
+            typer.echo(json.dumps(planned.to_json(), indent=2))
+        else:
+            typer.echo(planned.text(max_cost), nl=False)
+        planned.check_cost(max_cost)
+        return
+    if not as_json:
+        typer.echo(planned.text(max_cost), nl=False, err=True)
+    outcome = run_race(
+        planned,
+        yes=yes,
+        timeout=timeout,
+        max_cost=max_cost,
+        reporter=SilentReporter() if as_json else RichReporter(),
+        echo=lambda line: typer.echo(line, err=True),
+    )
+    if as_json:
+        typer.echo(json.dumps(outcome.race.to_json(), indent=2))
+    raise typer.Exit(outcome.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("race")(race)

@@ -1,0 +1,17 @@
+"""Racing topologies (F-race): which fan-out is fastest, for less than a plain sweep.
+
+- `decide`: the test after each block (Friedman, Conover or paired tests with Holm,
+  TOST for a tie); pure.
+- `size_trend`: across sizes, a survivor's ratio to the best as a line in log size.
+- `engine`: the race as a state machine (lanes, blocks, voids, budget), and `replay`
+  on sampled times, which the plan and benchmarks/race_replay.py use.
+- `plan`: best, expected and worst case, beside a plain sweep and the uniform design.
+- `run`: `kary race`'s blocks as cells of the raw tree, judged and decided.
+- `answer`: what a race found, in words.
+
+race.json is experiments/formats/race_state.py's.
+"""
+
+from __future__ import annotations
+
+__all__ = ["answer", "decide", "engine", "plan", "run", "size_trend"]

@@ -1,0 +1,41 @@
+"""The race's settings and the names of its modes and outcomes (no statistics here)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["ACROSS", "BY_SIZE", "CONTINUE", "MODES", "PER_SIZE", "TIE", "WINNER", "RaceRules"]
+
+ACROSS = "across-sizes"
+PER_SIZE = "per-size"
+MODES = (ACROSS, PER_SIZE)
+
+CONTINUE = "continue"
+WINNER = "winner"
+TIE = "tie"
+BY_SIZE = "differs-by-size"
+
+
+@dataclass(frozen=True)
+class RaceRules:
+    """The race's own settings: what a decision needs."""
+
+    confidence: float = 0.95
+    zone: float = 0.05  # relative: topologies closer than this are a tie
+    first_test: int = 5  # irace's firstTest
+    max_blocks: int = 20
+
+    @property
+    def alpha(self) -> float:
+        return 1.0 - self.confidence
+
+    @property
+    def looks(self) -> int:
+        """How many tests a lane may take: after block first_test, ..., max_blocks."""
+        return max(1, self.max_blocks - self.first_test + 1)
+
+    @property
+    def margin(self) -> float:
+        """The zone on the log scale: |ln(t_a / t_b)| below it is a tie."""
+        return math.log1p(self.zone)

@@ -1,0 +1,398 @@
+"""`kary race`: run a race's blocks as cells of the raw tree, decide after each.
+
+The sweep options are `run`'s (nodes, topologies, sizes, where, links, knobs,
+blob kind); the race adds its rules (decide.py) and a mode.  It is planned like
+a sweep (every check `run` makes, in `api.plan`), priced per block
+(plan.py), and then, block by block:
+
+1. the engine names the next block: a lane's survivors at one size, in a random
+   order from the race's seed, as a new iteration;
+2. its cells run through the backend like any sweep's (experiments.execution),
+   each recorded in the raw tree with its run.json;
+3. the block is judged from what was recorded: every cell must have succeeded and
+   its distribution be a timing (formats.kary_line.step_timings, the rule
+   `kary parse` uses), and no box cell may be CPU-bound, or the block is void
+   (its reason kept) and runs again;
+4. the test decides (decide.py) and race.json is written.
+
+Ctrl-C ends the block under way (its cell is recorded interrupted) and leaves
+the race resumable: the same command picks up the pending block, reusing the
+cells of it that succeeded.  A changed setting is refused, as `run` refuses it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments.errors import UserError
+from experiments.execution.ledger import read_ledger
+from experiments.execution.progress import Reporter, SilentReporter
+from experiments.execution.runner import run_plan
+from experiments.formats.events import strategy_events
+from experiments.formats.kary_line import step_timings
+from experiments.formats.race_state import RaceFile, read_race, write_race
+from experiments.formats.run_record import LOG_NAME, read_record
+from experiments.model.plan import Cell, Plan
+from experiments.model.render import template_hash
+from experiments.model.sweep import Sweep
+from experiments.planned import PlannedSweep, stderr_line
+from experiments.race.decide import BY_SIZE, TIE, WINNER, RaceRules
+from experiments.race.engine import Block, Race
+from experiments.race.plan import RacePlan, plan_race_cost
+
+__all__ = ["RaceOutcome", "plan_race", "run_race"]
+
+# A lane that ended with one of these answered the question.
+DECIDED = (WINNER, TIE, BY_SIZE)
+
+
+@dataclass
+class RaceOutcome:
+    """How a `kary race` call ended."""
+
+    race: Race
+    interrupted: bool = False
+    stopped_because: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        decided = all(lane.outcome in DECIDED for lane in self.race.lanes)
+        return 0 if decided and self.stopped_because is None else 1
+
+
+def plan_race(
+    sweep: Sweep,
+    rules: RaceRules,
+    mode: str,
+    max_cost: float | None = None,
+    allow_cpu_bound: bool = False,
+) -> RacePlan:
+    """Check the race's sweep (every check `run` makes) and price it; nothing runs."""
+    from experiments import api
+
+    if sweep.iterations != 1:
+        raise UserError("kary race runs blocks, not iterations: drop --iters")
+    if sweep.experiment != "distribute":
+        raise UserError("kary race times distributions: --experiment ping cannot race")
+    if len(tuple(sweep.strategies)) != 1:
+        raise UserError(
+            f"kary race ranks one strategy at a time; --strategy gave {', '.join(sweep.strategies)}"
+        )
+    _check_rules(rules)
+    # Planned against a folder that never exists: the race's own cells (one size each)
+    # are its business, and `run`'s ledger would call them a different study.
+    nowhere = Path(sweep.data_dir) / ".race-plan"
+    base = api.plan(
+        dataclasses.replace(sweep, order="given", seed=None, smoke=False, data_dir=nowhere)
+    )
+    cells = base.plan.cells
+    if len({c.nodes for c in cells}) != 1:
+        raise UserError("kary race decides among topologies at one node count: give --exact-nodes")
+    if len({(c.knobs, c.blob) for c in cells}) != 1:
+        raise UserError(
+            "kary race decides among topologies: give one value of each knob and --blob"
+        )
+    candidates = list(dict.fromkeys(c.topo for c in cells))
+    if len(candidates) < 2:
+        raise UserError("kary race needs two or more topologies (--topo A,B or a design file)")
+    if not allow_cpu_bound:
+        _refuse_cpu_bound(base, candidates)
+    planned = plan_race_cost(
+        base, candidates, rules, mode, sweep.data_dir, max_cost, allow_cpu_bound
+    )
+    planned.seed = sweep.seed
+    return planned
+
+
+def _refuse_cpu_bound(base: PlannedSweep, candidates: list[str]) -> None:
+    """A box cell the cores bound would void every block it is in: refuse it up front."""
+    from experiments.estimate.bottleneck import box_bottlenecks
+    from experiments.formats.run_record import BOX
+
+    if base.place != BOX:
+        return
+    template = base.plan.cells[0]
+    bound = [
+        topo
+        for topo in candidates
+        if any(
+            b["cpu_bound"]
+            for b in box_bottlenecks(dataclasses.replace(template, topo=topo), base.checked.links)
+        )
+    ]
+    if bound:
+        raise UserError(
+            f"{', '.join(bound)} would be CPU-bound in the box (the cores' share is at least "
+            "half the links' floor), so every block with them would be void: race without "
+            "them, on slower --link-bandwidth, or add --allow-cpu-bound to rank them anyway"
+        )
+
+
+def _check_rules(rules: RaceRules) -> None:
+    if not 0.5 <= rules.confidence < 1:
+        raise UserError(f"invalid --confidence {rules.confidence:g}: give 0.5 <= c < 1")
+    if not 0 < rules.zone < 1:
+        raise UserError(f"invalid --zone {rules.zone:g}: give a fraction, 0 < zone < 1")
+    if rules.first_test < 2:
+        raise UserError(f"invalid --first-test {rules.first_test}: give 2 or more blocks")
+    if rules.max_blocks < rules.first_test:
+        raise UserError(
+            f"invalid --max-blocks {rules.max_blocks}: the first test is after block "
+            f"{rules.first_test}"
+        )
+
+
+def run_race(
+    planned: RacePlan,
+    *,
+    yes: bool = False,
+    timeout: float | None = None,
+    max_cost: float | None = None,
+    reporter: Reporter | None = None,
+    echo: Callable[[str], None] = stderr_line,
+    make_backend: Callable[[str, Any], Any] | None = None,
+) -> RaceOutcome:
+    """Run the race to its end (or the budget, or Ctrl-C); race.json keeps where it is.
+
+    `make_backend(name, settings)` makes each block's backend (default: the
+    backend the plan names, as `kary run` makes it); tests hand in a fake.
+    """
+    base = planned.base
+    data_dir = planned.data_dir
+    race = _resume_or_start(planned, data_dir)
+    if race.finished:
+        echo(f"kary race: already decided: {answer_line(race)}")
+        return RaceOutcome(race)
+    planned.check_cost(max_cost)
+    if base.billed and not yes:
+        from experiments.confirm import confirm_billed
+
+        confirm_billed(
+            planned.text(max_cost).splitlines(),
+            "Start this race?",
+            yes,
+            "this race is billed and there is no terminal to confirm it: "
+            "check the plan above and add --yes",
+        )
+    guard = base.guard(max_cost, None, echo)
+    echo(
+        f"kary race: {len(race.candidates)} topologies at {race.nodes} nodes, "
+        f"{race.mode}; raw results and race.json in {data_dir}; seed {race.seed}"
+    )
+    spent_runs = 0
+    try:
+        with guard.session():
+            while (block := race.next_block()) is not None:
+                _save(planned, race)
+                stop = _budget_reason(guard, planned, block, max_cost)
+                if stop:
+                    race.stop_for_budget(stop)
+                    _save(planned, race)
+                    return RaceOutcome(race, stopped_because=stop)
+                summary = _run_block(planned, race, block, timeout, reporter, make_backend)
+                spent_runs += len(summary.outcomes)
+                if summary.interrupted:
+                    _save(planned, race)
+                    echo("kary race: interrupted; the same command resumes the race")
+                    return RaceOutcome(race, interrupted=True)
+                times, void = judge_block(data_dir, planned, block)
+                decision = race.record(block, times, void)
+                _save(planned, race)
+                echo(block_line(race, block, decision))
+                if summary.stopped_because:
+                    return RaceOutcome(race, stopped_because=summary.stopped_because)
+    except KeyboardInterrupt:
+        _save(planned, race)
+        echo("kary race: interrupted; the same command resumes the race")
+        return RaceOutcome(race, interrupted=True)
+    echo(f"kary race: {answer_line(race)}")
+    return RaceOutcome(race)
+
+
+def _resume_or_start(planned: RacePlan, data_dir: Path) -> Race:
+    kept = read_race(data_dir)
+    settings = planned.settings()
+    if kept is None:
+        seed = planned.seed
+        race = Race.start(
+            planned.candidates,
+            planned.sizes,
+            planned.mode,
+            planned.rules,
+            seed if seed is not None else secrets.randbelow(2**31),
+            planned.nodes,
+        )
+        return race
+    differing = [
+        f"{name} {kept.settings.get(name)!r}, now {value!r}"
+        for name, value in settings.items()
+        if kept.settings.get(name) != value
+    ]
+    if differing:
+        raise UserError(
+            f"{data_dir}/race.json is a race with {'; '.join(differing)}: the same command "
+            "resumes it; start another race in another --data-dir"
+        )
+    return Race.from_json(kept.race)
+
+
+def _save(planned: RacePlan, race: Race) -> None:
+    write_race(planned.data_dir, RaceFile(planned.settings(), race.to_json()))
+
+
+def _budget_reason(
+    guard: Any, planned: RacePlan, block: Block, max_cost: float | None
+) -> str | None:
+    """--max-cost: a reason to stop before `block` when it would pass the cap."""
+    cap = guard.cap
+    if max_cost is None or cap.max_usd is None:
+        return None
+    seconds = sum(planned.cell_seconds(topo, block.size_bytes) for topo in block.order)
+    upcoming = cap.hourly_usd * (seconds + cap.teardown_s) / 3600.0
+    spent = cap.spent()
+    if spent + upcoming > cap.max_usd:
+        return (
+            f"--max-cost ${cap.max_usd:,.2f}: ${spent:,.2f} spent so far and block "
+            f"{block.iteration} would add about ${upcoming:,.2f}"
+        )
+    return None
+
+
+def block_cells(planned: RacePlan, block: Block) -> list[Cell]:
+    """The block's cells, in its order: one size each, the block's iteration."""
+    template = planned.template_cell
+    return [
+        dataclasses.replace(
+            template, topo=topo, iteration=block.iteration, sizes=(block.size_bytes,)
+        )
+        for topo in block.order
+    ]
+
+
+def _run_block(
+    planned: RacePlan,
+    race: Race,
+    block: Block,
+    timeout: float | None,
+    reporter: Reporter | None,
+    make_backend: Callable[[str, Any], Any] | None,
+) -> Any:
+    from experiments.backends import BackendSettings
+    from experiments.backends import make_backend as backend_named
+    from experiments.formats.labels import new_sweep_id
+
+    base = planned.base
+    spec = base.plan.spec.model_copy(update={"data_dir": planned.data_dir})
+    cells = block_cells(planned, block)
+    plan = Plan(spec, cells, [block.size_bytes])
+    ledger = read_ledger(
+        cells,
+        spec.data_dir,
+        False,
+        base.sweep.force and block.iteration == race.blocks[0].iteration,
+        settings=base.settings,
+        template_hash=template_hash(base.sweep.template),
+    )
+    settings = BackendSettings(
+        render=base.render,
+        cluster=base.cluster,
+        links=base.checked.links,
+        place=base.place,
+        layout=base.checked.layout,
+        options={
+            "sweep_id": new_sweep_id(),
+            "allow_shared_nodes": base.sweep.allow_shared_nodes,
+            **({"faults": tuple(base.sweep.emulator_faults)} if base.sweep.emulator_faults else {}),
+        },
+    )
+    backend = (make_backend or backend_named)(base.backend, settings)
+    cluster = base.cluster
+    return run_plan(
+        plan,
+        backend,
+        base.render,
+        ledger=ledger,
+        template_dir=base.sweep.template,
+        timeout=timeout,
+        predicted={c.id: planned.cell_seconds(c.topo, block.size_bytes) for c in cells},
+        reporter=reporter or SilentReporter(),
+        cluster=cluster.name if cluster else None,
+        instance_type=cluster.instance_type if cluster else None,
+        settings=base.settings,
+    )
+
+
+def judge_block(
+    data_dir: Path, planned: RacePlan, block: Block
+) -> tuple[dict[str, float] | None, str | None]:
+    """The block's timings from the raw tree, or why it is void (the first cell that is
+    no timing: not succeeded, a distribution that is not a timing, or a CPU-bound box)."""
+    event = strategy_events(planned.strategy).distribute_event()
+    times: dict[str, float] = {}
+    for cell in block_cells(planned, block):
+        folder = cell.raw_dir(data_dir)
+        record = read_record(folder)
+        if record is None or record.state != "succeeded":
+            state = record.state if record else "not run"
+            why = f": {record.error}" if record and record.error else ""
+            return None, f"{cell.id} {state}{why}"
+        box = (record.model_extra or {}).get("box") or {}
+        if isinstance(box, dict) and box.get("cpu_bound") and not planned.allow_cpu_bound:
+            return None, f"{cell.id} was CPU-bound in the box (its time measures the cores)"
+        try:
+            log = (folder / LOG_NAME).read_text()
+        except OSError as err:
+            return None, f"{cell.id}: its log is not readable ({err.strerror})"
+        found = [
+            (step, problem)
+            for step, problem in step_timings(log)
+            if step.get("event") == event and step.get("size_bytes") == block.size_bytes
+        ]
+        if len(found) != 1:
+            return None, f"{cell.id}: {len(found)} {event} steps at this size, not 1"
+        step, problem = found[0]
+        if problem is not None:
+            return None, f"{cell.id}: {event} is no timing ({problem})"
+        times[cell.topo] = float(step["seconds"])
+    return times, None
+
+
+def block_line(race: Race, block: Block, decision: Any) -> str:
+    """One line per finished block: its times or why it was void, then what was decided."""
+    from experiments.formats.cell_layout import format_size
+
+    head = f"kary race: block {block.iteration} ({format_size(block.size_bytes)}"
+    head += f", {block.lane})" if race.mode != "across-sizes" else ")"
+    if block.void:
+        return f"{head}: void, runs again: {block.void}"
+    times = (
+        ", ".join(f"{c} {block.times[c]:.2f}s" for c in sorted(block.times)) if block.times else ""
+    )
+    if decision is None:
+        return f"{head}: {times}"
+    lane = race.lane(block.lane)
+    what = decision.test if decision.p is None else f"{decision.test}: p = {decision.p:.3g}"
+    dropped = (
+        "; dropped "
+        + ", ".join(
+            f"{c.candidate} (p adj {c.p_adjusted:.3g})" for c in decision.comparisons if c.dropped
+        )
+        if decision.dropped
+        else ""
+    )
+    return (
+        f"{head}: {times}; {what}{dropped}; {len(lane.survivors)} left: {', '.join(lane.survivors)}"
+    )
+
+
+def answer_line(race: Race) -> str:
+    from experiments.race.answer import answer_text
+
+    return answer_text(race)

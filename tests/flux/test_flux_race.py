@@ -1,0 +1,47 @@
+"""`kary race` on a real-Flux test instance: its blocks are real cells, judged and recorded."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "emulator"))
+from emulator_helpers import wait_for_no_processes
+
+from experiments.cli import app
+from experiments.formats.race_state import read_race
+from experiments.formats.run_record import read_record
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_race_on_a_real_test_instance_times_real_cells(
+    flux: str, scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    raw = scratch / "raw"
+    result = CliRunner().invoke(
+        app,
+        ["race", "--backend", "flux", "--exact-nodes", "4", "--topo", "kary:1", "--topo",
+         "kary:3", "--sizes", "1M", "--first-test", "2", "--max-blocks", "2", "--seed", "1",
+         "--data-dir", str(raw)],
+    )  # fmt: skip
+    # Two blocks cannot separate two topologies (Wilcoxon's smallest p with 2 is 0.5).
+    assert result.exit_code == 1, result.output
+    assert "not separated" in result.output
+    kept = read_race(raw)
+    assert kept is not None
+    blocks = kept.race["blocks"]
+    assert [b["iteration"] for b in blocks] == [0, 1]
+    for block in blocks:
+        assert set(block["times"]) == {"kary:1", "kary:3"}
+        for topo, seconds in block["times"].items():
+            record = read_record(raw / "4" / topo.replace(":", "-") / str(block["iteration"]))
+            assert record is not None and record.state == "succeeded"
+            assert record.backend == "flux" and seconds > 0
+    assert os.environ.get("TMPDIR") == str(scratch)
+    assert wait_for_no_processes(str(scratch)) == []

@@ -1,0 +1,200 @@
+"""`kary race` end to end on a fake backend (cells' logs made with chosen times), on the
+emulator and on a real-Flux test instance: stops, ties, voids, resume, refusal, budget."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+from fake_backend import FakeBackend, fake_log
+from typer.testing import CliRunner
+
+from experiments.backends import RunResult
+from experiments.cli import app
+from experiments.errors import UserError
+from experiments.formats.race_state import read_race
+from experiments.formats.run_record import read_record
+from experiments.model.sweep import Sweep
+from experiments.race.decide import ACROSS, TIE, WINNER, RaceRules
+from experiments.race.run import plan_race, run_race
+
+MIB = 2**20
+
+
+def _sweep(data_dir: Path, topos: list[str], **extra: object) -> Sweep:
+    return Sweep(
+        exact_nodes=4,
+        topos=topos,
+        sizes="1M,2M,4M",
+        backend="local",
+        data_dir=data_dir,
+        seed=11,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def _backend(
+    means: dict[str, float],
+    spread: float = 0.03,
+    fail: set[int] = frozenset(),
+    stop_at: int | None = None,
+):  # type: ignore[assignment]
+    noise = random.Random(5)
+    made: list[FakeBackend] = []
+    calls = [0]
+
+    def handler(cell, rendered, timeout):  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        if stop_at is not None and calls[0] == stop_at:
+            raise KeyboardInterrupt
+        seconds = means[cell.topo] * cell.sizes[0] / MIB * math.exp(noise.gauss(0, spread))
+        failed = (
+            {"distribute-all-nodes"} if cell.iteration in fail and cell.topo == "kary:2" else set()
+        )
+        return RunResult(
+            log=fake_log(cell, failed=failed, seconds=seconds, cold_cache=True),
+            rc=1 if failed else 0,
+        )
+
+    def make(name, settings):  # type: ignore[no-untyped-def]
+        backend = FakeBackend(handler)
+        made.append(backend)
+        return backend
+
+    make.calls = calls  # type: ignore[attr-defined]
+    return make
+
+
+def test_a_race_stops_early_on_a_clear_winner(tmp_path: Path) -> None:
+    planned = plan_race(_sweep(tmp_path, ["kary:1", "kary:2", "kary:3"]), RaceRules(), ACROSS)
+    outcome = run_race(
+        planned,
+        make_backend=_backend({"kary:1": 1.0, "kary:2": 1.8, "kary:3": 3.0}),
+        echo=lambda _: None,
+    )
+    race = outcome.race
+    assert outcome.exit_code == 0
+    assert race.lanes[0].outcome == WINNER and race.lanes[0].survivors == ["kary:1"]
+    assert len(race.blocks) == RaceRules().first_test < RaceRules().max_blocks
+    # Every race cell is an ordinary cell of the raw tree, one size each, succeeded.
+    record = read_record(tmp_path / "4" / "kary-2" / "0")
+    assert record is not None and record.state == "succeeded" and record.sizes == [MIB]
+    kept = read_race(tmp_path)
+    assert kept is not None and kept.race["lanes"][0]["outcome"] == WINNER
+
+
+def test_a_race_states_a_tie_inside_the_zone(tmp_path: Path) -> None:
+    rules = RaceRules(first_test=5, max_blocks=20)
+    planned = plan_race(_sweep(tmp_path, ["kary:1", "kary:2"]), rules, ACROSS)
+    outcome = run_race(
+        planned,
+        make_backend=_backend({"kary:1": 1.0, "kary:2": 1.0}, spread=0.005),
+        echo=lambda _: None,
+    )
+    lane = outcome.race.lanes[0]
+    assert lane.outcome == TIE
+    from experiments.race.answer import answer_text
+
+    assert answer_text(outcome.race).startswith("tie within 5% at 95% confidence: kary:1, kary:2")
+
+
+def test_a_race_never_drops_on_a_voided_block_and_runs_it_again(tmp_path: Path) -> None:
+    planned = plan_race(_sweep(tmp_path, ["kary:1", "kary:2", "kary:3"]), RaceRules(), ACROSS)
+    lines: list[str] = []
+    outcome = run_race(
+        planned,
+        make_backend=_backend({"kary:1": 1.0, "kary:2": 1.8, "kary:3": 3.0}, fail={1}),
+        echo=lines.append,
+    )
+    race = outcome.race
+    void = race.blocks[1]
+    assert void.void is not None and "4/kary-2/1 failed" in void.void
+    assert 1 not in race.lanes[0].blocks
+    assert race.blocks[2].size_bytes == void.size_bytes
+    assert any("void, runs again" in line for line in lines)
+    assert race.lanes[0].decisions[-1].blocks == len(race.lanes[0].blocks)
+    assert race.lanes[0].outcome == WINNER
+
+
+def test_a_race_resumes_after_ctrl_c_reusing_the_cells_it_ran(tmp_path: Path) -> None:
+    means = {"kary:1": 1.0, "kary:2": 1.8, "kary:3": 3.0}
+    sweep = _sweep(tmp_path, list(means))
+    first = _backend(means, stop_at=8)
+    outcome = run_race(
+        plan_race(sweep, RaceRules(), ACROSS), make_backend=first, echo=lambda _: None
+    )
+    assert outcome.interrupted and outcome.exit_code == 130
+    kept = read_race(tmp_path)
+    assert kept is not None
+    pending = [b for b in kept.race["blocks"] if b["times"] is None and b["void"] is None]
+    assert [b["iteration"] for b in pending] == [2]
+    again = _backend(means)
+    outcome = run_race(
+        plan_race(sweep, RaceRules(), ACROSS), make_backend=again, echo=lambda _: None
+    )
+    assert outcome.exit_code == 0 and outcome.race.lanes[0].outcome == WINNER
+    # Block 2's first cell had succeeded before Ctrl-C: it is reused, not run again.
+    assert again.calls[0] == 3 * RaceRules().first_test - 7  # type: ignore[attr-defined]
+
+
+def test_a_race_refuses_a_changed_setting(tmp_path: Path) -> None:
+    means = {"kary:1": 1.0, "kary:2": 1.8, "kary:3": 3.0}
+    run_race(
+        plan_race(_sweep(tmp_path, list(means)), RaceRules(), ACROSS),
+        make_backend=_backend(means),
+        echo=lambda _: None,
+    )
+    with pytest.raises(UserError, match=r"race.json is a race with rules .*zone"):
+        run_race(
+            plan_race(_sweep(tmp_path, list(means)), RaceRules(zone=0.1), ACROSS),
+            make_backend=_backend(means),
+            echo=lambda _: None,
+        )
+
+
+def test_the_race_plan_worst_case_holds_max_cost(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["race", "--cluster", "clusters/eks-6.yaml", "--exact-nodes", "6", "--min-size", "1",
+         "--max-size", "3", "--max-cost", "3", "--dry-run", "--json", "--data-dir", str(tmp_path)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    cases = {c["key"]: c for c in json.loads(result.output)["cases"]}
+    assert cases["worst"]["usd"] <= 3.0 < cases["uniform"]["usd"]
+    assert cases["best"]["runs"] <= cases["worst"]["runs"] < 20 * 4
+    assert cases["expected"]["usd"] <= cases["worst"]["usd"]
+
+
+def test_a_race_whose_budget_misses_the_first_test_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["race", "--cluster", "clusters/eks-6.yaml", "--exact-nodes", "6", "--min-size", "1",
+         "--max-size", "3", "--max-cost", "0.5", "--dry-run", "--data-dir", str(tmp_path)],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "does not pay for the race's first test" in result.output
+
+
+@pytest.mark.slow
+def test_a_race_on_the_emulator_records_ordinary_cells_that_parse(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    result = CliRunner().invoke(
+        app,
+        ["race", "--backend", "local", "--exact-nodes", "4", "--topo", "kary:1", "--topo", "kary:3",
+         "--sizes", "1M", "--first-test", "2", "--max-blocks", "2", "--data-dir", str(raw),
+         "--seed", "3"],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output  # two blocks cannot decide: not separated
+    assert "not separated" in result.output
+    kept = read_race(raw)
+    assert kept is not None and len(kept.race["blocks"]) == 2
+    assert all(b["times"] for b in kept.race["blocks"])
+    parsed = CliRunner().invoke(
+        app, ["parse", "--data", str(raw), "--out", str(tmp_path / "p"), "--no-plots"]
+    )
+    assert parsed.exit_code == 0, parsed.output
+    rows = (tmp_path / "p" / "topologies-events.csv").read_text().splitlines()
+    assert sum(",distribute-all-nodes," in row for row in rows) == 4
