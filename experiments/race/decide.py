@@ -16,10 +16,11 @@ After each complete block from `first_test` on:
    When every block ranks the survivors alike, Conover's statistic divides by a
    zero residual: each pair is then judged by a paired t-test on log times
    (irace's other test), which weighs by how far apart the times are.
-2. **Across sizes, a candidate gaining with size is kept**: where three or more
-   sizes were timed, a survivor whose log-ratio to the best falls significantly
-   with log size and is predicted below the best's at the largest size asked for
-   is not dropped (sizes run smallest first; it may win where it was not yet timed).
+2. **Across sizes, a candidate the best may not beat everywhere is kept**: where
+   three or more sizes were timed, a survivor whose log-ratio to the best changes
+   significantly with log size and is predicted below the best's at either end of
+   the sizes asked for is not dropped (sizes run smallest first, so it may win
+   where it was not yet timed; or it wins the small sizes the best loses).
 3. **Decided** when one survivor is left; a **tie** when every other survivor is
    shown within the indifference zone of the best (two one-sided paired t-tests on
    log times, Holm-adjusted: TOST, statsmodels), stated with each ratio's

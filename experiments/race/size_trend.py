@@ -38,17 +38,19 @@ def gaining_with_size(
     size_range: tuple[int, int] | None,
     rules: RaceRules,
 ) -> set[int]:
-    """Survivors whose disadvantage shrinks significantly with size and is predicted
-    gone by the largest size asked for (see the module docstring, rule 2)."""
+    """Survivors whose ratio to the best changes significantly with size and is
+    predicted below 1 at one end of the sizes asked for: they may be the best there
+    (see decide.py, rule 2).  Either end: a candidate that wins the small blobs is
+    no more a loser than one that wins the large ones."""
     if sizes is None or size_range is None:
         return set()
     kept = set()
-    top = math.log2(size_range[1])
+    ends = (math.log2(size_range[0]), math.log2(size_range[1]))
     for j in others:
         fit = size_fit(logs[:, j] - logs[:, best], sizes)
-        if fit is None:
+        if fit is None or not fit.pvalue < rules.alpha:
             continue
-        if fit.slope < 0 and fit.pvalue < rules.alpha and fit.intercept + fit.slope * top < 0:
+        if min(fit.intercept + fit.slope * end for end in ends) < 0:
             kept.add(j)
     return kept
 
