@@ -17,8 +17,15 @@ the plan's hourly rate.  Then:
   runs a side with which the report's test (Mann-Whitney, two-sided) can reach
   the race's confidence against each of the other candidates, Holm-corrected.
 
-A block's cells share what does not depend on the topology (the cluster, a
-nested allocation's start-up): those are in the plan's fixed seconds, once.
+What a run and a block cost follows the layout the sweep runs.  Per cell, a
+run is the whole cell (its MiniCluster, blob, archive and distribution).
+Nested, a block is one allocation: the block pays one cluster start and one
+blob (every cell of a block has the same size: the entrypoint keeps it), and
+each run pays its nested start, its archive and its distribution (an archive
+cannot be shared: each topology is its own Flux instance, with its own
+content store).  What no block changes (the image pull, provisioning) is
+`fixed`, paid once.  The plain and uniform sweeps are `kary plan`'s own
+estimate of the same sweep in the same layout (every size in one cell).
 """
 
 from __future__ import annotations
@@ -71,12 +78,15 @@ class RacePlan:
     rules: RaceRules
     mode: str
     sizes: list[int]
-    seconds: dict[tuple[str, int], float]  # predicted seconds per (topology, size)
+    seconds: dict[tuple[str, int], float]  # predicted seconds of a run per (topology, size)
+    block_seconds: dict[int, float]  # what a block pays once, per size (its allocation, blob)
     hourly_usd: float
     fixed_seconds: float
+    sweep_seconds: float  # `kary plan`'s estimate of one plain iteration, fixed part out
     data_dir: Path
     max_cost: float | None = None
     allow_cpu_bound: bool = False
+    expected_race: Race | None = None  # the median replay, which `expected` prices
     seed: int | None = None  # the race's seed (--seed), else drawn when it starts
     cases: list[Case] = field(default_factory=list)
 
@@ -93,7 +103,15 @@ class RacePlan:
         return self.template_cell.strategies[0]
 
     def cell_seconds(self, topo: str, size: int) -> float:
+        """A run of `topo` at `size` inside its block (the block's own start apart)."""
         return self.seconds.get((topo, size), 0.0)
+
+    def runs_seconds(self, blocks: Sequence[tuple[int, Sequence[str]]]) -> float:
+        """Blocks (size, topologies) priced: each block's start and blob, then its runs."""
+        return sum(
+            self.block_seconds.get(size, 0.0) + sum(self.cell_seconds(t, size) for t in topos)
+            for size, topos in blocks
+        )
 
     def usd(self, seconds: float) -> float:
         return self.hourly_usd * seconds / 3600.0
@@ -163,21 +181,31 @@ class RacePlan:
         return "\n".join(lines) + "\n"
 
     def cost_driver(self) -> str | None:
-        """Why the expected race costs about its budget: the model cannot tell the
-        candidates apart by more than the zone, so replays on it never separate them."""
-        expected, worst = self.case("expected"), self.case("worst")
-        if expected.runs < worst.runs:
+        """What the expected race spends past its first test, and why: the survivors the
+        median replay kept, how close the model puts them, and what their blocks cost."""
+        race = self.expected_race
+        if race is None:
+            return None
+        best, expected = self.case("best"), self.case("expected")
+        if expected.usd <= best.usd * 1.05:
+            return None
+        lane = min(race.lanes, key=lambda lane: len(lane.survivors))
+        first = self.rules.first_test
+        late = [b for b in race.blocks if b.times and b.lane == lane.key][first:]
+        kept = sorted({c for b in late for c in b.order})
+        if not late or len(kept) < 2:
             return None
         spread = max(
-            max(self.cell_seconds(t, s) for t in self.candidates)
-            / max(min(self.cell_seconds(t, s) for t in self.candidates), 1e-9)
+            max(self.cell_seconds(t, s) for t in kept)
+            / max(min(self.cell_seconds(t, s) for t in kept), 1e-9)
             for s in self.sizes
         )
         return (
-            f"what drives the cost: the time model predicts the {len(self.candidates)} "
-            f"topologies within {spread - 1:.1%} of each other (zone {self.rules.zone:.0%}), "
-            "so its replays never separate them and spend the budget; history from runs "
-            "like these (--history) or a wider --zone would let the plan expect less"
+            f"what drives the cost: past the first test the expected race keeps {', '.join(kept)} "
+            f"(the time model puts them within {spread - 1:.1%} of each other, zone "
+            f"{self.rules.zone:.0%}) for {len(late)} more blocks, "
+            f"${expected.usd - best.usd:,.2f} of its ${expected.usd:,.2f}; history from runs "
+            "like these (--history), a wider --zone, --max-blocks or --max-cost bound it"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -233,8 +261,10 @@ def plan_race_cost(
         flux_view=base.render.flux_view,
         place=base.place,
     )
-    seconds = {(c.cell.topo, c.cell.sizes[0]): c.seconds for c in estimate.cells}
-    fixed = max(0.0, estimate.seconds - sum(seconds.values()))
+    seconds, block_seconds = _run_and_block_seconds(estimate, base.checked.layout, template.nodes)
+    fixed = sum(v for k, v in estimate.parts.items() if k in _FIXED_PARTS)
+    sweep = base.held_to()
+    sweep_fixed = sum(v for k, v in sweep.parts.items() if k in _FIXED_PARTS)
     planned = RacePlan(
         base,
         candidates,
@@ -242,8 +272,10 @@ def plan_race_cost(
         mode,
         sizes,
         seconds,
+        block_seconds,
         estimate.hourly_usd,
         fixed,
+        max(0.0, _layout_seconds(base) - sweep_fixed),
         Path(data_dir),
         max_cost,
         allow_cpu_bound,
@@ -252,35 +284,77 @@ def plan_race_cost(
     return planned
 
 
+# Parts of an estimate that no block changes: paid once per race (or sweep).
+_FIXED_PARTS = ("image pull", "provision", "teardown")
+
+
+def _layout_seconds(base: PlannedSweep) -> float:
+    """`kary plan`'s seconds for the sweep in the layout it runs."""
+    chosen = next((lay for lay in base.layouts() if lay.name == base.checked.layout), None)
+    return chosen.seconds if chosen is not None else base.estimate.seconds
+
+
+def _run_and_block_seconds(
+    estimate: Any, layout: str, nodes: int
+) -> tuple[dict[tuple[str, int], float], dict[int, float]]:
+    """Per (topology, size), what a run adds to its block; per size, what the block pays
+    once (see the module docstring)."""
+    from experiments.estimate.layouts import load_levers
+    from experiments.formats.run_record import NESTED
+
+    runs: dict[tuple[str, int], float] = {}
+    blocks: dict[int, float] = {}
+    nested = layout == NESTED
+    start = load_levers().nested_start_s(nodes) if nested else 0.0
+    for cell_time in estimate.cells:
+        size = cell_time.cell.sizes[0]
+        parts = dict(cell_time.parts)
+        if nested:
+            # The MiniCluster start and the blob move to the block; each run starts nested.
+            blocks[size] = parts.pop("overhead", 0.0) + parts.pop("generate", 0.0)
+            runs[(cell_time.cell.topo, size)] = sum(parts.values()) + start
+        else:
+            runs[(cell_time.cell.topo, size)] = cell_time.seconds
+    return runs, blocks
+
+
 def _cases(planned: RacePlan) -> list[Case]:
     rules, candidates, sizes = planned.rules, planned.candidates, planned.sizes
     lanes = 1 if planned.mode == ACROSS else len(sizes)
 
-    def case(key: str, name: str, runs: Sequence[tuple[str, int]], note: str = "") -> Case:
-        cell_s = sum(planned.cell_seconds(t, s) for t, s in runs)
+    def case(
+        key: str, name: str, blocks: Sequence[tuple[int, Sequence[str]]], note: str = ""
+    ) -> Case:
+        cell_s = planned.runs_seconds(blocks)
         return Case(
             key,
             name,
-            len(runs),
+            sum(len(topos) for _, topos in blocks),
             cell_s,
             planned.usd(planned.fixed_seconds + cell_s),
             planned.nodes * cell_s,
             note,
         )
 
-    def blocks(count: int) -> list[tuple[str, int]]:
+    def sweep_case(key: str, name: str, iterations: int, note: str) -> Case:
+        cell_s = planned.sweep_seconds * iterations
+        runs = iterations * len(candidates) * len(sizes)
+        usd = planned.usd(planned.fixed_seconds + cell_s)
+        return Case(key, name, runs, cell_s, usd, planned.nodes * cell_s, note)
+
+    def blocks(count: int) -> list[tuple[int, Sequence[str]]]:
         if planned.mode == ACROSS:
-            return [(t, sizes[b % len(sizes)]) for b in range(count) for t in candidates]
-        return [(t, s) for s in sizes for _ in range(count) for t in candidates]
+            return [(sizes[b % len(sizes)], candidates) for b in range(count)]
+        return [(s, candidates) for s in sizes for _ in range(count)]
 
     worst_blocks = rules.max_blocks
     if planned.max_cost is not None:
         # The race stops before a block that would pass --max-cost: no more are paid for.
         while worst_blocks > 1 and case("", "", blocks(worst_blocks)).usd > planned.max_cost:
             worst_blocks -= 1
-    expected = _expected(planned, dataclasses.replace(rules, max_blocks=worst_blocks))
+    planned.expected_race = _expected(planned, dataclasses.replace(rules, max_blocks=worst_blocks))
+    expected = [(b.size_bytes, b.order) for b in planned.expected_race.blocks if b.times]
     uniform = uniform_runs_a_side(len(candidates), rules.confidence)
-    plain = [(t, s) for s in sizes for t in candidates]
     return [
         case("best", "best (decided at 1st test)", blocks(rules.first_test)),
         case(
@@ -296,19 +370,19 @@ def _cases(planned: RacePlan) -> list[Case]:
             f"{worst_blocks} blocks x {lanes} lane(s), nothing dropped"
             + (" (as many as --max-cost pays for)" if worst_blocks < rules.max_blocks else ""),
         ),
-        case("plain", "plain sweep, 1 iteration", plain, "decides nothing: 1 run a side"),
-        case(
+        sweep_case("plain", "plain sweep, 1 iteration", 1, "decides nothing: 1 run a side"),
+        sweep_case(
             "uniform",
             f"uniform, {uniform} iterations",
-            plain * uniform,
+            uniform,
             f"the fewest a side for p < {1 - rules.confidence:g} (Holm) against each other",
         ),
     ]
 
 
-def _expected(planned: RacePlan, rules: RaceRules) -> list[tuple[str, int]]:
-    """The runs of the median replay (by cell seconds) on the model's predictions."""
-    replays = []
+def _expected(planned: RacePlan, rules: RaceRules) -> Race:
+    """The median replay (by seconds) of the race on the model's predictions."""
+    replays: list[tuple[float, Race]] = []
     for index in range(REPLAYS):
         noise = random.Random(index)
         race = Race.start(planned.candidates, planned.sizes, planned.mode, rules, index)
@@ -318,7 +392,7 @@ def _expected(planned: RacePlan, rules: RaceRules) -> list[tuple[str, int]]:
             return mean * math.exp(noise.gauss(0.0, SPREAD))
 
         replay(race, sample)
-        runs = [(t, b.size_bytes) for b in race.blocks if b.times for t in b.order]
-        replays.append((sum(planned.cell_seconds(t, s) for t, s in runs), runs))
+        blocks = [(b.size_bytes, b.order) for b in race.blocks if b.times]
+        replays.append((planned.runs_seconds(blocks), race))
     replays.sort(key=lambda item: item[0])
     return replays[len(replays) // 2][1]
