@@ -135,11 +135,27 @@ class PlannedSweep:
             cost_usd=max(estimate.cost_usd, chosen.cost_usd),
         )
 
+    def as_run(self) -> Estimate:
+        """The plan's headline: the estimate in the layout the sweep runs (per-cell's
+        figures are the estimate itself; nested's come from its layout estimate)."""
+        layouts = self.layouts()
+        chosen = next((lay for lay in layouts if lay.name == self.checked.layout), None)
+        if chosen is None or chosen is layouts[0]:
+            return self.estimate
+        return dataclasses.replace(
+            self.estimate,
+            seconds=chosen.seconds,
+            seconds_low=chosen.seconds_low,
+            seconds_high=chosen.seconds_high,
+            parts=dict(chosen.parts) or self.estimate.parts,
+            cost_usd=chosen.cost_usd,
+        )
+
     def text(self, max_cost: float | None = None, max_hours: float | None = None) -> str:
         """The plan as `kary plan` prints it (with what --up/--down will run)."""
         designs = design_source(self.sweep, self.plan.cells).text()
         lines = plan_text(
-            self.plan, self.ledger, self.estimate, self._cluster_name, self.place, designs
+            self.plan, self.ledger, self.as_run(), self._cluster_name, self.place, designs
         ).splitlines()
         lines += self.smoke.lines()
         disk = disk_line(self.cluster, self.plan.cells, self.checked.layout, self.checked.image)

@@ -6,6 +6,7 @@ came from."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import date
 from pathlib import Path
 
@@ -149,19 +150,32 @@ def test_the_footnote_names_the_dearer_layout_by_the_numbers() -> None:
     # eks-6: per-cell 13 min 56 s against nested 13 min 59 s: nested is the dearer.
     layouts = [_layout(PER_CELL, 836), _layout(NESTED, 839)]
     assert layout_lines(layouts, NESTED)[-1] == (
-        "  (the time and cost above are per-cell's: 13 min 56 s, $1.03; the sweep runs nested, "
-        "marked *: 13 min 59 s, $1.03; nested is the dearer, and --max-cost and --max-hours "
-        "hold the sweep to its figure)"
+        "  (the time and cost above are nested's, the layout the sweep runs, marked *: "
+        "13 min 59 s, $1.03; per-cell would take 13 min 56 s, $1.03; nested is the dearer, "
+        "and --max-cost and --max-hours hold the sweep to its figure)"
     )
     cheaper = [_layout(PER_CELL, 9900), _layout(NESTED, 8220)]
     assert "; per-cell is the dearer," in layout_lines(cheaper, NESTED)[-1]
     unbilled = [_layout(PER_CELL, 40.5, 0.0), _layout(NESTED, 44.5, 0.0)]
     assert layout_lines(unbilled, NESTED)[-1] == (
-        "  (the time and cost above are per-cell's: 40.5 s; the sweep runs nested, marked *: "
-        "44.5 s; nested is the longer, and --max-cost and --max-hours hold the sweep to its "
-        "figure)"
+        "  (the time and cost above are nested's, the layout the sweep runs, marked *: "
+        "44.5 s; per-cell would take 40.5 s; nested is the longer, and --max-cost and "
+        "--max-hours hold the sweep to its figure)"
     )
     assert not [line for line in layout_lines(layouts, PER_CELL) if "the sweep runs" in line]
+
+
+def test_the_headline_prices_the_layout_the_sweep_runs(tmp_path: Path) -> None:
+    # eks-30 runs its 16 topologies nested: the cost line is nested's, not per-cell's.
+    lines = _plan("--cluster", str(EKS_30), "--exact-nodes", "30", "--data-dir", str(tmp_path))
+    (cost,) = [line for line in lines if line.startswith("cost: ")]
+    (nested,) = [line for line in lines if line.startswith(" *nested ")]
+    (per_cell,) = [line for line in lines if line.startswith("  per-cell ")]
+    headline = re.search(r"-> (\$[0-9.,]+ \(\$[0-9.,]+ - \$[0-9.,]+\))$", cost)
+    assert headline is not None
+    assert nested.endswith(headline[1]) and not per_cell.endswith(headline[1])
+    (time,) = [line for line in lines if line.startswith("time: ")]
+    assert time.startswith("time: " + nested.split()[1] + " h " + nested.split()[3] + " min")
 
 
 def _cells(*designs: tuple[int, str]) -> list[Cell]:
