@@ -26,7 +26,7 @@ from experiments.model.identity import StudySettings
 from experiments.model.places import UNBILLED
 from experiments.model.plan import Plan
 from experiments.model.render import RenderOptions
-from experiments.model.significance import significance_warning
+from experiments.model.significance import significance_warning, zero_blobs_warning
 from experiments.model.sweep import Sweep
 from experiments.model.sweep_check import CheckedSweep, local_disk_warning
 from experiments.plan_view import layout_lines, plan_json, plan_text
@@ -103,6 +103,7 @@ class PlannedSweep:
         found = [
             self.cpu_bound_line(),
             significance_warning(self.plan.cells),
+            zero_blobs_warning(self.plan.cells),
             local_disk_warning(self.checked, self.plan.cells),
             self.other_template_line(),
         ]
