@@ -113,11 +113,19 @@ def plan_text(
         bill = estimate.bill
         spot = " spot" if bill is not None and bill.spot else ""
         disks = " + disks" if estimate.disk_detail else ""
-        extras = "".join(f" + {line.name}" for line in (bill.extras if bill else ()))
+        # The sum names only what it adds up: an item the catalog cannot price is said
+        # beside it, never counted in (its own line below says why).
+        extra_lines = bill.extras if bill else ()
+        extras = "".join(
+            f" + {line.name}" for line in extra_lines if line.usd_per_hour_each is not None
+        )
+        unpriced = ", ".join(line.name for line in extra_lines if line.usd_per_hour_each is None)
         lines.append(
             f"cost: {estimate.nodes_billed} nodes ({estimate.instance_type}{spot} workers)"
             f" + control plane{disks}{extras}"
-            f" = ${estimate.hourly_usd:.2f}/h (prices as of {estimate.price_as_of})"
+            f" = ${estimate.hourly_usd:.2f}/h (prices as of {estimate.price_as_of}"
+            + (f"; not priced: {unpriced}" if unpriced else "")
+            + ")"
             f" -> ${estimate.cost_usd:.2f}"
             f" (${estimate.cost_usd_low:.2f} - ${estimate.cost_usd_high:.2f})"
         )

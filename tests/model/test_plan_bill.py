@@ -134,7 +134,27 @@ def test_prices_older_than_90_days_are_warned_of_with_how_to_refresh() -> None:
     )
     gke = load_cluster_spec(GKE_30)
     line = stale_prices_line(cluster_hourly_price(gke, catalog), catalog, gke.region)
-    assert line is not None and line.endswith("by hand (kary refreshes AWS prices only) updates it")
+    assert line is not None and line.endswith(
+        "the bill may be off; update " + str(CLUSTERS / "prices.yaml") + " by hand (kary "
+        "refreshes AWS prices only)"
+    )
+
+
+def test_the_cost_line_sums_only_what_it_priced(tmp_path: Path) -> None:
+    # gke-30's public IPv4 has no price in the catalog: its own line says "not priced",
+    # and the sum beside the nodes must not claim to include it.
+    lines = _plan("--cluster", str(GKE_30), "--exact-nodes", "30", "--data-dir", str(tmp_path))
+    (cost,) = [line for line in lines if line.startswith("cost: ")]
+    assert cost.startswith(
+        "cost: 30 nodes (c2d-standard-32 workers) + control plane + disks = $44.51/h "
+        "(prices as of 2025-07-01; not priced: public IPv4) -> $"
+    )
+    assert [
+        line for line in lines if line.startswith("  public IPv4: 30 (") and "not priced" in line
+    ]
+    eks = _plan("--cluster", str(EKS_30), "--exact-nodes", "30", "--data-dir", str(tmp_path))
+    (eks_cost,) = [line for line in eks if line.startswith("cost: ")]
+    assert "+ NAT gateway + public IPv4 = $19.60/h (prices as of 2025-07-01) -> $" in eks_cost
 
 
 def test_the_plan_shows_the_stale_price_warning(tmp_path: Path) -> None:
