@@ -23,7 +23,7 @@ from experiments.model.cluster_spec import ClusterSpec
 from experiments.model.design_source import design_source
 from experiments.model.disk import disk_line
 from experiments.model.identity import StudySettings
-from experiments.model.places import UNBILLED
+from experiments.model.places import HOW_TO_GET_FLUX, UNBILLED
 from experiments.model.plan import Plan
 from experiments.model.render import RenderOptions
 from experiments.model.significance import significance_warning, zero_blobs_warning
@@ -101,6 +101,7 @@ class PlannedSweep:
         CPU-bound, iterations too few for the report's test, a local disk nearly full,
         done cells that ran another benchmark template."""
         found = [
+            self.emulator_fallback_line(),
             self.cpu_bound_line(),
             significance_warning(self.plan.cells),
             zero_blobs_warning(self.plan.cells),
@@ -108,6 +109,19 @@ class PlannedSweep:
             self.other_template_line(),
         ]
         return [line for line in found if line]
+
+    def emulator_fallback_line(self) -> str | None:
+        """Why the cells run on the emulator when nothing asked for it: no flux-core on
+        PATH (a shell other than the one `make demo` set up), and how to get real Flux."""
+        sweep = self.sweep
+        asked = sweep.backend or sweep.place or sweep.emulator_faults or self.cluster
+        if asked or self.backend != "local":
+            return None
+        box = " (a box of shaped links needs it too)" if self.checked.links.shaped else ""
+        return (
+            f"note: no flux-core `flux` on PATH, so the cells run on kary's emulator, not "
+            f"real Flux{box}; for real Flux, {HOW_TO_GET_FLUX}"
+        )
 
     def other_template_line(self) -> str | None:
         """Done cells whose benchmark template (its hash) is not this plan's: kept, since
