@@ -134,3 +134,11 @@ def test_the_plan_warns_that_zero_blobs_cannot_rank_fan_outs(tmp_path: Path) -> 
     assert random.exit_code == 0 and "cannot rank fan-outs" not in random.stdout
     one = [Cell(8, "kary:2", it, (2**20,), ("all",), blob="zeros") for it in range(4)]
     assert significance.zero_blobs_warning(one) is None  # one topology: nothing ranked
+
+
+def test_the_formats_page_states_the_runs_a_verdict_needs_as_the_report_does() -> None:
+    # The report says "it needs at least 4 runs a side"; the page must not say 3.
+    page = " ".join((Path(__file__).parents[2] / "docs" / "formats.md").read_text().split())
+    need = iterations_needed()
+    assert f"against every other topology with at least {need} runs a side" in page
+    assert f"(3 vs 3 gives at best p = {smallest_p(3):.2g})" in page
