@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "EXIT_CODES",
     "Block",
     "BlockError",
     "block_body",

@@ -44,6 +44,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from figure_files import (  # noqa: E402
+    EXIT_CODES,
     BlockError,
     block_body,
     blocks_in,
@@ -270,7 +271,7 @@ def check_golden(figure: Figure, text: str, code: int) -> Result:
         return Result(figure.name, False, f"no golden file {golden.relative_to(REPO)}")
     kept_code = read_exit_codes(REPO).get(figure.name)
     if kept_code is None:
-        return Result(figure.name, False, f"no exit status kept for it in {EXIT_CODES_SHOWN}")
+        return Result(figure.name, False, f"no exit status kept for it in {EXIT_CODES}")
     kept = golden.read_text()
     if text == kept and code == kept_code:
         return Result(figure.name, True, f"{len(text.splitlines())} lines, same, exit {code}")
@@ -281,9 +282,6 @@ def check_golden(figure: Figure, text: str, code: int) -> Result:
     )
     status = f" (exit {code}, kept {kept_code})" if code != kept_code else ""
     return Result(figure.name, False, f"differs from its golden file{status}", list(diff)[:60])
-
-
-EXIT_CODES_SHOWN = "docs/figures/exit-codes.json"
 
 
 def caption(figure: Figure) -> str:
