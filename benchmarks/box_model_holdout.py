@@ -71,14 +71,26 @@ def ratio_range(ratios: Sequence[float]) -> str:
     return f"x{min(ratios):.2f}-x{max(ratios):.2f}" if ratios else "none"
 
 
+# When each protocol was first committed, kept beside them: a shallow clone (CI's)
+# holds not the commit that added a protocol, so git alone cannot say it there.
+RECORDED_COMMITS = "protocol_commits.json"
+
+
+def recorded_commit(path: Path) -> str | None:
+    """The first-commit time kept for `path` in RECORDED_COMMITS beside it, if any."""
+    record = path.parent / RECORDED_COMMITS
+    return json.loads(record.read_text()).get(path.name) if record.exists() else None
+
+
 def first_committed(path: Path) -> str | None:
-    """When git first committed `path` (ISO 8601, the committer's date); None when unknown,
-    as in a shallow clone, where the oldest commit there is not the file's first."""
+    """When git first committed `path` (ISO 8601, the committer's date): git's answer
+    where it has the history, else the time recorded beside the protocol; None when
+    neither knows (a shallow clone's oldest commit there is not the file's first)."""
     if shallow_clone(path.parent):
-        return None
+        return recorded_commit(path)
     out = git_text(path.parent, "log", "--diff-filter=A", "--format=%cI", "--", path.name)
     dates = (out or "").split()
-    return dates[-1] if dates else None  # the oldest: git lists newest first
+    return dates[-1] if dates else recorded_commit(path)  # the oldest: git lists newest first
 
 
 def _instant(text: str) -> datetime:

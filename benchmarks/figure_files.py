@@ -13,24 +13,32 @@ that names the command:
 This module owns that format: reading and writing golden files, finding the
 blocks in pages, and writing a block's body.  A page may show a figure more
 than once; every block must match its golden file byte for byte.
+
+A command's exit status is part of its figure (a hold-out that exits 1 failed):
+docs/figures/exit-codes.json keeps each figure's, and a caption says a non-zero one.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "EXIT_CODES",
     "Block",
     "BlockError",
     "block_body",
     "blocks_in",
     "golden_path",
+    "read_exit_codes",
     "replace_blocks",
+    "write_exit_codes",
 ]
 
 FIGURE_DIR = Path("docs") / "figures"
+EXIT_CODES = FIGURE_DIR / "exit-codes.json"
 
 _BLOCK = re.compile(
     r"^<!-- figure (?P<name>[a-z0-9][a-z0-9-]*) -->\n"
@@ -54,6 +62,18 @@ class Block:
 
 def golden_path(repo: Path, name: str, markdown: bool) -> Path:
     return repo / FIGURE_DIR / f"{name}.{'md' if markdown else 'txt'}"
+
+
+def read_exit_codes(repo: Path) -> dict[str, int]:
+    """Each figure's kept exit status, by name ({} when the file is missing)."""
+    path = repo / EXIT_CODES
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def write_exit_codes(repo: Path, codes: dict[str, int]) -> None:
+    path = repo / EXIT_CODES
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(dict(sorted(codes.items())), indent=2) + "\n")
 
 
 def block_body(text: str, markdown: bool, caption: str) -> str:

@@ -11,7 +11,8 @@ files, tables of kept samples, fits of stored sweeps.  Its golden file
 (docs/figures/<name>.txt or .md, benchmarks/figure_files.py) holds that output
 byte for byte, and a page shows the golden file between `<!-- figure NAME -->`
 markers with a caption naming the command.  The check re-runs each command and
-compares the whole output with the golden file (a diff when they differ), then
+compares the whole output with the golden file (a diff when they differ) and its
+exit status with the one kept in docs/figures/exit-codes.json, then
 compares every block in README.md and docs/*.md with its golden file; a block
 naming no figure, or a figure no page shows, fails too.  `--update` writes the
 golden files and the blocks from what the commands make now: review the diff.
@@ -43,15 +44,16 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from figure_files import (  # noqa: E402
+    EXIT_CODES,
     BlockError,
     block_body,
     blocks_in,
     golden_path,
+    read_exit_codes,
     replace_blocks,
+    write_exit_codes,
 )
 from machine_load import CpuMeter  # noqa: E402
-
-from experiments.version import shallow_clone  # noqa: E402
 
 PYTHON = sys.executable
 KARY = [PYTHON, "-c", "from experiments.cli import main; main()"]
@@ -66,9 +68,6 @@ class Figure:
     machine: str  # where the data it reads came from
     env: dict[str, str] = field(default_factory=dict)
     text: bool = False  # a script that prints aligned text, not Markdown tables
-    # Reads this repository's git history (when a file was first committed): a shallow
-    # clone cannot re-make it, so there the check says "unsure" instead of failing.
-    git_history: bool = False
 
     @property
     def markdown(self) -> bool:
@@ -168,7 +167,6 @@ FIGURES = [
         "box-model-holdout",
         [PYTHON, "benchmarks/box_model_holdout.py"],
         "2-core VM, flux-core 0.88 in the box (the sweeps kept in benchmarks/results/box-sweeps/)",
-        git_history=True,
     ),
     Figure(
         "box-topologies-n12",
@@ -187,7 +185,6 @@ FIGURES = [
         [PYTHON, "benchmarks/box_model_holdout.py", "--protocol",
          "benchmarks/box_model_protocol_v2.json"],
         "2-core VM, flux-core 0.88 in the box (the sweeps kept in benchmarks/results/box-sweeps/)",
-        git_history=True,
     ),
     Figure(
         "blob-kinds",
@@ -267,22 +264,31 @@ def _absolute(command: list[str]) -> list[str]:
 
 
 def check_golden(figure: Figure, text: str, code: int) -> Result:
+    """The command's output and its exit status both as kept: a hold-out that starts
+    to pass (or to fail) changes its figure even when its table reads the same."""
     golden = golden_path(REPO, figure.name, figure.markdown)
     if not golden.exists():
         return Result(figure.name, False, f"no golden file {golden.relative_to(REPO)}")
+    kept_code = read_exit_codes(REPO).get(figure.name)
+    if kept_code is None:
+        return Result(figure.name, False, f"no exit status kept for it in {EXIT_CODES}")
     kept = golden.read_text()
+    if text == kept and code == kept_code:
+        return Result(figure.name, True, f"{len(text.splitlines())} lines, same, exit {code}")
     if text == kept:
-        return Result(figure.name, True, f"{len(text.splitlines())} lines, same")
+        return Result(figure.name, False, f"exit {code}, its golden file says exit {kept_code}")
     diff = difflib.unified_diff(
         kept.splitlines(), text.splitlines(), str(golden.relative_to(REPO)), "now", lineterm=""
     )
-    status = f" (exit {code})" if code else ""
+    status = f" (exit {code}, kept {kept_code})" if code != kept_code else ""
     return Result(figure.name, False, f"differs from its golden file{status}", list(diff)[:60])
 
 
 def caption(figure: Figure) -> str:
+    code = read_exit_codes(REPO).get(figure.name, 0)
+    exits = f", which exits {code}," if code else ""
     return (
-        f"<sub>Made by `{shown(figure.command)}` from {figure.machine}; "
+        f"<sub>Made by `{shown(figure.command)}`{exits} from {figure.machine}; "
         f"`make figures` re-makes and checks it "
         f"(docs/figures/{golden_path(REPO, figure.name, figure.markdown).name}).</sub>"
     )
@@ -338,6 +344,7 @@ def update(figures: list[Figure], commands: bool = True) -> list[Result]:
     """Write each golden file from its command (unless `commands` is False), then every
     page's blocks from the golden files."""
     results = []
+    codes = read_exit_codes(REPO)
     for figure in figures if commands else []:
         text, code = make(figure)
         golden = golden_path(REPO, figure.name, figure.markdown)
@@ -345,9 +352,12 @@ def update(figures: list[Figure], commands: bool = True) -> list[Result]:
         if code != 0 and not text:
             results.append(Result(figure.name, False, f"the command exited {code} with no output"))
             continue
-        changed = not golden.exists() or golden.read_text() != text
+        same = golden.exists() and golden.read_text() == text and codes.get(figure.name) == code
         golden.write_text(text)
-        results.append(Result(figure.name, True, "written" if changed else "unchanged"))
+        codes[figure.name] = code
+        results.append(Result(figure.name, True, "unchanged" if same else "written"))
+    if commands:
+        write_exit_codes(REPO, codes)
     bodies = {f.name: expected_body(f) for f in figures}
     for page in pages():
         old = page.read_text()
@@ -436,13 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.update or args.pages:
         results = update(figures, commands=args.update)
     else:
-        shallow = shallow_clone(REPO)
-        results = [
-            Result(f.name, None, "unsure: a shallow clone has not the git history it reads")
-            if f.git_history and shallow
-            else check_golden(f, *make(f))
-            for f in figures
-        ]
+        results = [check_golden(f, *make(f)) for f in figures]
         results += check_pages(FIGURES)
     if args.timed:
         results.append(check_timed(DEMO))

@@ -68,7 +68,8 @@ def plan(sweep: Sweep) -> PlannedSweep:
         designs_file=sweep.designs,
         exact_nodes=sweep.exact_nodes,
         max_nodes=sweep.max_nodes,
-        topos=list(sweep.topos),
+        # --topo takes a comma list as --strategy does: kary:1,kary:2 is two topologies.
+        topos=[topo.strip() for value in sweep.topos for topo in value.split(",") if topo.strip()],
         iters=sweep.iterations,
         sizes=checked.sizes,
         min_size_gb=sweep.min_size_gb,

@@ -25,8 +25,14 @@ def read_document(path: Path, what: str, fmt: Literal["json", "yaml"]) -> Any:
         raise UserError(f"{what} {path} is not readable: {err}") from None
     try:
         return json.loads(text) if fmt == "json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as err:
-        raise UserError(f"{what} {path} is not valid {fmt.upper()}: {err}") from None
+    except json.JSONDecodeError as err:
+        raise UserError(f"{what} {path} is not valid JSON: {err}") from None
+    except yaml.YAMLError as err:
+        # PyYAML's message spans lines (the text and a caret): one line, with where.
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise UserError(f"{what} {path} is not valid YAML{where}: {problem}") from None
 
 
 def _current_umask() -> int:

@@ -113,11 +113,19 @@ def plan_text(
         bill = estimate.bill
         spot = " spot" if bill is not None and bill.spot else ""
         disks = " + disks" if estimate.disk_detail else ""
-        extras = "".join(f" + {line.name}" for line in (bill.extras if bill else ()))
+        # The sum names only what it adds up: an item the catalog cannot price is said
+        # beside it, never counted in (its own line below says why).
+        extra_lines = bill.extras if bill else ()
+        extras = "".join(
+            f" + {line.name}" for line in extra_lines if line.usd_per_hour_each is not None
+        )
+        unpriced = ", ".join(line.name for line in extra_lines if line.usd_per_hour_each is None)
         lines.append(
             f"cost: {estimate.nodes_billed} nodes ({estimate.instance_type}{spot} workers)"
             f" + control plane{disks}{extras}"
-            f" = ${estimate.hourly_usd:.2f}/h (prices as of {estimate.price_as_of})"
+            f" = ${estimate.hourly_usd:.2f}/h (prices as of {estimate.price_as_of}"
+            + (f"; not priced: {unpriced}" if unpriced else "")
+            + ")"
             f" -> ${estimate.cost_usd:.2f}"
             f" (${estimate.cost_usd_low:.2f} - ${estimate.cost_usd_high:.2f})"
         )
@@ -325,16 +333,17 @@ def _layout_figure(layout: LayoutEstimate) -> str:
     return f"{format_duration(layout.seconds)}{cost}"
 
 
-def _held_to_note(above: LayoutEstimate, runs: LayoutEstimate) -> str:
-    """Whose figures the plan shows, which layout the sweep runs, and which of the two
-    is dearer by the numbers: --max-cost and --max-hours hold the sweep to that one
-    (PlannedSweep.held_to)."""
-    dearer = runs if runs.seconds > above.seconds else above
-    word = "dearer" if above.hourly_usd else "longer"
+def _held_to_note(first: LayoutEstimate, runs: LayoutEstimate) -> str:
+    """The headline shows the layout the sweep runs; this says so, what the first layout
+    (per-cell) would take, and which of the two is dearer by the numbers: --max-cost and
+    --max-hours hold the sweep to that one (PlannedSweep.held_to)."""
+    dearer = runs if runs.seconds > first.seconds else first
+    word = "dearer" if first.hourly_usd else "longer"
     return (
-        f"  (the time and cost above are {above.name}'s: {_layout_figure(above)}; the sweep "
-        f"runs {runs.name}, marked *: {_layout_figure(runs)}; {dearer.name} is the {word}, "
-        f"and --max-cost and --max-hours hold the sweep to its figure)"
+        f"  (the time and cost above are {runs.name}'s, the layout the sweep runs, marked *: "
+        f"{_layout_figure(runs)}; {first.name} would take {_layout_figure(first)}; "
+        f"{dearer.name} is the {word}, and --max-cost and --max-hours hold the sweep to its "
+        f"figure)"
     )
 
 

@@ -23,10 +23,10 @@ from experiments.model.cluster_spec import ClusterSpec
 from experiments.model.design_source import design_source
 from experiments.model.disk import disk_line
 from experiments.model.identity import StudySettings
-from experiments.model.places import UNBILLED
+from experiments.model.places import HOW_TO_GET_FLUX, UNBILLED
 from experiments.model.plan import Plan
 from experiments.model.render import RenderOptions
-from experiments.model.significance import significance_warning
+from experiments.model.significance import significance_warning, zero_blobs_warning
 from experiments.model.sweep import Sweep
 from experiments.model.sweep_check import CheckedSweep, local_disk_warning
 from experiments.plan_view import layout_lines, plan_json, plan_text
@@ -101,12 +101,27 @@ class PlannedSweep:
         CPU-bound, iterations too few for the report's test, a local disk nearly full,
         done cells that ran another benchmark template."""
         found = [
+            self.emulator_fallback_line(),
             self.cpu_bound_line(),
             significance_warning(self.plan.cells),
+            zero_blobs_warning(self.plan.cells),
             local_disk_warning(self.checked, self.plan.cells),
             self.other_template_line(),
         ]
         return [line for line in found if line]
+
+    def emulator_fallback_line(self) -> str | None:
+        """Why the cells run on the emulator when nothing asked for it: no flux-core on
+        PATH (a shell other than the one `make demo` set up), and how to get real Flux."""
+        sweep = self.sweep
+        asked = sweep.backend or sweep.place or sweep.emulator_faults or self.cluster
+        if asked or self.backend != "local":
+            return None
+        box = " (a box of shaped links needs it too)" if self.checked.links.shaped else ""
+        return (
+            f"note: no flux-core `flux` on PATH, so the cells run on kary's emulator, not "
+            f"real Flux{box}; for real Flux, {HOW_TO_GET_FLUX}"
+        )
 
     def other_template_line(self) -> str | None:
         """Done cells whose benchmark template (its hash) is not this plan's: kept, since
@@ -135,11 +150,27 @@ class PlannedSweep:
             cost_usd=max(estimate.cost_usd, chosen.cost_usd),
         )
 
+    def as_run(self) -> Estimate:
+        """The plan's headline: the estimate in the layout the sweep runs (per-cell's
+        figures are the estimate itself; nested's come from its layout estimate)."""
+        layouts = self.layouts()
+        chosen = next((lay for lay in layouts if lay.name == self.checked.layout), None)
+        if chosen is None or chosen is layouts[0]:
+            return self.estimate
+        return dataclasses.replace(
+            self.estimate,
+            seconds=chosen.seconds,
+            seconds_low=chosen.seconds_low,
+            seconds_high=chosen.seconds_high,
+            parts=dict(chosen.parts) or self.estimate.parts,
+            cost_usd=chosen.cost_usd,
+        )
+
     def text(self, max_cost: float | None = None, max_hours: float | None = None) -> str:
         """The plan as `kary plan` prints it (with what --up/--down will run)."""
         designs = design_source(self.sweep, self.plan.cells).text()
         lines = plan_text(
-            self.plan, self.ledger, self.estimate, self._cluster_name, self.place, designs
+            self.plan, self.ledger, self.as_run(), self._cluster_name, self.place, designs
         ).splitlines()
         lines += self.smoke.lines()
         disk = disk_line(self.cluster, self.plan.cells, self.checked.layout, self.checked.image)

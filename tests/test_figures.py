@@ -47,8 +47,9 @@ def test_a_figure_whose_command_now_makes_other_text_fails_with_a_diff(
     golden = figure_files.golden_path(tmp_path, "holdout", markdown=True)
     golden.parent.mkdir(parents=True)
     golden.write_text("10 of 12 inside\nn=12\n")
+    figure_files.write_exit_codes(tmp_path, {"holdout": 0})
     same = figures.check_golden(_figure("holdout", ""), "10 of 12 inside\nn=12\n", 0)
-    assert (same.ok, same.seen) == (True, "2 lines, same")
+    assert (same.ok, same.seen) == (True, "2 lines, same, exit 0")
     drifted = figures.check_golden(_figure("holdout", ""), "9 of 12 inside\nn=12\n", 0)
     assert drifted.ok is False
     assert "-10 of 12 inside" in drifted.detail and "+9 of 12 inside" in drifted.detail
@@ -120,17 +121,39 @@ def test_the_timed_demo_fails_when_slow_on_an_idle_machine_and_is_unsure_when_bu
     assert figures.judge_time(demo, 40.0, busy=0.60).ok is None
 
 
-def test_a_figure_that_reads_git_history_is_unsure_in_a_shallow_clone(
+def test_a_figure_whose_command_now_exits_otherwise_fails(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # The box hold-outs print when their protocol was first committed: a shallow clone
-    # cannot know, so its check is "unsure", never a failure or a false pass.
-    monkeypatch.setattr(figures, "shallow_clone", lambda root: True)
-    monkeypatch.setattr(figures, "make", lambda figure: pytest.fail("ran " + figure.name))
-    assert figures.main(["--only", "box-model-holdout"]) == 0
-    row = next(
-        line for line in capsys.readouterr().out.splitlines() if "box-model-holdout |" in line
+    # The fidelity check exits 1 (cells outside x1.5): the same table with exit 0 would
+    # say the emulator passed, so the figure is no longer the one the page shows.
+    figure = next(f for f in figures.FIGURES if f.name == "emulator-fidelity")
+    kept = figures.golden_path(REPO, figure.name, figure.markdown).read_text()
+    assert figure_files.read_exit_codes(REPO)["emulator-fidelity"] == 1
+    monkeypatch.setattr(figures, "make", lambda f: (kept, 0))
+    assert figures.main(["--only", "emulator-fidelity"]) == 1
+    rows = capsys.readouterr().out.splitlines()
+    assert "| emulator-fidelity | FAIL | exit 0, its golden file says exit 1 |" in rows
+    monkeypatch.setattr(figures, "make", lambda f: (kept, 1))
+    assert figures.main(["--only", "emulator-fidelity"]) == 0
+
+
+def test_every_figure_keeps_its_exit_status_and_a_caption_says_a_failing_one() -> None:
+    codes = figure_files.read_exit_codes(REPO)
+    assert set(codes) == {f.name for f in figures.FIGURES}
+    held_out = next(f for f in figures.FIGURES if f.name == "emulator-fidelity-mis-calibrated")
+    assert codes[held_out.name] == 1
+    assert "fidelity-miscalibrated-x4-n12-128M-flux-0.88-2cores.json`, which exits 1, from" in (
+        figures.caption(held_out)
     )
-    assert row == (
-        "| box-model-holdout | unsure | unsure: a shallow clone has not the git history it reads |"
-    )
+
+
+def test_a_shallow_clone_re_makes_the_box_hold_outs_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No figure is skipped as "unsure" for want of git history: the box hold-outs read
+    # their protocols' first-commit times from a committed file (tests/model beside).
+    made = []
+    monkeypatch.setattr(figures, "make", lambda f: made.append(f.name) or ("", 0))
+    figures.main(["--only", "box-model-holdout"])
+    assert made == ["box-model-holdout"]
+    assert "unsure" not in capsys.readouterr().out

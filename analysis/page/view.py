@@ -85,7 +85,16 @@ def _too_few(test: RankTest) -> str:
 def _verdict_cell(verdict: Verdict) -> dict[str, Any]:
     best, status = verdict.best, verdict.status
     if best is None:
-        return {"status": "failed", "design": "all failed", "median": "", "note": _fails(verdict)}
+        # The template reads every key a verdict has: a group whose every run failed
+        # still names its failures (its report is the one a user needs most).
+        return {
+            "status": "failed",
+            "design": "all failed",
+            "median": "",
+            "n": 0,
+            "note": "no run of any design succeeded, so nothing is timed",
+            "failed": _fails(verdict),
+        }
     margin = verdict.margin
     runner = verdict.runner_up
     longer = ""

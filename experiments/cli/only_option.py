@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from experiments.model.cell_filter import FILTER_KEYS
+
 __all__ = ["Only"]
 
 Only = Annotated[
@@ -17,7 +19,7 @@ Only = Annotated[
     typer.Option(
         "--only",
         metavar="<key=value,...>",
-        help="Keep only these cells, e.g. nodes=30,topo=kary:16 (keys: nodes, topo, "
-        "chunksize, mmap, purge_target_size, iteration; a key twice takes either value).",
+        help="Keep only these cells, e.g. nodes=30,topo=kary:16 (keys: "
+        f"{', '.join(FILTER_KEYS)}; a key twice takes either value).",
     ),
 ]

@@ -44,7 +44,9 @@ Sizes = Annotated[
 Topo = Annotated[
     list[str] | None,
     typer.Option(
-        "--topo", metavar="<topo>", help="Topology to run (repeatable); needs --exact-nodes."
+        "--topo",
+        metavar="<topo>",
+        help="Topology to run (repeatable, or a comma list); needs --exact-nodes.",
     ),
 ]
 Iters = Annotated[int, typer.Option("--iters", help="Iterations per design.")]

@@ -434,5 +434,13 @@ def stale_prices_line(price: HourlyPrice, catalog: PriceCatalog, region: str | N
         for instance_type, as_of, spot, age in stale
     )
     hints = list(dict.fromkeys(catalog.refresh_hint(region, t, spot) for t, _, spot, _ in stale))
-    does = f"{hints[0]} updates it" if len(hints) == 1 else f"{' and '.join(hints)} update them"
+    # A command updates the price; a catalog kary cannot refresh is updated by hand,
+    # which its hint already says.
+    commands = [hint for hint in hints if hint.startswith("`")]
+    by_hand = [hint for hint in hints if not hint.startswith("`")]
+    said = []
+    if commands:
+        one = len(commands) == 1
+        said.append(f"{' and '.join(commands)} {'updates it' if one else 'update them'}")
+    does = "; ".join(said + by_hand)
     return f"warning: {what} (more than {STALE_AFTER_DAYS}): the bill may be off; {does}"

@@ -115,11 +115,12 @@ class RichReporter(Reporter):
             self._progress.update(self._task, completed=self._done)
 
     def message(self, text: str) -> None:
-        """Print a line above the bar (rich markup allowed: escape what you did not write)."""
+        """Print a line above the bar (rich markup allowed: escape what you did not write).
+        Never wrapped: piped, a FAILED line must keep its reason on it for grep."""
         if self._progress is not None:
-            self._progress.console.print(text, highlight=False)
+            self._progress.console.print(text, highlight=False, soft_wrap=True)
         else:
-            self.console.print(text, highlight=False)
+            self.console.print(text, highlight=False, soft_wrap=True)
 
     def stop(self) -> None:
         if self._progress is not None:

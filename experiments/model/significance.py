@@ -23,6 +23,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 
+from experiments.formats.blobs import DEDUPLICATED
 from experiments.model.plan import Cell
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "iterations_needed",
     "significance_warning",
     "smallest_p",
+    "zero_blobs_warning",
 ]
 
 # analysis.tables.stats' ALPHA, MIN_RUNS and TEST_NAME (the test holds them equal).
@@ -92,4 +94,23 @@ def significance_warning(cells: Sequence[Cell]) -> str | None:
         f"test ({TEST_NAME}, p < {ALPHA:g} against every other) gives at best "
         f"p = {smallest_p(fewest):.2g} with {side} a side; --iters {need} could "
         f"(at best p = {smallest_p(need):.2g})"
+    )
+
+
+def zero_blobs_warning(cells: Sequence[Cell]) -> str | None:
+    """A warning when the plan compares topologies on deduplicated blobs (zeros): such a
+    blob is one distinct chunk, so rank 0's link carries almost none of it and the
+    topologies are predicted (and measure) alike; None otherwise."""
+    topologies: dict[tuple[int, str], set[str]] = defaultdict(set)
+    for cell in cells:
+        if cell.experiment == "distribute" and cell.blob in DEDUPLICATED:
+            topologies[(cell.nodes, cell.blob)].add(cell.topo)
+    compared = sorted((key, topos) for key, topos in topologies.items() if len(topos) > 1)
+    if not compared:
+        return None
+    (nodes, blob), topos = compared[0]
+    return (
+        f"warning: {blob} blobs cannot rank fan-outs: each is one distinct chunk, so the "
+        f"{len(topos)} topologies at {nodes} nodes move almost no data and are predicted "
+        "alike; --blob random ranks them (docs/formats.md, blobs)"
     )

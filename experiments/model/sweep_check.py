@@ -141,6 +141,12 @@ def _check_flags(sweep: Sweep) -> None:
         )
     if (sweep.up or sweep.down) and sweep.cluster is None:
         raise UserError("--up and --down need --cluster FILE")
+    if sweep.sizes is not None and (sweep.min_size_gb or sweep.max_size_gb):
+        # Either would be dropped silently: --sizes wins in the spec (resolved_sizes).
+        raise UserError(
+            "--sizes lists the sizes; --min-size / --max-size give a range of GB instead: "
+            "use one or the other"
+        )
     if sweep.emulator_faults:
         parse_faults(sweep.emulator_faults)
 

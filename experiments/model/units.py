@@ -3,8 +3,9 @@
 - Sizes are binary and whole bytes: `512M`, `4G`, `1.5G` (K, M, G, T; `GiB`
   and `GB` read the same).
 - Bandwidths follow tc(8): `bit`, `kbit`, `mbit`, `gbit`, `tbit` are bits per
-  second and `bps`, `kbps`, `mbps`, `gbps` bytes per second (decimal prefixes,
-  case-insensitive): `1Gbit`, `100mbit`, `50MBps`.
+  second and `Bps`, `KBps`, `MBps`, `GBps` bytes per second (decimal prefixes):
+  `1Gbit`, `100mbit`, `50MBps`.  tc reads `50Mbps` as bytes too, where most people
+  mean megabits (8x less): a `bps` unit with a small b is refused as ambiguous.
 - Latencies take `ns`, `us`, `ms` or `s`: `200us`, `1ms`, `0.5s`.
 
 Each returns the value in bytes, bytes per second or seconds, or raises
@@ -71,6 +72,14 @@ def parse_bandwidth(text: str) -> float:
         raise UserError(
             f"invalid bandwidth {text!r}: expected e.g. 1Gbit, 100mbit or 50MBps "
             "(bit/kbit/mbit/gbit/tbit or bps/kbps/mbps/gbps)"
+        )
+    typed = match.group("unit")
+    if unit.endswith("bps") and "B" not in typed:
+        number = match.group("num")
+        raise UserError(
+            f"ambiguous bandwidth {text!r}: tc(8) reads {typed} as bytes per second, most "
+            f"people as bits; write {number}{typed[:-3]}bit for bits or {number}"
+            f"{typed[:-3].upper()}Bps for bytes per second"
         )
     return float(match.group("num")) * _BANDWIDTH[unit]
 

@@ -118,6 +118,28 @@ def test_a_tie_is_a_test_that_could_decide_and_did_not(tmp_path: Path) -> None:
     assert small["note"].endswith("(n=4), not below 0.05")
 
 
+def test_a_study_whose_every_run_failed_gets_its_report_listing_the_failures(
+    tmp_path: Path,
+) -> None:
+    # Every run of the only design fails (as under `--emulator-fault corrupt:3`): the
+    # verdict has no best, and the report still says which design failed and why.
+    raw = tmp_path / "raw"
+    for it in range(2):
+        log = kary_log(4, "kary:2", it, seconds=1.0, rc={FAILED_STEP: 1})
+        write_cell(raw, cell_id(4, "kary:2", it), log, run_record(4, "kary:2", it, state="failed"))
+    result = runner.invoke(app, ["parse", "--data", str(raw), "--out", str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    (view,) = strategy_views(load_parsed(tmp_path / "p"))
+    large = view["groups"][0]["matrix"][1]
+    assert (large["status"], large["failed"]) == ("failed", "kary:2: 2 failed")
+    page = html.unescape((tmp_path / "p" / REPORT_NAME).read_text())
+    assert "✗ kary:2: 2 failed" in page
+    assert "exit status 1: [1-3]: Exit 1" in page and "4/kary-2/1" in page
+    again = runner.invoke(app, ["report", str(tmp_path / "p"), "--out", str(tmp_path / "r.html")])
+    assert again.exit_code == 0, again.output
+    assert "kary:2: 2 failed" in html.unescape((tmp_path / "r.html").read_text())
+
+
 def test_parse_writes_a_self_contained_report(parsed_sweep: Path) -> None:
     page = (parsed_sweep / REPORT_NAME).read_text()
     # n = 3: nothing is called clear, and the page says which test would be needed.

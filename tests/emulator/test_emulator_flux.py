@@ -44,10 +44,17 @@ def test_getattr_version_and_errors(instance: Instance) -> None:
 
 
 def test_exec_runs_as_each_rank_in_parallel(instance: Instance) -> None:
-    started = time.monotonic()
-    result = instance.flux("exec", "-r", "all", "sh", "-c", 'sleep 0.5; echo "$KARY_RANK_PREFIX"')
-    assert result.returncode == 0
-    assert time.monotonic() - started < 2.5  # six half-second sleeps, side by side
+    # A barrier, not a stopwatch: each rank says it started, then waits until all six
+    # have; run one after another, rank 0 would wait alone and give up (exit 1).
+    barrier = instance.root / "barrier"
+    barrier.mkdir()
+    wait_for_all = (
+        f'touch {barrier}/$(basename "$KARY_RANK_PREFIX"); i=0; '
+        f'while [ "$(ls {barrier} | wc -l)" -lt 6 ]; do '
+        'i=$((i+1)); [ $i -gt 600 ] && exit 1; sleep 0.1; done; echo "$KARY_RANK_PREFIX"'
+    )
+    result = instance.flux("exec", "-r", "all", "sh", "-c", wait_for_all)
+    assert result.returncode == 0, result.stderr
     assert sorted(result.stdout.split()) == sorted(str(instance.prefix(r)) for r in range(6))
     uris = instance.flux("exec", "-r", "3-4", "-x", "4", "sh", "-c", "echo $FLUX_URI").stdout
     assert uris == f"local://{instance.root}/sock/3\n"

@@ -135,10 +135,7 @@ def test_a_cell_that_runs_too_long_is_stopped_and_deleted(
 ) -> None:
     apiserver.cluster.scenario = Scenario(outcome="never", log="KARY partial\n")
     with make_backend() as backend:
-        started = time.monotonic()
         result = backend.run(cell, rendered, 0.5)
-        elapsed = time.monotonic() - started
-    assert elapsed < 3
     assert (result.rc, result.timed_out) == (None, True)
     assert result.error == "MiniCluster flux-sample did not finish within 0.5 s and was deleted"
     assert result.log == "KARY partial\n"  # what rank 0 had written so far

@@ -42,10 +42,9 @@ def test_a_container_that_cannot_start_fails_the_cell_at_once(
     apiserver: Any, make_backend: Any, cell: Any, rendered: Any, waiting: str, phrase: str
 ) -> None:
     apiserver.cluster.scenario = Scenario(outcome="never", waiting=waiting, log="")
-    started = time.monotonic()
     with make_backend(start_limits=QUICK) as backend:
         result = backend.run(cell, rendered, 600)
-    assert time.monotonic() - started < 5  # not the cell's 600 s
+    # Not timed out: the start failure ended it, not the cell's 600 s.
     assert (result.rc, result.timed_out, result.start_failure) == (None, False, waiting)
     assert result.error.startswith("pod flux-sample-0-x0z (rank 0) cannot start: container ")
     assert phrase in result.error

@@ -173,3 +173,18 @@ def test_each_sweeps_templates_are_said_and_a_mixed_sweep_is_named(
         "mixed templates: n16-50Mbit (2), n16-100Mbit (3): runs of different templates "
         "judged together"
     ) in section
+
+
+def test_a_shallow_clone_reads_the_protocols_first_commit_from_the_committed_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    holdout = _holdout()
+    benchmarks = Path(holdout.__file__).parent
+    protocols = sorted(benchmarks.glob("box_model_protocol*.json"))
+    recorded = json.loads((benchmarks / holdout.RECORDED_COMMITS).read_text())
+    assert sorted(recorded) == [p.name for p in protocols]  # every protocol has its time
+    if not holdout.shallow_clone(benchmarks):
+        # Where git has the history, the record says what git says.
+        assert {p.name: holdout.first_committed(p) for p in protocols} == recorded
+    monkeypatch.setattr(holdout, "shallow_clone", lambda root: True)
+    assert {p.name: holdout.first_committed(p) for p in protocols} == recorded

@@ -6,6 +6,7 @@ came from."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import date
 from pathlib import Path
 
@@ -133,7 +134,27 @@ def test_prices_older_than_90_days_are_warned_of_with_how_to_refresh() -> None:
     )
     gke = load_cluster_spec(GKE_30)
     line = stale_prices_line(cluster_hourly_price(gke, catalog), catalog, gke.region)
-    assert line is not None and line.endswith("by hand (kary refreshes AWS prices only) updates it")
+    assert line is not None and line.endswith(
+        "the bill may be off; update " + str(CLUSTERS / "prices.yaml") + " by hand (kary "
+        "refreshes AWS prices only)"
+    )
+
+
+def test_the_cost_line_sums_only_what_it_priced(tmp_path: Path) -> None:
+    # gke-30's public IPv4 has no price in the catalog: its own line says "not priced",
+    # and the sum beside the nodes must not claim to include it.
+    lines = _plan("--cluster", str(GKE_30), "--exact-nodes", "30", "--data-dir", str(tmp_path))
+    (cost,) = [line for line in lines if line.startswith("cost: ")]
+    assert cost.startswith(
+        "cost: 30 nodes (c2d-standard-32 workers) + control plane + disks = $44.51/h "
+        "(prices as of 2025-07-01; not priced: public IPv4) -> $"
+    )
+    assert [
+        line for line in lines if line.startswith("  public IPv4: 30 (") and "not priced" in line
+    ]
+    eks = _plan("--cluster", str(EKS_30), "--exact-nodes", "30", "--data-dir", str(tmp_path))
+    (eks_cost,) = [line for line in eks if line.startswith("cost: ")]
+    assert "+ NAT gateway + public IPv4 = $19.60/h (prices as of 2025-07-01) -> $" in eks_cost
 
 
 def test_the_plan_shows_the_stale_price_warning(tmp_path: Path) -> None:
@@ -149,19 +170,32 @@ def test_the_footnote_names_the_dearer_layout_by_the_numbers() -> None:
     # eks-6: per-cell 13 min 56 s against nested 13 min 59 s: nested is the dearer.
     layouts = [_layout(PER_CELL, 836), _layout(NESTED, 839)]
     assert layout_lines(layouts, NESTED)[-1] == (
-        "  (the time and cost above are per-cell's: 13 min 56 s, $1.03; the sweep runs nested, "
-        "marked *: 13 min 59 s, $1.03; nested is the dearer, and --max-cost and --max-hours "
-        "hold the sweep to its figure)"
+        "  (the time and cost above are nested's, the layout the sweep runs, marked *: "
+        "13 min 59 s, $1.03; per-cell would take 13 min 56 s, $1.03; nested is the dearer, "
+        "and --max-cost and --max-hours hold the sweep to its figure)"
     )
     cheaper = [_layout(PER_CELL, 9900), _layout(NESTED, 8220)]
     assert "; per-cell is the dearer," in layout_lines(cheaper, NESTED)[-1]
     unbilled = [_layout(PER_CELL, 40.5, 0.0), _layout(NESTED, 44.5, 0.0)]
     assert layout_lines(unbilled, NESTED)[-1] == (
-        "  (the time and cost above are per-cell's: 40.5 s; the sweep runs nested, marked *: "
-        "44.5 s; nested is the longer, and --max-cost and --max-hours hold the sweep to its "
-        "figure)"
+        "  (the time and cost above are nested's, the layout the sweep runs, marked *: "
+        "44.5 s; per-cell would take 40.5 s; nested is the longer, and --max-cost and "
+        "--max-hours hold the sweep to its figure)"
     )
     assert not [line for line in layout_lines(layouts, PER_CELL) if "the sweep runs" in line]
+
+
+def test_the_headline_prices_the_layout_the_sweep_runs(tmp_path: Path) -> None:
+    # eks-30 runs its 16 topologies nested: the cost line is nested's, not per-cell's.
+    lines = _plan("--cluster", str(EKS_30), "--exact-nodes", "30", "--data-dir", str(tmp_path))
+    (cost,) = [line for line in lines if line.startswith("cost: ")]
+    (nested,) = [line for line in lines if line.startswith(" *nested ")]
+    (per_cell,) = [line for line in lines if line.startswith("  per-cell ")]
+    headline = re.search(r"-> (\$[0-9.,]+ \(\$[0-9.,]+ - \$[0-9.,]+\))$", cost)
+    assert headline is not None
+    assert nested.endswith(headline[1]) and not per_cell.endswith(headline[1])
+    (time,) = [line for line in lines if line.startswith("time: ")]
+    assert time.startswith("time: " + nested.split()[1] + " h " + nested.split()[3] + " min")
 
 
 def _cells(*designs: tuple[int, str]) -> list[Cell]:

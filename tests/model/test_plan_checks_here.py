@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import experiments.api
 from experiments.cli import app
 from experiments.errors import UserError
 from experiments.model.links import LinkSettings
@@ -119,3 +120,23 @@ def test_latency_in_a_box_without_netem_is_refused_before_anything_starts(
     ]
     assert result.stdout == ""
     assert not data.exists()
+
+
+def test_a_plan_that_falls_back_to_the_emulator_says_why_and_how_to_get_flux(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The README's box example, in a shell without flux-core on PATH (after `make demo`,
+    # whose PATH was its own): one line says why it is the emulator.
+    monkeypatch.setattr(experiments.api, "here_now", lambda: Here(flux=None, in_allocation=False))
+    args = ["plan", "--exact-nodes", "8", "--topo", "kary:2", "--link-bandwidth", "200Mbit"]
+    result = CliRunner().invoke(app, [*args, "--data-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    (note,) = [line for line in result.stdout.splitlines() if "no flux-core" in line]
+    assert note.startswith(
+        "note: no flux-core `flux` on PATH, so the cells run on kary's emulator, not real "
+        "Flux (a box of shaped links needs it too); for real Flux, put flux-core's `flux` on "
+        "PATH: "
+    )
+    # Asked for by name, the emulator needs no excuse.
+    asked = CliRunner().invoke(app, [*args, "--backend", "local", "--data-dir", str(tmp_path)])
+    assert asked.exit_code == 0 and "no flux-core" not in asked.stdout

@@ -116,3 +116,29 @@ def test_two_blob_kinds_are_two_comparisons_not_two_runs() -> None:
     warning = significance_warning(cells)
     assert warning is not None and "with 1 iteration" in warning
     assert "the 2 topologies at 4 nodes" in warning
+
+
+def test_the_plan_warns_that_zero_blobs_cannot_rank_fan_outs(tmp_path: Path) -> None:
+    # Enough iterations for the test, yet every topology is predicted alike: zeros move
+    # one chunk, so the plan says so beside the iteration warning.
+    args = ["plan", "--backend", "local", "--exact-nodes", "8", "--sizes", "1M", "--iters", "4"]
+    args += ["--topo", "kary:1", "--topo", "kary:7", "--data-dir", str(tmp_path)]
+    zeros = runner.invoke(app, [*args, "--blob", "zeros"])
+    assert zeros.exit_code == 0, zeros.output
+    assert (
+        "warning: zeros blobs cannot rank fan-outs: each is one distinct chunk, so the 2 "
+        "topologies at 8 nodes move almost no data and are predicted alike; --blob random "
+        "ranks them (docs/formats.md, blobs)"
+    ) in zeros.stdout.splitlines()
+    random = runner.invoke(app, args)
+    assert random.exit_code == 0 and "cannot rank fan-outs" not in random.stdout
+    one = [Cell(8, "kary:2", it, (2**20,), ("all",), blob="zeros") for it in range(4)]
+    assert significance.zero_blobs_warning(one) is None  # one topology: nothing ranked
+
+
+def test_the_formats_page_states_the_runs_a_verdict_needs_as_the_report_does() -> None:
+    # The report says "it needs at least 4 runs a side"; the page must not say 3.
+    page = " ".join((Path(__file__).parents[2] / "docs" / "formats.md").read_text().split())
+    need = iterations_needed()
+    assert f"against every other topology with at least {need} runs a side" in page
+    assert f"(3 vs 3 gives at best p = {smallest_p(3):.2g})" in page

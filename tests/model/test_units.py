@@ -47,6 +47,18 @@ def test_bandwidth_units(text: str, bytes_per_s: float) -> None:
     assert parse_bandwidth(text) == pytest.approx(bytes_per_s)
 
 
+@pytest.mark.parametrize(
+    ("text", "bits", "bytes_"),
+    [("50Mbps", "50Mbit", "50MBps"), ("1gbps", "1gbit", "1GBps"), ("8bps", "8bit", "8Bps")],
+)
+def test_a_bps_unit_with_a_small_b_is_refused_as_ambiguous(
+    text: str, bits: str, bytes_: str
+) -> None:
+    # tc reads 50Mbps as 50 megabytes a second (400Mbit); a user typing it meant 50Mbit.
+    with pytest.raises(UserError, match=f"ambiguous bandwidth '{text}'.*write {bits} .* {bytes_}"):
+        parse_bandwidth(text)
+
+
 @pytest.mark.parametrize(("text", "seconds"), [("200us", 2e-4), ("1ms", 1e-3), ("0.5s", 0.5)])
 def test_latency_units(text: str, seconds: float) -> None:
     assert parse_latency(text) == pytest.approx(seconds)

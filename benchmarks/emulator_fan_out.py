@@ -1,4 +1,7 @@
-"""Emulated links: the physics a k-ary tree exists for must show.
+"""Emulated links: the physics a k-ary tree exists for must show.  Timed, so a
+benchmark, not a test (a busy machine moves the figures):
+
+    .venv/bin/python benchmarks/emulator_fan_out.py      # ~1 min
 
 Every node sends to its TBON children through one link of bandwidth B.  A flat
 tree's root pushes N-1 copies of each blob through its link; under kary:2
@@ -14,15 +17,18 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from contextlib import closing
 from pathlib import Path
 
-import pytest
-from emulator_helpers import start_instance, stop_instance
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "emulator")]  # the tests' instance helpers
 
-from experiments.emulator.wire import connect, read_frame, write_frame
+from emulator_helpers import start_instance, stop_instance  # noqa: E402
+
+from experiments.emulator.wire import connect, read_frame, write_frame  # noqa: E402
 
 MIB = 2**20
 BANDWIDTH = 50e6  # bytes/s
@@ -57,17 +63,20 @@ def _distribute(topo: str, nodes: int, blob_mib: int) -> float:
     try:
         (instance.prefix(0) / "blob").write_bytes(os.urandom(blob_mib * MIB))
         created = instance.flux("archive", "create", "-n", "a", "-C", ".", "blob")
-        assert created.returncode == 0, created.stderr
+        if created.returncode:
+            raise SystemExit(created.stderr)
         with closing(connect(str(instance.root / "sock" / "0"))) as sock:
             write_frame(sock, {"op": "kvs.get", "key": "archive.a"})
             refs = read_frame(sock)[0]["value"]["files"][0]["blobrefs"]
-        assert len(refs) == blob_mib
+        if len(refs) != blob_mib:
+            raise SystemExit(f"archive has {len(refs)} blobs, not {blob_mib}")
         started = time.monotonic()
         children = [
             _extract_in_child(instance.root / "sock" / str(r), refs) for r in range(1, nodes)
         ]
         failed = [pid for pid in children if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])]
-        assert failed == []
+        if failed:
+            raise SystemExit(f"clients {failed} did not load every blob")
         return time.monotonic() - started
     finally:
         stop_instance(instance)
@@ -80,22 +89,26 @@ def _predicted(fan_out: int, depth: int, blobs: int) -> float:
     return (blobs + depth - 1) * fan_out * MIB / BANDWIDTH
 
 
-# Times the emulator's links against their model (x1.5 / x1.4): under pytest -n, with
-# no other test taking the CPU the emulated brokers need (tests/conftest.py).
-@pytest.mark.alone
-@pytest.mark.slow
-def test_a_flat_tree_is_slower_than_kary_2_by_about_the_fan_out_factor() -> None:
+def main() -> int:
     nodes, blobs = 9, 16
     fan_out_factor = (nodes - 1) / 2
     flat_model, binary_model = _predicted(8, 1, blobs), _predicted(2, 3, blobs)
     flat = _distribute(f"kary:{nodes - 1}", nodes, blobs)
-    # No run beats its links; a busy machine can only slow one down, so kary:2
-    # gets up to three tries and keeps its fastest.
-    assert 0.95 * flat_model <= flat <= 1.5 * flat_model, (flat, flat_model)  # 2.7 s
-    binary = _distribute("kary:2", nodes, blobs)
-    for _ in range(2):
-        if binary <= 1.4 * binary_model and flat / binary >= 0.7 * fan_out_factor:
-            break
-        binary = min(binary, _distribute("kary:2", nodes, blobs))
-    assert 0.85 * binary_model <= binary <= 1.4 * binary_model, (binary, binary_model)
-    assert flat / binary >= 0.7 * fan_out_factor, (flat, binary)
+    # No run beats its links; a busy machine can only slow one down: kary:2 keeps the
+    # fastest of three.
+    binary = min(_distribute("kary:2", nodes, blobs) for _ in range(3))
+    print(f"{nodes} nodes, {blobs} x 1 MiB, links {BANDWIDTH / 1e6:g} MB/s, no CPU costs")
+    print(
+        f"flat (kary:{nodes - 1}): {flat:.2f} s, "
+        f"model {flat_model:.2f} s (x{flat / flat_model:.2f})"
+    )
+    print(
+        f"kary:2 (best of 3): {binary:.2f} s, "
+        f"model {binary_model:.2f} s (x{binary / binary_model:.2f})"
+    )
+    print(f"flat / kary:2 = {flat / binary:.2f}; the fan-out factor (N-1)/2 = {fan_out_factor:g}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

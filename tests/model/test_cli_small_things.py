@@ -1,0 +1,70 @@
+"""Small CLI promises (issue 42, item 17): a failure's reason stays on its line when piped,
+flags that would be dropped are refused, lists read as lists, help names every key, and a
+file that is not YAML is one line."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+from typer.testing import CliRunner
+
+from experiments.cli import app
+from experiments.execution.progress import RichReporter
+from experiments.execution.summary import CellOutcome
+from experiments.model.cell_filter import FILTER_KEYS
+from experiments.model.plan import Cell
+
+runner = CliRunner()
+REASON = "1 of 6 steps failed: verify-distribute-all-nodes 2M (rc 1); the entrypoint exited with 1"
+
+
+def test_a_failed_cells_reason_stays_on_its_line_when_piped() -> None:
+    out = io.StringIO()
+    reporter = RichReporter(Console(file=out, width=80, force_terminal=False))
+    cell = Cell(5, "kary:2", 0, (2 << 20,), ("all",))
+    reporter.cell_finished(0, CellOutcome(cell, "failed", 5.2, error=REASON))
+    (line,) = out.getvalue().splitlines()
+    assert line == f"FAILED 5/kary-2/0 in 5.2 s: {REASON}"
+
+
+def _plan(tmp_path: Path, *args: str) -> tuple[int, str]:
+    base = ["plan", "--backend", "local", "--exact-nodes", "5", "--data-dir", str(tmp_path)]
+    result = runner.invoke(app, [*base, *args])
+    return result.exit_code, result.output
+
+
+def test_sizes_with_a_size_range_is_refused_not_half_ignored(tmp_path: Path) -> None:
+    code, output = _plan(tmp_path, "--sizes", "1M", "--max-size", "2")
+    assert (code, output) == (
+        2,
+        "kary: error: --sizes lists the sizes; --min-size / --max-size give a range of GB "
+        "instead: use one or the other\n",
+    )
+
+
+def test_topo_takes_a_comma_list_as_strategy_does(tmp_path: Path) -> None:
+    code, output = _plan(tmp_path, "--topo", "kary:1,kary:2", "--sizes", "1M")
+    assert code == 0, output
+    assert output.startswith("kary plan: 2 cells to run")
+    assert "5/kary-1/0" in output and "5/kary-2/0" in output
+
+
+def test_parse_help_names_every_only_key() -> None:
+    result = runner.invoke(app, ["parse", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert f"(keys: {', '.join(FILTER_KEYS)};" in " ".join(result.output.split())
+    assert "blob" in FILTER_KEYS
+
+
+def test_a_cluster_file_that_is_not_yaml_is_one_line(tmp_path: Path) -> None:
+    # A README given by mistake: PyYAML's own message spans three lines and a caret.
+    page = tmp_path / "README.md"
+    page.write_text("# kary\n\nIt answers: one question: how long\n")
+    code, output = _plan(tmp_path, "--cluster", str(page))
+    assert (code, output) == (
+        2,
+        f"kary: error: cluster file {page} is not valid YAML (line 3, column 25): "
+        "mapping values are not allowed here\n",
+    )
