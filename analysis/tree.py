@@ -22,6 +22,7 @@ from experiments.errors import UserError
 from experiments.formats.cell_layout import network_of_path
 from experiments.formats.events import topology_order_key
 from experiments.formats.parsed import PARSED_FORMAT, write_parsed_files
+from experiments.formats.race_state import keep_race
 from experiments.model.cell_filter import CellFilter
 from experiments.version import __version__
 
@@ -191,8 +192,10 @@ def _parse(
 ) -> ParseResult:
     tree = _read(data_dir, None, only)
     result = ParseResult(tree.rows, tree.problems, tree.cells, tree.logs, tree.logs_parsed)
+    # A race's state goes beside the tables, for the report's race section.
+    race = keep_race(data_dir, out_dir)
     if not plots:
-        result.written = _write(out_dir, result)
+        result.written = _write(out_dir, result) + ([race] if race else [])
         return result
     # The plots are drawn in forked processes while this one writes the tables
     # and prepares the report, which then waits for them.
@@ -216,6 +219,7 @@ def _parse(
                 pending.wait()
         raise
     written += pending.wait()
+    written += [race] if race else []
     written.append(report)
     result.written = written
     return result

@@ -22,6 +22,7 @@ from analysis.compare import compare_parsed
 from analysis.page.baselines import direct_table, ping_tables
 from analysis.page.facts import Facts, collect_facts
 from analysis.page.inline_plots import collect_plots
+from analysis.page.race import race_view
 from analysis.page.results import number_or_none
 from analysis.page.view import design_cards, seconds, strategy_views, test_rule
 from analysis.page.where import where_line
@@ -166,6 +167,7 @@ def _dataset(index: int, name: str, path: Path, parsed: Parsed) -> dict[str, Any
         "pings": ping_tables(parsed.ping),
         "designs": design_cards(parsed, facts.designs),
         "node_counts": sorted({n for n, _ in facts.designs}),
+        "race": race_view(path),
     }
 
 

@@ -21,7 +21,15 @@ from typing import Any
 from experiments.errors import UserError
 from experiments.files import read_document, write_atomic
 
-__all__ = ["RACE_FORMAT", "RACE_NAME", "RaceFile", "race_path", "read_race", "write_race"]
+__all__ = [
+    "RACE_FORMAT",
+    "RACE_NAME",
+    "RaceFile",
+    "keep_race",
+    "race_path",
+    "read_race",
+    "write_race",
+]
 
 RACE_NAME = "race.json"
 RACE_FORMAT = 1
@@ -62,3 +70,14 @@ def read_race(data_dir: Path) -> RaceFile | None:
 
 def write_race(data_dir: Path, state: RaceFile) -> None:
     write_atomic(race_path(data_dir), json.dumps(state.to_json(), indent=1) + "\n")
+
+
+def keep_race(raw_dir: Path, parsed_dir: Path) -> Path | None:
+    """`kary parse`: the raw tree's race, checked and kept beside the parsed tables for
+    the report; None when the raw tree holds no race."""
+    state = read_race(raw_dir)
+    if state is None:
+        return None
+    Path(parsed_dir).mkdir(parents=True, exist_ok=True)
+    write_race(parsed_dir, state)
+    return race_path(parsed_dir)

@@ -46,8 +46,9 @@ from experiments.plan_view import format_duration
 from experiments.planned import PlannedSweep
 from experiments.race.decide import ACROSS, RaceRules
 from experiments.race.engine import Race, replay
+from experiments.race.rules import uniform_runs_a_side
 
-__all__ = ["REPLAYS", "SPREAD", "Case", "RacePlan", "plan_race_cost", "uniform_runs_a_side"]
+__all__ = ["REPLAYS", "SPREAD", "Case", "RacePlan", "plan_race_cost"]
 
 # The expected case's replays and the spread each replayed run is drawn with
 # (a log-normal sigma: about 10% either way, what kary's box runs showed between
@@ -218,17 +219,6 @@ class RacePlan:
             "fixed_seconds": self.fixed_seconds,
             "hourly_usd": self.hourly_usd,
         }
-
-
-def uniform_runs_a_side(candidates: int, confidence: float) -> int:
-    """The fewest runs a side with which Mann-Whitney (exact, two-sided) can reach
-    1 - confidence against each of the other candidates, Holm-corrected (its
-    smallest p is 2 / C(2n, n); Holm's first step divides alpha by k - 1)."""
-    alpha = (1 - confidence) / max(1, candidates - 1)
-    runs = 2
-    while 2 / math.comb(2 * runs, runs) >= alpha:
-        runs += 1
-    return runs
 
 
 def plan_race_cost(

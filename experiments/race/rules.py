@@ -5,7 +5,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["ACROSS", "BY_SIZE", "CONTINUE", "MODES", "PER_SIZE", "TIE", "WINNER", "RaceRules"]
+__all__ = [
+    "ACROSS",
+    "BY_SIZE",
+    "CONTINUE",
+    "MODES",
+    "PER_SIZE",
+    "TIE",
+    "WINNER",
+    "RaceRules",
+    "uniform_runs_a_side",
+]
 
 ACROSS = "across-sizes"
 PER_SIZE = "per-size"
@@ -39,3 +49,14 @@ class RaceRules:
     def margin(self) -> float:
         """The zone on the log scale: |ln(t_a / t_b)| below it is a tie."""
         return math.log1p(self.zone)
+
+
+def uniform_runs_a_side(candidates: int, confidence: float) -> int:
+    """The fewest runs a side with which Mann-Whitney (exact, two-sided) can reach
+    1 - confidence against each of the other candidates, Holm-corrected (its
+    smallest p is 2 / C(2n, n); Holm's first step divides alpha by k - 1)."""
+    alpha = (1 - confidence) / max(1, candidates - 1)
+    runs = 2
+    while 2 / math.comb(2 * runs, runs) >= alpha:
+        runs += 1
+    return runs

@@ -200,3 +200,27 @@ def test_a_race_on_the_emulator_records_ordinary_cells_that_parse(tmp_path: Path
     assert parsed.exit_code == 0, parsed.output
     rows = (tmp_path / "p" / "topologies-events.csv").read_text().splitlines()
     assert sum(",distribute-all-nodes," in row for row in rows) == 4
+
+
+def test_parse_keeps_the_race_and_the_report_shows_it(tmp_path: Path) -> None:
+    from analysis.page.builder import build_report
+    from analysis.tree import parse_tree
+
+    means = {"kary:1": 1.0, "kary:2": 1.8, "kary:3": 3.0}
+    raw = tmp_path / "raw"
+    run_race(
+        plan_race(_sweep(raw, list(means)), RaceRules(), ACROSS),
+        make_backend=_backend(means, fail={1}),
+        echo=lambda _: None,
+    )
+    parsed = tmp_path / "parsed"
+    result = parse_tree(raw, parsed, plots=False)
+    assert parsed / "race.json" in result.written
+    page = build_report([parsed])
+    assert "The race</h2>" in page
+    assert "fastest within 5% at 95% confidence: kary:1" in page
+    # The chart: kary:2 and kary:3 dropped (a cross each), block 1 voided (hollow squares).
+    assert page.count(">✕</text>") == 2
+    assert 'fill="none" stroke="#999"' in page
+    assert "4/kary-2/1 failed" in page
+    assert "uniform design that could reach the same confidence 45" in page
