@@ -87,7 +87,10 @@ def more_blocks_text(race: Race, lane: Lane, last: Decision) -> str:
     )
     z = float(norm.ppf(1 - race.rules.alpha / 2) + norm.ppf(0.8))
     needed = math.ceil((z * spread / effect) ** 2)
-    more = max(0, needed - n)
+    if len(lane.survivors) == 2:
+        # Two are tested by Wilcoxon's exact test, whose smallest p is 2 / 2**n.
+        needed = max(needed, math.ceil(math.log2(2 / race.rules.alpha) + 1e-9))
+    more = max(1, needed - n)
     return (
         f"separating {target.candidate} from {last.best} (ratio {target.ratio:.3g}) would take "
         f"about {more} more blocks at the spread seen"
