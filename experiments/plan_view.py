@@ -150,12 +150,25 @@ def capacity_line(estimate: Estimate) -> str | None:
     hourly = _on_demand_hourly(estimate)
     if hourly is None:
         return None
+    seconds, low, high = _on_demand_seconds(estimate)
     return (
         f"capacity: spot ${estimate.cost_usd:.2f} (${estimate.cost_usd_low:.2f} - "
         f"${estimate.cost_usd_high:.2f}) at ${estimate.hourly_usd:.2f}/h"
         f" (${estimate.hourly_usd_high:.2f}/h at the high end) · on demand "
-        f"${hourly * estimate.seconds / 3600:.2f} (${hourly * estimate.seconds_low / 3600:.2f}"
-        f" - ${hourly * estimate.seconds_high / 3600:.2f}) at ${hourly:.2f}/h"
+        f"${hourly * seconds / 3600:.2f} (${hourly * low / 3600:.2f}"
+        f" - ${hourly * high / 3600:.2f}) at ${hourly:.2f}/h"
+    )
+
+
+def _on_demand_seconds(estimate: Estimate) -> tuple[float, float, float]:
+    """The plan's seconds (point, low, high) on demand: no spot re-runs."""
+    reruns = estimate.spot_reruns
+    if reruns is None:
+        return estimate.seconds, estimate.seconds_low, estimate.seconds_high
+    return (
+        estimate.seconds - reruns.seconds,
+        estimate.seconds_low - reruns.seconds_low,
+        estimate.seconds_high - reruns.seconds_high,
     )
 
 
@@ -164,6 +177,7 @@ def capacity_json(estimate: Estimate) -> dict[str, Any] | None:
     hourly = _on_demand_hourly(estimate)
     if hourly is None:
         return None
+    seconds, low, high = _on_demand_seconds(estimate)
     return {
         "spot": {
             "usd_per_hour": round(estimate.hourly_usd, 4),
@@ -174,9 +188,9 @@ def capacity_json(estimate: Estimate) -> dict[str, Any] | None:
         },
         "on_demand": {
             "usd_per_hour": round(hourly, 4),
-            "cost_usd": round(hourly * estimate.seconds / 3600, 2),
-            "cost_usd_low": round(hourly * estimate.seconds_low / 3600, 2),
-            "cost_usd_high": round(hourly * estimate.seconds_high / 3600, 2),
+            "cost_usd": round(hourly * seconds / 3600, 2),
+            "cost_usd_low": round(hourly * low / 3600, 2),
+            "cost_usd_high": round(hourly * high / 3600, 2),
         },
     }
 
@@ -201,6 +215,13 @@ def bill_lines(estimate: Estimate) -> list[str]:
         as_of = f", as of {bill.disk_as_of}" if bill.disk_as_of else ""
         lines.append(f"  disks: {bill.disk_detail} = ${bill.disk_usd_per_hour:.2f}/h{as_of}")
     lines += [f"  {line.name}: {line.text()}" for line in bill.extras]
+    if estimate.spot_reruns is not None:
+        lines.append(f"  spot re-runs: {estimate.spot_reruns.text(estimate.hourly_usd)}")
+    elif bill.spot:
+        lines.append(
+            "  spot re-runs: not priced: the catalog has no interruption rate for these "
+            "spot nodes (unsure what interruptions would cost)"
+        )
     if estimate.price_warning:
         lines.append(estimate.price_warning)
     return lines
@@ -243,6 +264,7 @@ def bill_json(estimate: Estimate) -> dict[str, Any] | None:
         else None,
         "priced_on": bill.priced_on.isoformat() if bill.priced_on else None,
         "price_warning": estimate.price_warning,
+        "spot_reruns": estimate.spot_reruns.record() if estimate.spot_reruns else None,
     }
 
 

@@ -17,6 +17,10 @@ Its spread (log scale) adds up, in quadrature:
 - how far the cell reaches beyond the history (coverage.reach);
 - parameters the history could not inform, at ASSUMED_SPREAD of their share.
 
+Where a distribution's time is its link floor (a cloud plan without random-blob
+history), the floor is a lower bound: that part's low end is the floor itself and
+its high end FLOOR_RATIO_HIGH times it before the spread above (floor_ratio.py).
+
 Those are systematic (one sweep meets one load, one cloud), so cells' bounds add
 up; cell-to-cell noise (cell_spread) averages over the plan's cells.  Image
 pull, provisioning and teardown are stated defaults at FIXED_PART_SPREAD.
@@ -36,6 +40,11 @@ from experiments.estimate.coverage import (
     Coverage,
     Environment,
     reach,
+)
+from experiments.estimate.floor_ratio import (
+    FLOOR_RATIO_HIGH,
+    floor_assumption_text,
+    link_floor_seconds,
 )
 from experiments.estimate.parameters import TimeModel
 from experiments.estimate.structure import (
@@ -211,6 +220,7 @@ class _CellEstimate:
     spread: float  # systematic log-spread of this cell
     uninformed: dict[str, float]  # seconds per default-held parameter (candidates' mean)
     beyond: dict[str, tuple[float, str]]
+    floor: float = 0.0  # seconds that are a link floor, a lower bound (candidates' mean)
 
 
 def _estimate_cell(
@@ -222,11 +232,13 @@ def _estimate_cell(
 ) -> _CellEstimate:
     """One cell: the candidates' geometric mean and its systematic spread."""
     per_candidate = []
+    floors = []
     for candidate in candidates:
         parts = dict.fromkeys(PARTS, 0.0)
         for step in steps:
             parts[step.part] += step_seconds(step, candidate.model)
         per_candidate.append(parts)
+        floors.append(sum(link_floor_seconds(step, candidate.model) for step in steps))
     totals = [max(sum(p.values()), 1e-9) for p in per_candidate]
     point = math.exp(sum(math.log(t) for t in totals) / len(totals))
     # The candidates' mean parts, scaled to add up to the cell's estimate.
@@ -247,7 +259,8 @@ def _estimate_cell(
     assumed = sum(uninformed.values()) / point
     disagreement = 0.5 * math.log(max(totals) / min(totals))
     spread = math.sqrt(base2 + disagreement**2 + beyond.spread**2 + (ASSUMED_SPREAD * assumed) ** 2)
-    return _CellEstimate(CellTime(cell, point, parts), spread, uninformed, beyond.dimensions)
+    floor = scale * sum(floors) / len(floors)
+    return _CellEstimate(CellTime(cell, point, parts), spread, uninformed, beyond.dimensions, floor)
 
 
 def plan_steps(cells: Sequence[Cell], verify: bool) -> list[tuple[Cell, list[Step]]]:
@@ -268,9 +281,14 @@ def interval(
     base2 = max(c.coverage.sweep_spread for c in candidates) ** 2 + environment**2
     estimates = [_estimate_cell(c, steps, candidates, coverage, base2) for c, steps in cells]
     total = sum(e.time.seconds for e in estimates)
-    # Systematic: one sweep meets one load, so the cells' bounds add up.
-    low = sum(e.time.seconds * math.exp(-Z * e.spread) for e in estimates)
-    high = sum(e.time.seconds * math.exp(Z * e.spread) for e in estimates)
+    # Systematic: one sweep meets one load, so the cells' bounds add up.  A link floor
+    # is a lower bound: it keeps its own low end, and its high end is the most the box
+    # runs took over their floor (floor_ratio.py).
+    low = sum((e.time.seconds - e.floor) * math.exp(-Z * e.spread) + e.floor for e in estimates)
+    high = sum(
+        (e.time.seconds + (FLOOR_RATIO_HIGH - 1) * e.floor) * math.exp(Z * e.spread)
+        for e in estimates
+    )
     if total > 0:
         # Cell-to-cell noise averages out over the plan; it widens the bounds in quadrature.
         noise = Z * coverage.cell_spread * math.sqrt(sum(e.time.seconds**2 for e in estimates))
@@ -285,11 +303,16 @@ def interval(
         for dimension, (doublings, text) in e.beyond.items():
             if doublings > words.get(dimension, (0.0, ""))[0]:
                 words[dimension] = (doublings, text)
+    assumptions = _assumptions(candidates, uninformed, total, plan_env)
+    floor = sum(e.floor for e in estimates)
+    if floor > 0 and total > 0:
+        gbps = candidates[0].model.link_gbps
+        assumptions.append(Assumption("link floor", floor_assumption_text(gbps), floor / total))
     return PlanInterval(
         cells=[e.time for e in estimates],
         low=low,
         high=high,
-        assumptions=_assumptions(candidates, uninformed, total, plan_env),
+        assumptions=assumptions,
         extrapolated=[t for _, t in words.values()] + _environment_words(candidates, plan_env),
         model=candidates[0].model,
         sources=[c.model.source for c in candidates],

@@ -33,6 +33,7 @@ from typing import Any
 
 from experiments.estimate.bill import HourlyPrice, PricedInterval
 from experiments.estimate.parameters import GIB
+from experiments.estimate.spot_reruns import RERUNS_PART
 from experiments.estimate.time_model import Estimate
 from experiments.formats.run_record import NESTED, PER_CELL
 
@@ -146,10 +147,12 @@ class LayoutEstimate(PricedInterval):
         hourly = self.on_demand_hourly_usd
         if hourly is None:
             return None
+        # On demand, nothing is reclaimed: no cell runs again (spot_reruns.py).
+        reruns = self.parts.get(RERUNS_PART, 0.0)
         return (
-            hourly * self.seconds / 3600.0,
-            hourly * self.seconds_low / 3600.0,
-            hourly * self.seconds_high / 3600.0,
+            hourly * (self.seconds - reruns) / 3600.0,
+            hourly * (self.seconds_low - reruns) / 3600.0,
+            hourly * (self.seconds_high - reruns) / 3600.0,
         )
 
     def record(self) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from experiments.estimate.prices import (
     load_price_catalog,
     stale_prices_line,
 )
+from experiments.estimate.spot_reruns import RERUNS_PART, SpotReruns, spot_reruns
 from experiments.estimate.structure import CellTime, predict_cell
 from experiments.model.cluster_spec import ClusterSpec
 from experiments.model.plan import Cell
@@ -94,6 +95,9 @@ class Estimate(PricedInterval):
     bill: HourlyPrice | None = None
     # A warning when the catalog's instance prices are stale (prices.stale_prices_line).
     price_warning: str | None = None
+    # Spot workers: the cells an interruption would run again (in `seconds`, its parts
+    # and the interval); None on demand, or where the catalog has no interruption band.
+    spot_reruns: SpotReruns | None = None
 
 
 def estimate_plan(
@@ -135,13 +139,20 @@ def estimate_plan(
             detail = f"{name} {value:.0f} s: {_FIXED_PARTS[name]}"
             assumptions.append(Assumption(name, detail, value / seconds))
     hourly, as_of, billed, disk_usd, disk_detail = 0.0, None, 0, 0.0, ""
-    price, stale = None, None
+    price, stale, reruns = None, None, None
     if cluster is not None:
         catalog = catalog or load_price_catalog()
         price = cluster_hourly_price(cluster, catalog)
         hourly, as_of, billed = price.usd_per_hour, price.as_of, price.nodes_billed
         disk_usd, disk_detail = price.disk_usd_per_hour, price.disk_detail
         stale = stale_prices_line(price, catalog, cluster.region)
+        bands = [w.spot.interruption for w in price.workers if w.spot is not None]
+        reruns = spot_reruns(spread.cells, next((b for b in bands if b), None))
+        if reruns is not None and reruns.seconds > 0:
+            parts[RERUNS_PART] = reruns.seconds
+            seconds += reruns.seconds
+            low += reruns.seconds_low
+            high += reruns.seconds_high
     return Estimate(
         cells=spread.cells,
         seconds=seconds,
@@ -167,4 +178,5 @@ def estimate_plan(
         disk_detail=disk_detail,
         bill=price,
         price_warning=stale,
+        spot_reruns=reruns,
     )

@@ -33,6 +33,7 @@ __all__ = [
     "SEED_BLOB",
     "check_blob",
     "distinct_chunks",
+    "kept_blob_name",
 ]
 
 BLOB_KINDS = ("random", "zeros")
@@ -54,6 +55,15 @@ def check_blob(kind: str) -> str:
             "the tree) or zeros (the seed's blobs: one distinct chunk)"
         )
     return kind
+
+
+def kept_blob_name(kind: str, size: str | int) -> str:
+    """The file, under KARY_BLOB_CACHE, a nested layout keeps a blob of `kind` and `size`
+    bytes in.  The entrypoint keeps and reuses it by this name and the nested driver looks
+    for it before a cell to count what the cell still has to generate: one name for both
+    (both templates render it from here; `size` may be a shell word such as `$2`), else
+    the driver never finds a kept blob and asks for each size twice (issue 42, item 2)."""
+    return f"blob-{kind}-{size}"
 
 
 def distinct_chunks(store_objects_added: int, chunks: int) -> int:

@@ -16,7 +16,7 @@ from typing import Any
 import jinja2
 
 from experiments.errors import UserError
-from experiments.formats.blobs import DEFAULT_BLOB, check_blob
+from experiments.formats.blobs import DEFAULT_BLOB, check_blob, kept_blob_name
 from experiments.formats.cell_layout import NO_KNOBS, Knobs, format_size
 from experiments.formats.events import (
     EXPERIMENTS,
@@ -382,6 +382,7 @@ def render_cell(
         "strategies": [_strategy_context(tree, s) for s in strategies],
         "verify": options.verify,
         "blob": check_blob(blob),
+        "kept_blob_name": kept_blob_name,
         "chunksize": knobs.chunksize,
         "mmap": bool(knobs.mmap),
         "purge_target_size": knobs.purge_target_size,

@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from experiments.errors import UserError
+from experiments.formats.blobs import DEFAULT_BLOB, check_blob, kept_blob_name
 from experiments.formats.nested_frame import FRAME_PREFIX
 from experiments.model.render import MINCRIT_MIN_FLUX, template_environment
 from experiments.resources import resource_dir
@@ -62,6 +63,8 @@ class NestedCell:
     entrypoint_sh: str
     # Its sizes in bytes: the driver checks rank 0's free disk against them.
     sizes: tuple[int, ...] = ()
+    # What its blobs hold (formats/blobs.py): the name its kept blobs have on rank 0.
+    blob: str = DEFAULT_BLOB
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,7 @@ def render_nested(
                 "limit_s": cell.limit_s,
                 "file": name,
                 "sizes": [int(size) for size in cell.sizes],
+                "blob": check_blob(cell.blob),
             }
         )
     parent = posixpath.dirname(folder)
@@ -137,6 +141,7 @@ def render_nested(
             "nested_state": posixpath.join(parent, "kary-nested"),
             "start_s": int(start_timeout_s),
             "disk_margin": int(disk_margin_bytes),
+            "kept_blob_name": kept_blob_name,
         },
     )
     files[DRIVER_NAME] = driver

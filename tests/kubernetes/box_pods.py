@@ -325,12 +325,12 @@ class BoxPods:
         self._send(["exec", index, ident, argv])
         done = self.folder / f"pod-{index}" / f"exec-{ident}.exit"
         deadline = time.monotonic() + timeout
-        while not done.exists():
+        while (code := exit_status(done)) is None:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"exec {argv} in pod {index} did not end")
             time.sleep(0.05)
         out = (self.folder / f"pod-{index}" / f"exec-{ident}.out").read_text()
-        if done.read_text().strip() != "0":
+        if code != 0:
             raise RuntimeError(f"exec {argv} in pod {index}: {out[-500:]}")
         return out
 
@@ -393,10 +393,12 @@ class BoxPods:
                     continue
                 number = started[index]
                 exit_file = self.folder / f"pod-{index}" / f"container-{number}.exit"
-                if seen.get(index) == number or not exit_file.exists():
+                if seen.get(index) == number:
+                    continue
+                code = exit_status(exit_file)
+                if code is None:
                     continue
                 seen[index] = number
-                code = int(exit_file.read_text().strip() or 1)
                 if index == 0:
                     self._read_rank_zero(number)
                 with self.lock:
@@ -435,6 +437,21 @@ class BoxPods:
                     self.lines, self._log_bytes = [], 0
                 self.lines.append((now, line))
                 self._log_bytes += len(raw) + 1
+
+
+def exit_status(path: Path) -> int | None:
+    """The status in a container's or an exec's `.exit` file; None until it holds one
+    whole line.  The pod's holder writes it whole (pod_box_init.py), and a file seen
+    empty is not a failure: read as one, it once restarted a container that had exited
+    0 (rank 0's, at the end of a cell, so kary failed the cell for a restart that never
+    happened; issue 42, item 7)."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    if not text.endswith("\n") or not text.strip().lstrip("-").isdigit():
+        return None
+    return int(text)
 
 
 def _later(stamp: str) -> str:

@@ -226,9 +226,17 @@ class _Holder:
             code = code if code >= 0 else 128 - code
             if pid == self.container:
                 self.container = None
-                (self.pod_dir / f"container-{self.count}.exit").write_text(f"{code}\n")
+                _write_status(self.pod_dir / f"container-{self.count}.exit", code)
             elif pid in self.execs:
-                (self.pod_dir / f"exec-{self.execs.pop(pid)}.exit").write_text(f"{code}\n")
+                _write_status(self.pod_dir / f"exec-{self.execs.pop(pid)}.exit", code)
+
+
+def _write_status(path: Path, code: int) -> None:
+    """An exit status, whole or not at all: the host side (box_pods.py) polls for the
+    file, and one seen between its creation and its write read as empty."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(f"{code}\n")
+    os.replace(part, path)
 
 
 def _serve_control(spec: dict[str, Any], pods: list[_Pod]) -> None:

@@ -157,6 +157,7 @@ class NestedLayout:
                     q.rendered.entrypoint_sh,
                     # Blobs land on rank 0's disk only when the cell distributes them.
                     q.cell.sizes if q.cell.experiment == "distribute" else (),
+                    q.cell.blob,
                 )
                 for q in cells
             ],
