@@ -107,8 +107,20 @@ def seed_study_plan(name: str, cluster: str, max_size: int, *flags: str) -> Figu
     return Figure(name, command, f"files alone ({_PLAN_INPUTS})", env=_PLAN_DAY)
 
 
+def seed_study_race() -> Figure:
+    """`kary race --dry-run` of the seed's EKS 30-node question (every design, 1-10 GB,
+    random blobs, spot, nested), from files alone, priced on PRICED_ON's day."""
+    command = [
+        *KARY, "race", "--cluster", "clusters/eks-30-spot.yaml", "--exact-nodes", "30",
+        "--min-size", "1", "--max-size", "10", "--blob", "random", "--layout", "nested",
+        "--history", _SEED_HISTORY, "--dry-run",
+    ]  # fmt: skip
+    return Figure("race-plan-seed", command, f"files alone ({_PLAN_INPUTS})", env=_PLAN_DAY)
+
+
 FIGURES = [
     seed_study_plan("plan-layouts", "clusters/eks-30.yaml", 10),
+    seed_study_race(),
     seed_study_plan(
         "plan-spot", "clusters/eks-30-spot.yaml", 10, "--blob", "random", "--layout", "nested"
     ),
