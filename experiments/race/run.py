@@ -296,7 +296,8 @@ def _run_block(
         cells,
         spec.data_dir,
         False,
-        base.sweep.force and block.iteration == race.blocks[0].iteration,
+        # --force: cells of another study at these paths are moved aside (never deleted).
+        base.sweep.force,
         settings=base.settings,
         template_hash=template_hash(base.sweep.template),
     )
