@@ -103,3 +103,19 @@ def test_a_candidate_gaining_with_size_is_kept_not_dropped() -> None:
     assert "b" in decision.dropped
     kept = {c.candidate: c for c in decision.comparisons}["c"]
     assert kept.kept_for_size and not kept.dropped
+
+
+def test_the_size_line_is_linregress() -> None:
+    import numpy as np
+    from scipy.stats import linregress
+
+    from experiments.race.size_trend import size_fit
+
+    noise = random.Random(11)
+    sizes = [16 * MIB, 32 * MIB, 64 * MIB, 128 * MIB] * 2
+    diff = np.array([0.1 * math.log2(s / MIB) + noise.gauss(0, 0.05) for s in sizes])
+    mine, theirs = size_fit(diff, sizes), linregress(np.log2(sizes), diff)
+    assert mine is not None
+    assert (mine.slope, mine.intercept, mine.pvalue) == pytest.approx(
+        (theirs.slope, theirs.intercept, theirs.pvalue)
+    )
