@@ -37,6 +37,7 @@ from experiments.formats.parsed import (
     EVENT_KINDS,
     KNOB_COLUMNS,
     PLACE_COLUMNS,
+    IDENTITY_FACTS,
     RECORD_FACTS,
 )
 
@@ -113,7 +114,7 @@ _RECORD_TEXTS = ("backend", "cluster", "state", "instance_type", "image", "flux_
 def _record_texts(record: RunRecord | None) -> dict[str, str]:
     """The run.json facts the tables carry, as text ("" where unknown or no record)."""
     if record is None:
-        return dict.fromkeys((*_RECORD_TEXTS, *RECORD_FACTS), "")
+        return dict.fromkeys((*_RECORD_TEXTS, *RECORD_FACTS, *IDENTITY_FACTS), "")
     texts = {name: _text(getattr(record, name)) for name in _RECORD_TEXTS}
     extra = record.model_extra or {}
     emulator = extra.get("emulator")
@@ -127,6 +128,9 @@ def _record_texts(record: RunRecord | None) -> dict[str, str]:
     # The nested layout's outer instance (or MiniCluster) the cell ran in.
     nested = extra.get("nested_in")
     nested = nested if isinstance(nested, dict) else {}
+    identity = extra.get("identity")
+    identity = identity if isinstance(identity, dict) else {}
+    shared = identity.get("shared_nodes")
     texts.update(
         started=_text(record.started),
         finished=_text(record.finished),
@@ -148,6 +152,8 @@ def _record_texts(record: RunRecord | None) -> dict[str, str]:
         rank_nodes=rank_nodes_text(extra.get("rank_nodes")),
         node_set=node_set_text(extra.get("node_set")),
         zones=zones_text(extra.get("zones")),
+        flux_view=_text(identity.get("flux_view")),
+        shared_nodes={True: "yes", False: "no"}.get(shared, "") if isinstance(shared, bool) else "",
     )
     return texts
 
@@ -250,6 +256,7 @@ def table_rows(results: Iterable[CellResult]) -> TableRows:
                 *(knobs[name] for name in KNOB_COLUMNS),
                 *(record[name] for name in RECORD_FACTS),
                 res.blob,
+                *(record[name] for name in IDENTITY_FACTS),
             )
         )
     rows.whole_gb = all(type(gb) is int for gb in rows.events["size_gb"])

@@ -38,6 +38,8 @@ from experiments.model.plan import Cell
 
 __all__ = [
     "IDENTITY_FIELDS",
+    "RAN_FIELDS",
+    "RUN_IDENTITY_FIELDS",
     "StudySettings",
     "identity_differences",
     "identity_problem",
@@ -62,6 +64,12 @@ IDENTITY_FIELDS = (
     "emulator_faults",
     "shared_nodes",
 )
+# What shapes a cell's numbers that only its run can tell: the Flux version it ran
+# (the log's cell line, run.json's flux_version).  Never planned, so the ledger cannot
+# hold a plan to it; `kary compare` holds two trees to it (RUN_IDENTITY_FIELDS).
+RAN_FIELDS = ("flux_version",)
+# The identity of a cell as it ran: the planned fields and those only a run tells.
+RUN_IDENTITY_FIELDS = (*IDENTITY_FIELDS, *RAN_FIELDS)
 # What a record from before `identity` still says, at its top level.
 _LEGACY_FIELDS = (
     "experiment",

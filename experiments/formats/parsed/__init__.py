@@ -25,6 +25,7 @@ __all__ = [
     "EVENTS_CSV",
     "EVENT_COLUMNS",
     "EVENT_KINDS",
+    "IDENTITY_FACTS",
     "KNOB_COLUMNS",
     "META_JSON",
     "OVERLAYS_JSON",
@@ -152,6 +153,11 @@ RECORD_FACTS = (
     # node at its zone's (its region's) spot price.
     "zones",
 )
+# Two fields of a cell's identity (experiments/model/identity.py) no other column holds:
+# the Flux view a cluster mounted, and whether ranks could share a node (`yes`, `no`);
+# "" where not recorded.  `kary compare` holds two trees to them; the report does not
+# read them, so a parse from before them is not one to make again.
+IDENTITY_FACTS = ("flux_view", "shared_nodes")
 RUN_COLUMNS = [
     "uid",
     "topology",
@@ -177,6 +183,7 @@ RUN_COLUMNS = [
     # parsed directory written before these were added lacks them.
     *RECORD_FACTS,
     BLOB_COLUMN,
+    *IDENTITY_FACTS,
 ]
 # summary.csv's group keys: one group per cell identity, event and size.
 SUMMARY_KEYS = [
@@ -209,7 +216,8 @@ RUN_KINDS = {
 TEXT_COLUMNS = {
     "uid", "topology", "event", "status", "reason", "backend", "cluster", "source", "topo",
     "strategy", "size_label", "run_state", "topology-uid", "service", "log_format", "state",
-    "instance_type", "image", "flux_version", "error", *RECORD_FACTS, *KNOB_COLUMNS,
+    "instance_type", "image", "flux_version", "error", *RECORD_FACTS, *IDENTITY_FACTS,
+    *KNOB_COLUMNS,
     BLOB_COLUMN,
 }  # fmt: skip
 

@@ -41,7 +41,7 @@ from experiments.formats.parsed import (
     TEXT_COLUMNS,
 )
 
-__all__ = ["Parsed", "Summarize", "load_parsed"]
+__all__ = ["Parsed", "Summarize", "cell_values", "load_parsed"]
 
 # An events table -> its summary table (analysis.tables.frames.summary_table).
 Summarize = Callable[[pd.DataFrame], pd.DataFrame]
@@ -126,11 +126,19 @@ def _places_from_runs(events: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     missing = [c for c in PLACE_COLUMNS if c not in events.columns and c in runs.columns]
     if not missing or events.empty or not {"source"} <= set(runs.columns) & set(events.columns):
         return events
-    logs = [f"{cell}/{LOG_NAME}" if cell else LOG_NAME for cell in runs["source"].astype(str)]
     for column in missing:
-        found = dict(zip(logs, runs[column].fillna("").astype(str), strict=True))
-        events[column] = [found.get(str(log), "") for log in events["source"]]
+        events[column] = cell_values(events, runs, column)
     return events
+
+
+def cell_values(events: pd.DataFrame, runs: pd.DataFrame, column: str) -> list[str]:
+    """Per events row, its cell's value of a runs.csv column ("" where runs.csv lacks
+    the column or the cell): a run's `source` is its cell's folder, an event's its log."""
+    if column not in runs.columns or "source" not in runs.columns or "source" not in events:
+        return [""] * len(events)
+    logs = [f"{cell}/{LOG_NAME}" if cell else LOG_NAME for cell in runs["source"].astype(str)]
+    found = dict(zip(logs, runs[column].fillna("").astype(str), strict=True))
+    return [found.get(str(log), "") for log in events["source"]]
 
 
 def _seed_cells(runs: pd.DataFrame) -> set[str]:
