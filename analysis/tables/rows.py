@@ -35,9 +35,10 @@ from experiments.formats.parsed import (
     BLOB_COLUMN,
     EVENT_COLUMNS,
     EVENT_KINDS,
+    IDENTITY_FACTS,
     KNOB_COLUMNS,
     PLACE_COLUMNS,
-    IDENTITY_FACTS,
+    RAN_COLUMNS,
     RECORD_FACTS,
 )
 
@@ -191,18 +192,20 @@ def table_rows(results: Iterable[CellResult]) -> TableRows:
         )
         knobs = res.knobs.labels()
         place = {name: record[name] for name in PLACE_COLUMNS}
+        ran = {name: record[name] for name in RAN_COLUMNS}
         if res.steps:
             same = {
                 "uid": uid, "topology": topology, "iteration": res.iteration,
                 "nodes": res.nodes, "backend": backend, "cluster": cluster,
                 "source": source, "topo": res.topo, "run_state": state, **knobs, **place,
-                BLOB_COLUMN: res.blob,
+                BLOB_COLUMN: res.blob, **ran,
             }  # fmt: skip
             # In SUMMARY_KEYS order: a box cell at 200Mbit and a test-instance cell
             # of one design are two groups, never one; nor are zero and random blobs.
             cell_key: tuple[object, ...] = (backend, cluster, *place.values(), res.blob)
             cell_key += (res.nodes, topology, res.topo)
             cell_key += tuple(knobs[name] for name in KNOB_COLUMNS)
+            cell_key += tuple(ran.values())  # another Flux or template: another group
             _add_steps(rows, res.steps, same, cell_key)
             _add_archive_counts(rows, res)
         for ping in res.pings:

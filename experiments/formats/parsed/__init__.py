@@ -34,6 +34,7 @@ __all__ = [
     "PING_CSV",
     "PING_KINDS",
     "PLACE_COLUMNS",
+    "RAN_COLUMNS",
     "RECORD_FACTS",
     "RUNS_CSV",
     "RUN_COLUMNS",
@@ -74,6 +75,11 @@ BLOB_COLUMN = "blob"
 # every step of that strategy and size; empty where the log has no such line
 # (`direct`, the seed's logs, a kary log written before it).
 ARCHIVE_COLUMNS = ["archive_chunks", "store_objects_added"]
+# The Flux version a cell ran and the hash of every template it ran (run.json; "" where
+# not recorded: a seed log, a kary from before it said).  Another Flux or another
+# template is another benchmark, so each is a summary group of its own, as a knob is,
+# and the report names them where they vary (analysis.tables.sources).
+RAN_COLUMNS = ["flux_version", "template_hash"]
 # The seed's columns first, in the seed's order, then kary's.
 EVENT_COLUMNS = [
     "uid",
@@ -97,6 +103,7 @@ EVENT_COLUMNS = [
     *PLACE_COLUMNS,
     BLOB_COLUMN,
     *ARCHIVE_COLUMNS,
+    *RAN_COLUMNS,
 ]
 # The events columns that are not text or the seed's numbers: nullable integers.
 EVENT_KINDS = dict.fromkeys(ARCHIVE_COLUMNS, "Int64")
@@ -195,6 +202,7 @@ SUMMARY_KEYS = [
     "topology",
     "topo",
     *KNOB_COLUMNS,
+    *RAN_COLUMNS,
     "event",
     "strategy",
     "size_label",

@@ -35,6 +35,7 @@ from experiments.formats.parsed import (
     PING_COLUMNS,
     PING_CSV,
     PLACE_COLUMNS,
+    RAN_COLUMNS,
     RUN_COLUMNS,
     RUNS_CSV,
     SUMMARY_CSV,
@@ -111,9 +112,10 @@ def _read_csv(path: Path, columns: list[str] | None) -> pd.DataFrame:
 
 
 def _added_columns_unset(frame: pd.DataFrame) -> pd.DataFrame:
-    """A table parsed before kary knew Flux knobs, or carried where each cell ran into
-    the events and summary: those columns, empty (Flux's default; not recorded)."""
-    for column in (*KNOB_COLUMNS, *PLACE_COLUMNS):
+    """A table parsed before kary knew Flux knobs, or carried where each cell ran (and on
+    what Flux, with which templates) into the events and summary: those columns, empty
+    (Flux's default; not recorded)."""
+    for column in (*KNOB_COLUMNS, *PLACE_COLUMNS, *RAN_COLUMNS):
         if column not in frame.columns:
             frame[column] = ""
     return frame
