@@ -55,12 +55,22 @@ IDENTITY_COLUMNS: dict[str, str | None] = {
     "sizes": None,
     "strategies": None,
     "verify": None,
-    **{name: name for name in RUN_IDENTITY_FIELDS if name not in ("experiment", "sizes",
-                                                                  "strategies", "verify")},
+    "backend": "backend",
+    "place": "place",
+    "layout": "layout",
+    "links": "links",
+    "image": "image",
+    "flux_view": "flux_view",
+    "blob": "blob",
+    "cluster": "cluster",
+    "instance_type": "instance_type",
+    "emulator_faults": "emulator_faults",
+    "shared_nodes": "shared_nodes",
+    "flux_version": "flux_version",
 }
 # Every column that shapes a step's numbers beside its design; one only where a table has it.
-_AXES = [
-    *(IDENTITY_COLUMNS[name] for name in RUN_IDENTITY_FIELDS if IDENTITY_COLUMNS[name]),
+_AXES: list[str] = [
+    *(column for name in RUN_IDENTITY_FIELDS if (column := IDENTITY_COLUMNS[name])),
     *KNOB_COLUMNS,
     CPU_BOUND,
 ]

@@ -72,7 +72,8 @@ def source_names(frame: Any) -> list[str]:
     ]
     ran = _ran_texts(frame)
     return [
-        source_label(*values, ran=text) for *values, text in zip(*columns, ran, strict=True)
+        source_label(backend, cluster, place, links, blob, ran=text)
+        for backend, cluster, place, links, blob, text in zip(*columns, ran, strict=True)
     ]
 
 
