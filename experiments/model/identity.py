@@ -12,6 +12,10 @@ into each cell's run.json (`identity`); the ledger compares it before a done
 cell is skipped, and a difference stops the plan with one line (see
 `identity_problem`).
 
+The Flux version a cell ran is known only once it ran (RAN_FIELDS): it is part
+of the identity as run (RUN_IDENTITY_FIELDS), which `kary compare` holds two
+trees to, and never part of a plan.
+
 The benchmark template is not part of it: upgrading kary changes the
 template's hash, and refusing every resumed study for that would hide the
 real differences among the noise.  `other_template` names such cells so the
