@@ -20,8 +20,8 @@ failed precondition: analysis.read.records.is_void) are neither timings nor
 failures of what is compared: they are counted apart (void_before/after)
 and never make a `!`.
 
-A step is compared only with itself run in the same setting (backend, place,
-links, blob kind, knobs, CPU-bound: analysis.compare_match).  Two trees with
+A step is compared only with itself run in the same setting (every field of the
+cell's identity as it ran, knobs, CPU-bound: analysis.compare_match).  Two trees with
 no step in common, or whose common steps never ran in one setting, are
 refused in one line (UserError); `allow_mixed` compares the latter anyway and
 labels every such row.
@@ -43,6 +43,7 @@ from analysis.compare_match import (
     nothing_in_common,
     setting_axes,
     setting_text,
+    with_run_axes,
 )
 from analysis.read.records import is_void
 from analysis.tables.parsed_dir import Parsed
@@ -124,8 +125,10 @@ def compare_parsed(
     """
     if not factor > 1:
         raise ValueError("factor must be > 1")
-    axes = setting_axes(before.events, after.events)
-    a, b = _groups(before.events, axes), _groups(after.events, axes)
+    events_a = with_run_axes(before.events, before.runs)
+    events_b = with_run_axes(after.events, after.runs)
+    axes = setting_axes(events_a, events_b)
+    a, b = _groups(events_a, axes), _groups(events_b, axes)
     matching = match_groups(a, b, allow_mixed)
     if not matching.common_steps:
         raise UserError(nothing_in_common(before.events, after.events))

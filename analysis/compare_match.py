@@ -1,8 +1,14 @@
 """Which groups of two parsed trees `kary compare` may set side by side, and why not.
 
 A step (event, topology, nodes, size) is compared only with the same step run
-in the same setting: backend, place, links, the blob's kind (where the tables
-carry a `blob` column), the Flux knobs and whether the box was CPU-bound.  A
+in the same setting: every field of the cell's identity as it ran (the one
+definition of what shapes a number, experiments/model/identity.py
+RUN_IDENTITY_FIELDS: backend, place, layout, links, image, Flux view, blob kind,
+cluster, instance type, emulator faults, shared nodes, Flux version; the rest,
+experiment, sizes, strategies and verify, are in the step itself), the Flux
+knobs and whether the box was CPU-bound.  What the events table does not carry
+comes from runs.csv, cell by cell.  A field one tree never recorded (a seed log,
+a kary from before it said) is not held against the other.  A
 step both trees ran, but never in one setting, makes the two trees differ:
 real Flux in a box against the emulator measures the emulator, not a change.
 Each tree's settings stay apart, so a tree holding a box at 200Mbit and a test
@@ -23,8 +29,12 @@ from analysis.tables.knobs import CPU_BOUND
 from experiments.formats.cell_layout import size_text
 from experiments.formats.events import event_sort_key, topology_order_key
 from experiments.formats.parsed import KNOB_COLUMNS
+from experiments.formats.parsed.load import cell_values
+from experiments.model.identity import RUN_IDENTITY_FIELDS
 
 __all__ = [
+    "IDENTITY_COLUMNS",
+    "RUN_AXES",
     "STEP_KEYS",
     "Matching",
     "Pair",
@@ -33,15 +43,54 @@ __all__ = [
     "nothing_in_common",
     "setting_axes",
     "setting_text",
+    "with_run_axes",
 ]
 
 STEP_KEYS = ["event", "topo", "nodes", "size_bytes"]
-# Every column that shapes a step's numbers beside its design; `blob` (the blob's
-# kind) only where a table has it.
-_AXES = ["backend", "place", "links", "blob", *KNOB_COLUMNS, CPU_BOUND]
-_NAMES = {"purge_target_size": "purge-target-size", CPU_BOUND: "CPU-bound"}
+# Where each field of a cell's identity as it ran is in the parsed tables: its column
+# (the events table's, else runs.csv's), or None where the step already tells it
+# (ping and distribute time other events; a size, a strategy, a verify is its own step).
+IDENTITY_COLUMNS: dict[str, str | None] = {
+    "experiment": None,
+    "sizes": None,
+    "strategies": None,
+    "verify": None,
+    "backend": "backend",
+    "place": "place",
+    "layout": "layout",
+    "links": "links",
+    "image": "image",
+    "flux_view": "flux_view",
+    "blob": "blob",
+    "cluster": "cluster",
+    "instance_type": "instance_type",
+    "emulator_faults": "emulator_faults",
+    "shared_nodes": "shared_nodes",
+    "flux_version": "flux_version",
+}
+# Every column that shapes a step's numbers beside its design; one only where a table has it.
+_AXES: list[str] = [
+    *(column for name in RUN_IDENTITY_FIELDS if (column := IDENTITY_COLUMNS[name])),
+    *KNOB_COLUMNS,
+    CPU_BOUND,
+]
+# The runs.csv columns of the identity (the events table carries the others).
+RUN_AXES = ["layout", "image", "flux_view", "instance_type", "emulator_faults", "shared_nodes",
+            "flux_version"]  # fmt: skip
+# Where "" is a run that did not record the field: an axis one tree never recorded is
+# not held against the other.
+_UNRECORDED = {"layout", "image", "flux_view", "instance_type", "shared_nodes", "flux_version"}
+_NAMES = {
+    "purge_target_size": "purge-target-size",
+    CPU_BOUND: "CPU-bound",
+    "flux_version": "Flux version",
+    "flux_view": "Flux view",
+    "instance_type": "instance type",
+    "emulator_faults": "emulator faults",
+    "shared_nodes": "shared nodes",
+}
 # What an empty value means on each axis ("" elsewhere: not recorded).
-_EMPTY = {"links": "unshaped", **dict.fromkeys(KNOB_COLUMNS, "default")}
+_EMPTY = {"links": "unshaped", "emulator_faults": "none", **dict.fromkeys(KNOB_COLUMNS, "default")}
 
 Step = tuple[object, ...]  # (event, topo, nodes, size_bytes)
 Setting = tuple[str, ...]  # a value per setting axis
@@ -49,8 +98,23 @@ GroupKey = tuple[Setting, Step]
 
 
 def setting_axes(*frames: pd.DataFrame) -> list[str]:
-    """The setting axes any of `frames` has a column for, in a fixed order."""
-    return [axis for axis in _AXES if any(axis in frame.columns for frame in frames)]
+    """The setting axes any of `frames` has a column for, in a fixed order; an axis
+    where "" means not recorded only where every frame recorded it somewhere."""
+    return [
+        axis
+        for axis in _AXES
+        if any(axis in frame.columns for frame in frames)
+        and (axis not in _UNRECORDED or all(_recorded(frame, axis) for frame in frames))
+    ]
+
+
+def _recorded(frame: pd.DataFrame, axis: str) -> bool:
+    return axis in frame.columns and bool((frame[axis].fillna("").astype(str) != "").any())
+
+
+def with_run_axes(events: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The events with each cell's identity fields that only runs.csv holds (RUN_AXES)."""
+    return events.assign(**{axis: cell_values(events, runs, axis) for axis in RUN_AXES})
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ read is reported as a `Problem` with its reason, and every good row is kept.
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -158,6 +159,9 @@ def _read(data_dir: Path, jobs: int | None, only: CellFilter | None) -> _Tree:
     }
     if rows.steps_void:  # only then: a tree without void steps parses as it did
         rows.meta["steps_void"] = rows.steps_void
+    unsucceeded = _unsucceeded_cells(results)
+    if unsucceeded:  # only then, as steps_void: their steps are void (analysis.read.cell)
+        rows.meta["cells_unsucceeded"] = unsucceeded
     if only is not None:
         rows.meta["only"] = only.text  # these tables hold only the cells it selects
     return _Tree(rows, problems, len(results), logs, logs_parsed)
@@ -246,6 +250,14 @@ def _check_dirs(data_dir: Path, out_dir: Path) -> None:
         raise UserError(f"--data {data_dir} is inside {plots}, which parse rewrites")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out_dir} exists and is not a directory")
+
+
+def _unsucceeded_cells(results: list[CellResult]) -> dict[str, int]:
+    """{state: cells} of the cells whose run.json says other than succeeded, by state."""
+    states = Counter(
+        r.record.state for r in results if r.record is not None and r.record.state != "succeeded"
+    )
+    return dict(sorted(states.items()))
 
 
 def _selected(results: list[CellResult], only: CellFilter, data_dir: Path) -> list[CellResult]:

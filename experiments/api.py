@@ -141,6 +141,7 @@ def plan(sweep: Sweep) -> PlannedSweep:
         data_dir=spec.data_dir,
         # Priced as the study's cells are, with verify on, inside the study's session.
         estimate=lambda chosen: priced(chosen, True, False, False),
+        settings=settings,
     )
     return PlannedSweep(sweep, cells, ledger, estimate, render, checked, smoke, settings)
 

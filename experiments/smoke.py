@@ -13,9 +13,13 @@ Only billed backends (not model.places.UNBILLED) run one: a local failure costs
 nothing, so there is nothing to save by checking first.
 
 Resume: a smoke cell that succeeded before under the same data dir is not run
-again when its run.json matches this sweep: the same --cluster name, image,
-templates (template_hash), size and strategies.  A cluster this run creates
-(--up) is new, so it is checked again; --force runs the smoke cell again too.
+again when its run.json matches this sweep: the same identity (model/identity.py:
+backend, place, layout, links, image, Flux view, blob kind, cluster, instance
+type, ..., as the smoke cell would run it now), templates (template_hash), size
+and strategies.  A per-cell pass does not excuse a nested sweep, nor a random-blob
+pass a zero-blob one; a record from before smoke cells recorded their identity
+is not relied on.  A cluster this run creates (--up) is new, so it is checked
+again; --force runs the smoke cell again too.
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 from experiments.estimate.time_model import Estimate
 from experiments.files import write_atomic
 from experiments.formats.cell_layout import SMOKE_MARKER, format_size, smoke_root
-from experiments.formats.run_record import UnreadableRecord, read_record
+from experiments.formats.run_record import RunRecord, UnreadableRecord, read_record
 from experiments.model.cluster_spec import ClusterSpec
+from experiments.model.identity import StudySettings, identity_differences
 from experiments.model.plan import Cell, ExperimentSpec, Plan
 from experiments.model.render import RenderOptions, template_hash
 from experiments.model.smoke import SMOKE_SIZE, smoke_cells
@@ -73,6 +78,8 @@ class SmokePlan:
     root: Path | None = None  # <data>/smoke
     estimate: Estimate | None = None  # for RUN
     cluster: str | None = None
+    # What shapes the smoke cells' numbers (the study's, verify on), recorded in their run.json.
+    settings: StudySettings | None = None
 
     @property
     def runs(self) -> bool:
@@ -161,10 +168,12 @@ def plan_smoke(
     cluster: str | None,
     data_dir: Path,
     estimate: Callable[[list[Cell]], Estimate],
+    settings: StudySettings | None = None,
 ) -> SmokePlan:
     """The smoke cell of a sweep whose cells are `cells` (`to_run` still to run).
 
-    `estimate` prices cells as the study's are (api.plan: estimate_for, verify on).
+    `estimate` prices cells as the study's are (api.plan: estimate_for, verify on);
+    `settings` are the study's (model/identity.py): the smoke cell runs them, verify on.
     """
     if not billed:
         return SmokePlan(NONE, NOT_BILLED)
@@ -174,17 +183,31 @@ def plan_smoke(
         return SmokePlan(NONE, "no cell to run")
     chosen = smoke_cells(cells)
     root = smoke_root(data_dir)
-    if _passed_before(sweep, chosen, root, render, cluster):
-        return SmokePlan(PASSED, cells=tuple(chosen), root=root, cluster=cluster)
+    smoke_settings = dataclasses.replace(settings, verify=True) if settings else None
+    if _passed_before(sweep, chosen, root, render, cluster, smoke_settings):
+        return SmokePlan(
+            PASSED, cells=tuple(chosen), root=root, cluster=cluster, settings=smoke_settings
+        )
     return SmokePlan(
-        RUN, cells=tuple(chosen), root=root, estimate=estimate(chosen), cluster=cluster
+        RUN,
+        cells=tuple(chosen),
+        root=root,
+        estimate=estimate(chosen),
+        cluster=cluster,
+        settings=smoke_settings,
     )
 
 
 def _passed_before(
-    sweep: Sweep, cells: list[Cell], root: Path, render: RenderOptions, cluster: str | None
+    sweep: Sweep,
+    cells: list[Cell],
+    root: Path,
+    render: RenderOptions,
+    cluster: str | None,
+    settings: StudySettings | None,
 ) -> bool:
-    """Every smoke cell succeeded before, here, on this cluster, with this image and templates."""
+    """Every smoke cell succeeded before, here, on this cluster, with this image and
+    templates, and (given `settings`) as the smoke cell would run now: its identity."""
     if sweep.force or sweep.up:
         return False
     templates = template_hash(sweep.template)
@@ -203,7 +226,19 @@ def _passed_before(
             return False
         if (record.sizes, record.strategies) != (list(cell.sizes), list(cell.strategies)):
             return False
+        if settings is not None and not _same_identity(record, settings.identity(cell)):
+            return False
     return True
+
+
+def _same_identity(record: RunRecord, planned: dict[str, Any]) -> bool:
+    """The record states the identity the smoke cell has now (a record without one,
+    written before smoke cells recorded it, could be any layout: not relied on)."""
+    recorded = (record.model_extra or {}).get("identity")
+    if not isinstance(recorded, dict):
+        return False
+    stated = {name: recorded[name] for name in planned if name in recorded}
+    return set(stated) == set(planned) and not identity_differences(planned, stated)
 
 
 def run_smoke(
@@ -259,6 +294,7 @@ def run_smoke(
         reporter=SilentReporter(),
         cluster=cluster.name if cluster else None,
         instance_type=cluster.instance_type if cluster else None,
+        settings=smoke.settings,
     )
     study = RunSummary(
         skipped_done=len(ledger.done),

@@ -11,6 +11,14 @@ run.json, the cell line's `blob` and the blob directory (`blob-zeros`); a kary
 cell none of them names made random blobs (kary made no others before it said),
 and a seed-format log without a run.json is `zeros` (SEED_BLOB).
 
+A cell whose run.json says anything but `succeeded` (failed: an overlay that is
+not its topology, a restarted container, a lost log; timeout, interrupted,
+preempted; still running) gives no timing: each step and ping its log timed is
+void with the cell's state and error (`void: cell failed: <error>`), so the
+tables, the report, compare and the time model count it and never time it.  A
+step that failed in its own right stays failed, with its own reason.  A seed
+log has no run.json: its steps are judged by its text alone, as before.
+
 run.json is read by experiments.formats.run_record's one reader.  A record it
 refuses (damaged, invalid, or of a newer format than this kary's) is noted as
 a warning on that cell and ignored: the cell's log is still parsed and the
@@ -25,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from analysis.read.kary_log import ArchiveCounts, parse_kary
 from analysis.read.log_text import LogText, decode_log, header_value, overlay_lines
-from analysis.read.records import PingStep, Problem, ProblemKind, Step
+from analysis.read.records import OK, PingStep, Problem, ProblemKind, Step, void_status
 from analysis.read.seed_log import parse_legacy
 from analysis.read.walk import LOG_NAME, RECORD_NAME, CellDir
 from experiments.errors import UserError
@@ -44,6 +52,9 @@ if TYPE_CHECKING:
     from experiments.formats.run_record import RunRecord
 
 __all__ = ["CellResult", "parse_cell"]
+
+# The one run.json state whose steps are timings (experiments.formats.run_record).
+_SUCCEEDED = "succeeded"
 
 
 @dataclass
@@ -93,6 +104,8 @@ def parse_cell(cell: CellDir) -> CellResult:
         result.overlay = overlay_lines(log.text)
         meta = _parse_steps(result, log)
     _identify(result, meta, header_nodes, header_topo)
+    if result.record is not None and result.record.state != _SUCCEEDED:
+        _void_timings(result, result.record)
     if result.identified and result.overlay:
         _check_overlay(result)
     if not result.identified:
@@ -112,6 +125,20 @@ def parse_cell(cell: CellDir) -> CellResult:
         result.note("skipped", "no benchmark events in the log")
     result.measured = bool(result.steps or result.pings)
     return result
+
+
+def _void_timings(result: CellResult, record: RunRecord) -> None:
+    """A cell that did not succeed gives no timing: what its log timed is void, and why."""
+    reason = f"cell {record.state}" + (f": {_oneline_text(record.error)}" if record.error else "")
+    status = void_status(reason)
+    result.steps = [
+        step._replace(seconds=None, status=status, reason=reason) if step.status == OK else step
+        for step in result.steps
+    ]
+    result.pings = [
+        ping._replace(ms=None, status=status, reason=reason) if ping.status == OK else ping
+        for ping in result.pings
+    ]
 
 
 def _read_record(result: CellResult) -> RunRecord | None:
@@ -262,6 +289,10 @@ def _topo(value: Any) -> str | None:
         return str(parse_topology(value.strip()))
     except UserError:
         return topo_from_dirname(value.strip())
+
+
+def _oneline_text(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
 
 
 def _oneline(err: Exception) -> str:

@@ -27,6 +27,7 @@ from experiments.formats.parsed import (
     PING_COLUMNS,
     PING_KINDS,
     PLACE_COLUMNS,
+    RAN_COLUMNS,
     RUN_COLUMNS,
     RUN_KINDS,
     SUMMARY_KEYS,
@@ -39,7 +40,7 @@ __all__ = ["SUMMARY_KEYS", "summary_frame", "summary_table", "tables_of"]
 # columns took a quarter off the summary's time.
 _SUMMARY_GROUPS = [
     "backend", "cluster", *PLACE_COLUMNS, BLOB_COLUMN, "nodes", "topology", "topo",
-    *KNOB_COLUMNS, "event", "size_label", "size_bytes",
+    *KNOB_COLUMNS, *RAN_COLUMNS, "event", "size_label", "size_bytes",
 ]  # fmt: skip
 
 
@@ -111,7 +112,7 @@ def summary_table(events: pd.DataFrame) -> pd.DataFrame:
         **{
             # A column of NaN only is float: as text first, so "" fills it.
             c: events[c].astype(object).fillna("")
-            for c in ("backend", "cluster", *PLACE_COLUMNS, BLOB_COLUMN)
+            for c in ("backend", "cluster", *PLACE_COLUMNS, BLOB_COLUMN, *RAN_COLUMNS)
             if c in events.columns and events[c].hasnans
         }
     )

@@ -35,8 +35,10 @@ from experiments.formats.parsed import (
     BLOB_COLUMN,
     EVENT_COLUMNS,
     EVENT_KINDS,
+    IDENTITY_FACTS,
     KNOB_COLUMNS,
     PLACE_COLUMNS,
+    RAN_COLUMNS,
     RECORD_FACTS,
 )
 
@@ -113,7 +115,7 @@ _RECORD_TEXTS = ("backend", "cluster", "state", "instance_type", "image", "flux_
 def _record_texts(record: RunRecord | None) -> dict[str, str]:
     """The run.json facts the tables carry, as text ("" where unknown or no record)."""
     if record is None:
-        return dict.fromkeys((*_RECORD_TEXTS, *RECORD_FACTS), "")
+        return dict.fromkeys((*_RECORD_TEXTS, *RECORD_FACTS, *IDENTITY_FACTS), "")
     texts = {name: _text(getattr(record, name)) for name in _RECORD_TEXTS}
     extra = record.model_extra or {}
     emulator = extra.get("emulator")
@@ -127,6 +129,9 @@ def _record_texts(record: RunRecord | None) -> dict[str, str]:
     # The nested layout's outer instance (or MiniCluster) the cell ran in.
     nested = extra.get("nested_in")
     nested = nested if isinstance(nested, dict) else {}
+    identity = extra.get("identity")
+    identity = identity if isinstance(identity, dict) else {}
+    shared = identity.get("shared_nodes")
     texts.update(
         started=_text(record.started),
         finished=_text(record.finished),
@@ -148,6 +153,8 @@ def _record_texts(record: RunRecord | None) -> dict[str, str]:
         rank_nodes=rank_nodes_text(extra.get("rank_nodes")),
         node_set=node_set_text(extra.get("node_set")),
         zones=zones_text(extra.get("zones")),
+        flux_view=_text(identity.get("flux_view")),
+        shared_nodes={True: "yes", False: "no"}.get(shared, "") if isinstance(shared, bool) else "",
     )
     return texts
 
@@ -185,18 +192,20 @@ def table_rows(results: Iterable[CellResult]) -> TableRows:
         )
         knobs = res.knobs.labels()
         place = {name: record[name] for name in PLACE_COLUMNS}
+        ran = {name: record[name] for name in RAN_COLUMNS}
         if res.steps:
             same = {
                 "uid": uid, "topology": topology, "iteration": res.iteration,
                 "nodes": res.nodes, "backend": backend, "cluster": cluster,
                 "source": source, "topo": res.topo, "run_state": state, **knobs, **place,
-                BLOB_COLUMN: res.blob,
+                BLOB_COLUMN: res.blob, **ran,
             }  # fmt: skip
             # In SUMMARY_KEYS order: a box cell at 200Mbit and a test-instance cell
             # of one design are two groups, never one; nor are zero and random blobs.
             cell_key: tuple[object, ...] = (backend, cluster, *place.values(), res.blob)
             cell_key += (res.nodes, topology, res.topo)
             cell_key += tuple(knobs[name] for name in KNOB_COLUMNS)
+            cell_key += tuple(ran.values())  # another Flux or template: another group
             _add_steps(rows, res.steps, same, cell_key)
             _add_archive_counts(rows, res)
         for ping in res.pings:
@@ -250,6 +259,7 @@ def table_rows(results: Iterable[CellResult]) -> TableRows:
                 *(knobs[name] for name in KNOB_COLUMNS),
                 *(record[name] for name in RECORD_FACTS),
                 res.blob,
+                *(record[name] for name in IDENTITY_FACTS),
             )
         )
     rows.whole_gb = all(type(gb) is int for gb in rows.events["size_gb"])

@@ -1,5 +1,5 @@
 """Where a table's timings come from, as one label per (backend, cluster, place, links,
-blob kind).
+blob kind), and the Flux version and templates where those vary in the table.
 
 The label is what the report groups by before it ranks anything: a box cell at
 200Mbit, a box cell at 100Mbit and a test-instance cell of one design are three
@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from experiments.formats.blobs import DEDUPLICATED, DEFAULT_BLOB
+from experiments.formats.parsed import RAN_COLUMNS
 
 __all__ = ["data_note", "deduplicated", "flux_kind", "source_label", "source_names"]
 
@@ -22,15 +23,21 @@ _PLACE_WORDS = {"box": "box", "test-instance": "test instance", "allocation": "a
 
 
 def source_label(
-    backend: object, cluster: object, place: object = "", links: object = "", blob: object = ""
+    backend: object,
+    cluster: object,
+    place: object = "",
+    links: object = "",
+    blob: object = "",
+    ran: str = "",
 ) -> str:
     """Where timings come from: `local:vm`, `kubernetes/gke-30`, `seed logs`, and with a
     place or links `box on flux:vm, links 200Mbit` or `local:vm, links 200Mbit`; with
-    blobs other than random, `seed logs, zero blobs`."""
+    `ran` (`Flux 0.88.0`) that; with blobs other than random, `seed logs, zero blobs`."""
     host = _host(_text(backend), _text(cluster))
     place, links, blob = _text(place), _text(links), _text(blob)
     label = f"{_PLACE_WORDS.get(place, place)} on {host}" if place else host
     label = f"{label}, links {links}" if links else label
+    label = f"{label}, {ran}" if ran else label
     return f"{label}, {_blob_words(blob)}" if blob and blob != DEFAULT_BLOB else label
 
 
@@ -63,7 +70,36 @@ def source_names(frame: Any) -> list[str]:
         frame[name].tolist() if name in frame.columns else [""] * len(frame)
         for name in ("backend", "cluster", "place", "links", "blob")
     ]
-    return [source_label(*values) for values in zip(*columns, strict=True)]
+    ran = _ran_texts(frame)
+    return [
+        source_label(backend, cluster, place, links, blob, ran=text)
+        for backend, cluster, place, links, blob, text in zip(*columns, ran, strict=True)
+    ]
+
+
+# How a varying Flux version or template hash reads in a label.
+_RAN_WORDS = {"flux_version": "Flux {}", "template_hash": "templates {}"}
+
+
+def _ran_texts(frame: Any) -> list[str]:
+    """Per row, `Flux 0.88.0, templates 1a2b` over the RAN_COLUMNS whose value varies in
+    the table (another Flux or template is another benchmark: never one source); "" for
+    every row where none does, so a table of one Flux and one template reads as before."""
+    varying = [
+        name
+        for name in RAN_COLUMNS
+        if name in frame.columns and len({_text(v) for v in frame[name].tolist()}) > 1
+    ]
+    if not varying:
+        return [""] * len(frame)
+    columns = zip(*(frame[name].tolist() for name in varying), strict=True)
+    return [
+        ", ".join(
+            _RAN_WORDS[name].format(_text(value) or "not recorded")
+            for name, value in zip(varying, values, strict=True)
+        )
+        for values in columns
+    ]
 
 
 def flux_kind(source: str) -> str:

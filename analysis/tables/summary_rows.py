@@ -20,7 +20,13 @@ from analysis.tables.group_stats import SUMMARY_STATS, group_stats
 from analysis.tables.rows import TableRows, size_gb_of
 from experiments.formats.cell_layout import knob_label_order
 from experiments.formats.events import event_sort_key, strategy_of, topology_order_key
-from experiments.formats.parsed import BLOB_COLUMN, KNOB_COLUMNS, PLACE_COLUMNS, SUMMARY_KEYS
+from experiments.formats.parsed import (
+    BLOB_COLUMN,
+    KNOB_COLUMNS,
+    PLACE_COLUMNS,
+    RAN_COLUMNS,
+    SUMMARY_KEYS,
+)
 
 __all__ = ["SUMMARY_COLUMNS", "Summary", "summary_of", "summary_of_rows"]
 
@@ -156,6 +162,7 @@ def _sort_key(key: tuple[object, ...]) -> tuple[object, ...]:
         named["nodes"],
         topology_order_key(str(named["topo"])),
         tuple(knob_label_order(str(named[name])) for name in KNOB_COLUMNS),
+        tuple(str(named[name]) for name in RAN_COLUMNS),
         event_sort_key(str(named["event"])),
         named["size_bytes"],
     )

@@ -41,6 +41,12 @@ def _parse_line(result: ParseResult, out: Path) -> str:
     )
     if meta["pings"]:
         line += f", {_count(meta['pings'], 'ping')} ({meta['pings_failed']} failed)"
+    unsucceeded = meta.get("cells_unsucceeded") or {}
+    if unsucceeded:
+        states = ", ".join(f"{n} {state}" for state, n in unsucceeded.items())
+        total = sum(unsucceeded.values())
+        them = "it" if total == 1 else "them"
+        line += f"; {_count(total, 'cell')} not succeeded ({states}): no timing from {them}"
     skipped, partial = len(result.skipped), len(result.partial)
     if skipped or partial:
         line += f"; {_count(skipped, 'file')} skipped, {partial} partly parsed (see stderr)"

@@ -12,6 +12,10 @@ into each cell's run.json (`identity`); the ledger compares it before a done
 cell is skipped, and a difference stops the plan with one line (see
 `identity_problem`).
 
+The Flux version a cell ran is known only once it ran (RAN_FIELDS): it is part
+of the identity as run (RUN_IDENTITY_FIELDS), which `kary compare` holds two
+trees to, and never part of a plan.
+
 The benchmark template is not part of it: upgrading kary changes the
 template's hash, and refusing every resumed study for that would hide the
 real differences among the noise.  `other_template` names such cells so the
@@ -38,6 +42,8 @@ from experiments.model.plan import Cell
 
 __all__ = [
     "IDENTITY_FIELDS",
+    "RAN_FIELDS",
+    "RUN_IDENTITY_FIELDS",
     "StudySettings",
     "identity_differences",
     "identity_problem",
@@ -62,6 +68,12 @@ IDENTITY_FIELDS = (
     "emulator_faults",
     "shared_nodes",
 )
+# What shapes a cell's numbers that only its run can tell: the Flux version it ran
+# (the log's cell line, run.json's flux_version).  Never planned, so the ledger cannot
+# hold a plan to it; `kary compare` holds two trees to it (RUN_IDENTITY_FIELDS).
+RAN_FIELDS = ("flux_version",)
+# The identity of a cell as it ran: the planned fields and those only a run tells.
+RUN_IDENTITY_FIELDS = (*IDENTITY_FIELDS, *RAN_FIELDS)
 # What a record from before `identity` still says, at its top level.
 _LEGACY_FIELDS = (
     "experiment",

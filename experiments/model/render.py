@@ -92,6 +92,10 @@ MAX_PING_PAD = 2**31 - 1
 ARCHIVE_CHUNK = 2**20
 MINICLUSTER_TEMPLATE = "minicluster.yaml.j2"
 ENTRYPOINT_TEMPLATE = "entrypoint.sh.j2"
+# The nested layout's driver (experiments.model.render_nested): it decides the content
+# store's journal mode, the start bound and the disk check of every nested cell.  It is
+# always kary's own (render_nested reads it from the installed templates, never --template).
+NESTED_DRIVER_TEMPLATE = "nested_driver.sh.j2"
 
 
 @dataclass(frozen=True)
@@ -253,11 +257,20 @@ def template_environment(template_dir: Path) -> jinja2.Environment:
 
 
 def template_hash(template_dir: Path | None = None) -> str:
-    """sha256 over both templates: which benchmark produced a raw cell."""
-    folder = template_dir or resource_dir("templates")
+    """sha256 over every template a cell runs: which benchmark produced a raw cell.
+
+    The MiniCluster and the entrypoint come from `template_dir` (--template); the
+    nested driver is kary's own, read where render_nested reads it.
+    """
+    own = resource_dir("templates")
+    folder = template_dir or own
     digest = hashlib.sha256()
-    for name in (MINICLUSTER_TEMPLATE, ENTRYPOINT_TEMPLATE):
-        digest.update(name.encode() + b"\0" + (folder / name).read_bytes() + b"\0")
+    for name, where in (
+        (MINICLUSTER_TEMPLATE, folder),
+        (ENTRYPOINT_TEMPLATE, folder),
+        (NESTED_DRIVER_TEMPLATE, own),
+    ):
+        digest.update(name.encode() + b"\0" + (where / name).read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 

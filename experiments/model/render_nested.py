@@ -34,14 +34,18 @@ import yaml
 from experiments.errors import UserError
 from experiments.formats.blobs import DEFAULT_BLOB, check_blob, kept_blob_name
 from experiments.formats.nested_frame import FRAME_PREFIX
-from experiments.model.render import MINCRIT_MIN_FLUX, template_environment
+from experiments.model.render import (
+    MINCRIT_MIN_FLUX,
+    NESTED_DRIVER_TEMPLATE,
+    template_environment,
+)
 from experiments.resources import resource_dir
 from experiments.version import __version__
 
 __all__ = ["DRIVER_NAME", "NestedCell", "NestedMiniCluster", "render_nested"]
 
 DRIVER_NAME = "driver.sh"
-DRIVER_TEMPLATE = "nested_driver.sh.j2"
+DRIVER_TEMPLATE = NESTED_DRIVER_TEMPLATE
 # How long a cell's nested job may wait to start (flux job wait-event -t): a job
 # on an idle instance starts in about a second; one that needs a rank that is
 # down or drained never does, and --time-limit only counts once it runs.

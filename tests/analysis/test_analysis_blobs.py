@@ -127,7 +127,9 @@ def test_rows_write_the_bytes_pandas_writes_with_blobs_and_archives(tmp_path: Pa
     result = parse_tree(write_blob_tree(tmp_path / "raw"), tmp_path / "rows", plots=False)
     written = {path.name: path.read_bytes() for path in result.written}
     assert (
-        written[EVENTS_CSV].split(b"\n", 1)[0].endswith(b",blob,archive_chunks,store_objects_added")
+        written[EVENTS_CSV]
+        .split(b"\n", 1)[0]
+        .endswith(b",blob,archive_chunks,store_objects_added,flux_version,template_hash")
     )
     write_parsed(tmp_path / "pandas", result.parsed, jobs=1)
     assert written == {p.name: p.read_bytes() for p in sorted((tmp_path / "pandas").iterdir())}

@@ -215,7 +215,8 @@ def test_real_flux_in_a_box_against_the_emulator_is_refused_in_one_line(tmp_path
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == (
         "kary: error: before and after differ in backend (before flux; after local), "
-        "place (before box; after not recorded), links (before 200Mbit; after unshaped) "
+        "place (before box; after not recorded), links (before 200Mbit; after unshaped), "
+        "cluster (before flux:vm; after not recorded) "
         "and CPU-bound (before no; after not recorded) for 12 of 12 steps both ran, so "
         "their timings are not comparable; --allow-mixed compares them anyway, labelled\n"
     )
@@ -224,8 +225,9 @@ def test_real_flux_in_a_box_against_the_emulator_is_refused_in_one_line(tmp_path
     lines = mixed.stdout.splitlines()
     assert lines[0].endswith("  setting")
     assert lines[1].endswith(
-        "  backend flux, place box, links 200Mbit, CPU-bound no -> "
-        "backend local, place not recorded, links unshaped, CPU-bound not recorded"
+        "  backend flux, place box, links 200Mbit, cluster flux:vm, CPU-bound no -> "
+        "backend local, place not recorded, links unshaped, cluster not recorded, "
+        "CPU-bound not recorded"
     )
     assert lines[-3].startswith(
         "mixed (--allow-mixed): before and after differ in backend (before flux; after local)"
@@ -263,3 +265,58 @@ def test_each_place_of_a_tree_is_compared_with_its_own_kind(tmp_path: Path) -> N
     result = runner.invoke(app, ["compare", str(places), str(box_only)])
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[-1].endswith("(12 compared; 12 only before, 0 only after)")
+
+
+def _cloud_record(
+    cluster: str, instance_type: str, flux: str, layout: str
+) -> Callable[[int, str, int], str]:
+    def record(nodes: int, topo: str, iteration: int) -> str:
+        return run_record(
+            nodes, topo, iteration, backend="kubernetes", cluster=cluster,
+            instance_type=instance_type, flux_version=flux, layout=layout,
+            image="ghcr.io/converged-computing/flux-view", identity={"layout": layout},
+        )  # fmt: skip
+
+    return record
+
+
+def test_trees_of_another_cluster_layout_and_flux_are_refused_naming_each(
+    tmp_path: Path,
+) -> None:
+    # Issue 42, item 3: an EKS per-cell tree on Flux 0.66 against a GKE nested tree on
+    # Flux 0.88 is no regression: compare holds both to every field of the identity.
+    eks = _cloud_record("kary-eks-6", "c5a.4xlarge", "0.66.0", "per-cell")
+    gke = _cloud_record("kary-gke-30", "c2d-standard-32", "0.88.0", "nested")
+    before = _parsed(_tree(tmp_path / "eks", record=eks))
+    after = _parsed(_tree(tmp_path / "gke", slow=1.5, record=gke))
+    result = runner.invoke(app, ["compare", str(before), str(after)])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        "kary: error: before and after differ in layout (before per-cell; after nested), "
+        "cluster (before kary-eks-6; after kary-gke-30), instance type (before c5a.4xlarge; "
+        "after c2d-standard-32) and Flux version (before 0.66.0; after 0.88.0) for 12 of 12 "
+        "steps both ran, so their timings are not comparable; --allow-mixed compares them "
+        "anyway, labelled\n"
+    )
+    mixed = runner.invoke(app, ["compare", str(before), str(after), "--allow-mixed"])
+    assert mixed.exit_code == 1, mixed.output  # kary:2 slower, labelled
+
+
+def test_a_flux_version_one_tree_never_recorded_is_not_held_against_the_other(
+    tmp_path: Path,
+) -> None:
+    old = _parsed(_tree(tmp_path / "old", record=_cloud_record("c", "m", "", "")))
+    new = _parsed(_tree(tmp_path / "new", record=_cloud_record("c", "m", "0.88.0", "nested")))
+    result = runner.invoke(app, ["compare", str(old), str(new)])
+    assert result.exit_code == 0, result.output
+    other = _parsed(_tree(tmp_path / "other", record=_cloud_record("c", "m", "0.66.0", "")))
+    refused = runner.invoke(app, ["compare", str(other), str(new)])
+    assert refused.exit_code == 2
+    assert "Flux version (before 0.66.0; after 0.88.0)" in refused.stderr
+
+
+def test_every_identity_field_is_a_compared_column_or_in_the_step() -> None:
+    from analysis.compare_match import IDENTITY_COLUMNS
+    from experiments.model.identity import RUN_IDENTITY_FIELDS
+
+    assert set(IDENTITY_COLUMNS) == set(RUN_IDENTITY_FIELDS)

@@ -92,7 +92,8 @@ def test_parse_lists_every_damaged_file_and_exits_0(damaged_tree: Path, tmp_path
     assert result.stderr.splitlines() == EXPECTED_STDERR
     # 12 logs found; 3 of them gave no rows (empty, binary, a folder of no cell).
     assert result.stdout == (
-        "parsed 9 of 12 logs in 13 cells: 50 steps (5 failed); "
+        "parsed 9 of 12 logs in 13 cells: 50 steps (5 failed, 22 void); 3 cells not succeeded "
+        "(1 failed, 1 pending, 1 timeout): no timing from them; "
         f"4 files skipped, 4 partly parsed (see stderr); wrote {out}\n"
     )
 
@@ -142,11 +143,14 @@ def test_good_rows_are_kept_and_failures_carry_reasons(damaged_tree: Path, tmp_p
     by_source = events.groupby("source").size().to_dict()
     assert by_source["4/binomial/0/topology-experiment.out"] == 3
     assert by_source["4/kary 1 (copy)/2/topology-experiment.out"] == 3
-    # kary's own cells carry their run facts; the timeout cell keeps its good rows.
+    # kary's own cells carry their run facts; the timeout cell gives no timing: what its
+    # log timed is void, with the cell's state.
     cell = events[events["source"] == "4/kary-2/2/topology-experiment.out"]
     assert set(cell["run_state"]) == {"timeout"}
     assert set(cell["backend"]) == {"local"}
-    assert (cell["status"] == "ok").sum() == 11
+    assert (cell["status"] == "ok").sum() == 0
+    assert (cell["status"] == "void: cell timeout").sum() == 11
+    assert cell["time_seconds"].isna().all()
 
 
 def test_summary_counts_failures_and_never_averages_them(
@@ -160,11 +164,12 @@ def test_summary_counts_failures_and_never_averages_them(
         & (summary["event"] == "distribute-all-nodes")
         & (summary["size_label"] == "64M")
     ]
-    # three iterations: two timed (8.0 s each), one failed (rc=1)
-    assert row[["n", "failed", "median", "min", "max"]].values.tolist() == [[2, 1, 8.0, 8.0, 8.0]]
+    # three iterations: one timed (8.0 s), one failed (rc=1), and the timeout cell's
+    # 8.0 s is no timing (its steps are void, left out)
+    assert row[["n", "failed", "median", "min", "max"]].values.tolist() == [[1, 1, 8.0, 8.0, 8.0]]
     assert row[["ci_low", "ci_high", "ci_coverage"]].isna().all(axis=None)
     blob = summary[(summary["event"] == "generate-blob") & (summary["size_label"] == "16M")]
-    assert blob[["strategy", "n", "median"]].values.tolist() == [["setup", 3, 0.25]]
+    assert blob[["strategy", "n", "median"]].values.tolist() == [["setup", 1, 0.25]]
 
 
 def test_the_raw_tree_is_never_modified(damaged_tree: Path, tmp_path: Path) -> None:

@@ -32,7 +32,10 @@ def test_parse_draws_every_plot_of_a_small_tree(small_tree: Path, tmp_path: Path
     result = runner.invoke(app, ["parse", "--data", str(small_tree), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert result.stderr == ""
-    assert result.stdout == f"parsed 9 logs in 9 cells: 108 steps (1 failed); wrote {out}\n"
+    assert result.stdout == (
+        "parsed 9 logs in 9 cells: 108 steps (1 failed, 11 void); 1 cell not succeeded "
+        f"(1 failed): no timing from it; wrote {out}\n"
+    )
     plots = sorted(p.name for p in (out / "plots").iterdir())
     assert plots == [
         "failures.png",

@@ -121,7 +121,7 @@ def test_the_seed_columns_come_first_and_keep_their_values(
         "kary-1-6,kary-1,0,6,create-archive,1,9.255,1073741824,ok,,,,"
         # No Flux knob set; no run.json, so no place, links or CPU-bound; the seed's
         # blobs were zeros; its log has no archive line, so no chunks or store growth.
-        "6/kary-1/0/topology-experiment.out,kary:1,all,1,,,,,,,,zeros,,"
+        "6/kary-1/0/topology-experiment.out,kary:1,all,1,,,,,,,,zeros,,,,"
     )
 
 

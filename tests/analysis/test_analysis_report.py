@@ -26,10 +26,11 @@ FAILED_STEP = "distribute-all-nodes-64M"
 
 
 def _sweep(root: Path, seconds: dict[str, float], iterations: int = 3) -> Path:
-    """4 nodes, 3 iterations per topology; kary:1's iteration 2 fails one distribute step."""
+    """4 nodes, 3 iterations per topology; kary:1 has one more, which fails one distribute
+    step (a failed cell gives no timing: its other steps are void)."""
     for topo, base in seconds.items():
-        for it in range(iterations):
-            rc = {FAILED_STEP: 1} if (topo, it) == ("kary:1", 2) else None
+        for it in range(iterations + (topo == "kary:1")):
+            rc = {FAILED_STEP: 1} if (topo, it) == ("kary:1", iterations) else None
             write_cell(
                 root,
                 cell_id(4, topo, it),
@@ -50,15 +51,20 @@ def parsed_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_facts_count_cells_outcomes_and_the_failed_step(parsed_sweep: Path) -> None:
     facts = collect_facts(load_parsed(parsed_sweep))
-    assert facts.cells == 9
-    assert dict(facts.outcomes) == {"succeeded": 8, "failed": 1}
-    assert (facts.steps, facts.steps_failed) == (90, 1)
-    assert facts.failures == [
-        Failure(4, "kary:1", "distribute-all-nodes", "64M", "exit status 1: [1-3]: Exit 1", ["2"])
-    ]
-    assert [b["cell"] for b in facts.bad_cells] == ["4/kary-1/2"]
+    assert facts.cells == 10
+    assert dict(facts.outcomes) == {"succeeded": 9, "failed": 1}
+    # The failed cell's other 9 steps are void: a failed cell gives no timing.
+    assert (facts.steps, facts.steps_failed, facts.steps_void) == (100, 1, 9)
+    assert facts.failures[0] == Failure(
+        4, "kary:1", "create-archive", "16M", "void: cell failed", ["3"]
+    )
+    assert (
+        Failure(4, "kary:1", "distribute-all-nodes", "64M", "exit status 1: [1-3]: Exit 1", ["3"])
+        in facts.failures
+    )
+    assert [b["cell"] for b in facts.bad_cells] == ["4/kary-1/3"]
     assert facts.sources == ["local"]
-    assert facts.iterations == (3, 3)
+    assert facts.iterations == (3, 4)
     assert facts.sizes == ["16M", "64M"]
     # Dates come from run.json, carried into runs.csv by parse.
     assert (facts.started, facts.finished) == ("2026-01-01 00:00 UTC", "2026-01-01 00:01 UTC")
@@ -83,11 +89,11 @@ def test_the_winner_its_margin_and_the_failures_beside_it(parsed_sweep: Path) ->
     }
     assert (view["n_clear"], view["n_tie"], view["n_unsure"]) == (0, 0, 2)
     assert (large["design"], large["failed"]) == ("kary:2", "kary:1: 1 failed")
-    # kary:1 at 64M has two timed iterations and one failure, drawn as a cross, never a time.
+    # kary:1 at 64M has three timed iterations and one failure, drawn as a cross, never a time.
     kary1 = next(row for row in group["rows"] if row["design"] == "kary:1")
     cell = kary1["cells"][1]
-    assert (cell["n"], cell["failed"], cell["coverage"]) == (2, 1, "")
-    assert "failed: iteration 2" in cell["svg"]
+    assert (cell["n"], cell["failed"], cell["coverage"]) == (3, 1, "75%")
+    assert "failed: iteration 3" in cell["svg"]
     # Three runs' interval is [min, max]: the strip says it covers the median 75% of the time.
     kary2 = next(row for row in group["rows"] if row["design"] == "kary:2")
     assert kary2["cells"][0]["coverage"] == "75%"
@@ -157,7 +163,7 @@ def test_parse_writes_a_self_contained_report(parsed_sweep: Path) -> None:
         assert f'id="set0-{anchor}"' in page
     assert page.count('class="design"') == 3  # one drawn tree per design
     assert "exit status 1: [1-3]: Exit 1" in page
-    assert "4/kary-1/2" in page
+    assert "4/kary-1/3" in page
 
 
 def test_parse_without_plots_writes_no_report(tmp_path: Path) -> None:

@@ -138,6 +138,8 @@ def test_grouping_by_the_telling_keys_gives_the_summary_of_all_keys() -> None:
             "chunksize": rng.choice(["", "256K"], rows),
             "mmap": "",
             "purge_target_size": "",
+            "flux_version": rng.choice(["", "0.66.0", "0.88.0"], rows),
+            "template_hash": rng.choice(["abc", "def"], rows),
             "event": rng.choice(events, rows),
             "time_seconds": rng.uniform(0.1, 5, rows),
             "status": rng.choice(["ok", "ok", "ok", "failed"], rows),

@@ -242,3 +242,41 @@ def test_a_resumed_sweep_relies_on_the_smoke_cell_that_passed_on_the_same_cluste
         assert again.exit_code == 0, again.output
         smoke = [line for line in again.stdout.splitlines() if line.startswith("smoke cell: ")]
         assert smoke[0].startswith("smoke cell: 4 nodes, kary:1 and kary:2, 16M"), smoke
+
+
+@pytest.mark.parametrize(
+    "other", [["--layout", "per-cell"], ["--blob", "zeros"]], ids=["layout", "blob"]
+)
+def test_a_smoke_pass_excuses_only_a_sweep_of_its_own_identity(
+    tmp_path: Path, fake_cloud: Any, apiserver: FakeApiServer, other: list[str]
+) -> None:
+    # A nested pass says nothing of a per-cell sweep, nor a random-blob pass of a zero-blob
+    # one (issue 42, item 5): the smoke cell keys on the cell's identity, not the cluster.
+    raw = tmp_path / "raw"
+    assert _kary("run", raw, "--yes").exit_code == 0
+    record = json.loads((raw / "smoke" / STUDY_CELLS[0] / "run.json").read_text())
+    assert (record["identity"]["layout"], record["identity"]["verify"]) == ("nested", True)
+    for cell in STUDY_CELLS:  # the study's cells ran the other way: a plan would refuse them
+        shutil.rmtree(raw / cell)
+    same = _kary("plan", raw)
+    assert any(line.startswith("smoke cell: passed before") for line in same.stdout.splitlines())
+    again = _kary("plan", raw, *other)
+    assert again.exit_code == 0, again.output
+    smoke = [line for line in again.stdout.splitlines() if line.startswith("smoke cell: ")]
+    assert smoke[0].startswith("smoke cell: 4 nodes, kary:1 and kary:2, 16M"), smoke
+
+
+def test_a_smoke_record_without_an_identity_is_not_relied_on(
+    tmp_path: Path, fake_cloud: Any, apiserver: FakeApiServer
+) -> None:
+    raw = tmp_path / "raw"
+    assert _kary("run", raw, "--yes").exit_code == 0
+    shutil.rmtree(raw / STUDY_CELLS[1])
+    for cell in STUDY_CELLS:  # as a kary from before smoke cells recorded their identity
+        path = raw / "smoke" / cell / "run.json"
+        record = json.loads(path.read_text())
+        del record["identity"]
+        path.write_text(json.dumps(record))
+    plan = _kary("plan", raw)
+    smoke = [line for line in plan.stdout.splitlines() if line.startswith("smoke cell: ")]
+    assert smoke[0].startswith("smoke cell: 4 nodes, kary:1 and kary:2, 16M"), smoke

@@ -160,6 +160,21 @@ def test_template_hash_changes_with_the_template(tmp_path: Path) -> None:
     assert template_hash(tmp_path) != before
 
 
+def test_template_hash_changes_with_the_nested_driver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The driver decides a nested cell's journal mode, start bound and disk check: a cell
+    # that ran another driver ran another benchmark (issue 42, item 4).
+    own = resource_dir("templates")
+    for name in ("minicluster.yaml.j2", "entrypoint.sh.j2", "nested_driver.sh.j2"):
+        (tmp_path / name).write_text((own / name).read_text())
+    before = template_hash()
+    monkeypatch.setattr("experiments.model.render.resource_dir", lambda _: tmp_path)
+    assert template_hash() == before
+    (tmp_path / "nested_driver.sh.j2").write_text("# another journal mode\n")
+    assert template_hash() != before
+
+
 def test_kary_lines_in_the_template_are_json_once_expanded() -> None:
     script = render_cell(4, "kary:2", [MIB], ["all"], "4/kary-2/0").entrypoint_sh
     line = next(x for x in script.splitlines() if '\\"meta\\": \\"cell\\"' in x)

@@ -149,9 +149,12 @@ def test_run_json_and_every_parsed_row_agree_on_tricky_kary_lines(
     parse_tree(data, scratch / "parsed", plots=False)
     parsed = load_parsed(scratch / "parsed")
     events, runs = parsed.events, parsed.runs
-    # A failed step is never a timing, and an ok one always is.
-    assert set(events["status"]) == {"ok", "failed"}
-    assert events.loc[events["status"] == "failed", "time_seconds"].isna().all()
+    # A failed step is never a timing, nor is any step of a cell that failed; an ok one
+    # always is.
+    voided = events["status"].str.startswith("void: cell failed: ")
+    assert set(events.loc[~voided, "status"]) == {"ok", "failed"}
+    assert events.loc[events["status"] != "ok", "time_seconds"].isna().all()
+    assert set(events.loc[voided, "run_state"]) == {"failed"}
     assert events.loc[events["status"] == "ok", "time_seconds"].notna().all()
     for topo in LOGS:
         record = read_record(cell_dir(data, cell_id(4, topo, 0)))
@@ -182,8 +185,9 @@ def test_run_json_and_every_parsed_row_agree_on_tricky_kary_lines(
     cut = read_record(data / "4/kary-3/0")
     assert cut is not None and cut.state == "failed"
     assert cut.error == "the benchmark did not finish (no KARY done line)"
+    void = f"void: cell failed: {cut.error}"
     assert _statuses(events, "kary:3") == {
-        "generate-blob": "ok", "create-archive": "ok", "distribute-all-nodes": "failed",
+        "generate-blob": void, "create-archive": void, "distribute-all-nodes": "failed",
     }  # fmt: skip
 
 

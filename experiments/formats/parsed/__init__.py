@@ -25,6 +25,7 @@ __all__ = [
     "EVENTS_CSV",
     "EVENT_COLUMNS",
     "EVENT_KINDS",
+    "IDENTITY_FACTS",
     "KNOB_COLUMNS",
     "META_JSON",
     "OVERLAYS_JSON",
@@ -33,6 +34,7 @@ __all__ = [
     "PING_CSV",
     "PING_KINDS",
     "PLACE_COLUMNS",
+    "RAN_COLUMNS",
     "RECORD_FACTS",
     "RUNS_CSV",
     "RUN_COLUMNS",
@@ -73,6 +75,11 @@ BLOB_COLUMN = "blob"
 # every step of that strategy and size; empty where the log has no such line
 # (`direct`, the seed's logs, a kary log written before it).
 ARCHIVE_COLUMNS = ["archive_chunks", "store_objects_added"]
+# The Flux version a cell ran and the hash of every template it ran (run.json; "" where
+# not recorded: a seed log, a kary from before it said).  Another Flux or another
+# template is another benchmark, so each is a summary group of its own, as a knob is,
+# and the report names them where they vary (analysis.tables.sources).
+RAN_COLUMNS = ["flux_version", "template_hash"]
 # The seed's columns first, in the seed's order, then kary's.
 EVENT_COLUMNS = [
     "uid",
@@ -96,6 +103,7 @@ EVENT_COLUMNS = [
     *PLACE_COLUMNS,
     BLOB_COLUMN,
     *ARCHIVE_COLUMNS,
+    *RAN_COLUMNS,
 ]
 # The events columns that are not text or the seed's numbers: nullable integers.
 EVENT_KINDS = dict.fromkeys(ARCHIVE_COLUMNS, "Int64")
@@ -152,6 +160,11 @@ RECORD_FACTS = (
     # node at its zone's (its region's) spot price.
     "zones",
 )
+# Two fields of a cell's identity (experiments/model/identity.py) no other column holds:
+# the Flux view a cluster mounted, and whether ranks could share a node (`yes`, `no`);
+# "" where not recorded.  `kary compare` holds two trees to them; the report does not
+# read them, so a parse from before them is not one to make again.
+IDENTITY_FACTS = ("flux_view", "shared_nodes")
 RUN_COLUMNS = [
     "uid",
     "topology",
@@ -177,6 +190,7 @@ RUN_COLUMNS = [
     # parsed directory written before these were added lacks them.
     *RECORD_FACTS,
     BLOB_COLUMN,
+    *IDENTITY_FACTS,
 ]
 # summary.csv's group keys: one group per cell identity, event and size.
 SUMMARY_KEYS = [
@@ -188,6 +202,7 @@ SUMMARY_KEYS = [
     "topology",
     "topo",
     *KNOB_COLUMNS,
+    *RAN_COLUMNS,
     "event",
     "strategy",
     "size_label",
@@ -209,7 +224,8 @@ RUN_KINDS = {
 TEXT_COLUMNS = {
     "uid", "topology", "event", "status", "reason", "backend", "cluster", "source", "topo",
     "strategy", "size_label", "run_state", "topology-uid", "service", "log_format", "state",
-    "instance_type", "image", "flux_version", "error", *RECORD_FACTS, *KNOB_COLUMNS,
+    "instance_type", "image", "flux_version", "error", *RECORD_FACTS, *IDENTITY_FACTS,
+    *KNOB_COLUMNS,
     BLOB_COLUMN,
 }  # fmt: skip
 

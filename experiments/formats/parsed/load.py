@@ -35,13 +35,14 @@ from experiments.formats.parsed import (
     PING_COLUMNS,
     PING_CSV,
     PLACE_COLUMNS,
+    RAN_COLUMNS,
     RUN_COLUMNS,
     RUNS_CSV,
     SUMMARY_CSV,
     TEXT_COLUMNS,
 )
 
-__all__ = ["Parsed", "Summarize", "load_parsed"]
+__all__ = ["Parsed", "Summarize", "cell_values", "load_parsed"]
 
 # An events table -> its summary table (analysis.tables.frames.summary_table).
 Summarize = Callable[[pd.DataFrame], pd.DataFrame]
@@ -111,9 +112,10 @@ def _read_csv(path: Path, columns: list[str] | None) -> pd.DataFrame:
 
 
 def _added_columns_unset(frame: pd.DataFrame) -> pd.DataFrame:
-    """A table parsed before kary knew Flux knobs, or carried where each cell ran into
-    the events and summary: those columns, empty (Flux's default; not recorded)."""
-    for column in (*KNOB_COLUMNS, *PLACE_COLUMNS):
+    """A table parsed before kary knew Flux knobs, or carried where each cell ran (and on
+    what Flux, with which templates) into the events and summary: those columns, empty
+    (Flux's default; not recorded)."""
+    for column in (*KNOB_COLUMNS, *PLACE_COLUMNS, *RAN_COLUMNS):
         if column not in frame.columns:
             frame[column] = ""
     return frame
@@ -126,11 +128,19 @@ def _places_from_runs(events: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     missing = [c for c in PLACE_COLUMNS if c not in events.columns and c in runs.columns]
     if not missing or events.empty or not {"source"} <= set(runs.columns) & set(events.columns):
         return events
-    logs = [f"{cell}/{LOG_NAME}" if cell else LOG_NAME for cell in runs["source"].astype(str)]
     for column in missing:
-        found = dict(zip(logs, runs[column].fillna("").astype(str), strict=True))
-        events[column] = [found.get(str(log), "") for log in events["source"]]
+        events[column] = cell_values(events, runs, column)
     return events
+
+
+def cell_values(events: pd.DataFrame, runs: pd.DataFrame, column: str) -> list[str]:
+    """Per events row, its cell's value of a runs.csv column ("" where runs.csv lacks
+    the column or the cell): a run's `source` is its cell's folder, an event's its log."""
+    if column not in runs.columns or "source" not in runs.columns or "source" not in events:
+        return [""] * len(events)
+    logs = [f"{cell}/{LOG_NAME}" if cell else LOG_NAME for cell in runs["source"].astype(str)]
+    found = dict(zip(logs, runs[column].fillna("").astype(str), strict=True))
+    return [found.get(str(log), "") for log in events["source"]]
 
 
 def _seed_cells(runs: pd.DataFrame) -> set[str]:
