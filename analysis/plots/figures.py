@@ -118,9 +118,15 @@ def _plan(parsed: Parsed) -> list[_Plot]:
     plots: list[_Plot] = []
     if not steps.empty and (steps["status"] == "failed").any():
         plots.append(("failures.png", partial(_failures, steps)))
+    # A step no cell timed (every one failed or void: a failed study) has nothing to draw
+    # against size; the failures plot and the report's failures section say what happened.
+    summarised = set(summary["event"]) if not summary.empty else set()
+    timed = set(steps.loc[steps["status"] == "ok", "event"]) if not steps.empty else set()
     for event in sorted(set(steps["event"]), key=event_sort_key):
-        plots.append((f"time-vs-size-{_slug(event)}.png", partial(_time_vs_size, summary, event)))
-        if event.startswith("distribute-"):
+        if event in summarised:
+            time_vs_size = partial(_time_vs_size, summary, event)
+            plots.append((f"time-vs-size-{_slug(event)}.png", time_vs_size))
+        if event.startswith("distribute-") and event in timed:
             per_gb = partial(_seconds_per_gb, steps, event)
             plots.append((f"seconds-per-gb-{_slug(event)}.png", per_gb))
             for knob in varying_knobs(steps):

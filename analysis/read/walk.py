@@ -5,7 +5,8 @@ A cell is a directory holding any of the files a run leaves (the log,
 `<nodes>/<topo>[/<knobs>]/<iteration>` directory names above it when they read
 as such (the seed's and kary's layout, experiments.formats.cell_layout), and is
 completed or corrected from the files themselves later (see `analysis.read.cell`).
-The sweep files a run keeps at `sweeps/<sha256>.yaml` are kary's too, not strays.
+The sweep files a run keeps at `sweeps/<sha256>.yaml` are kary's too, not strays,
+and so is a race's `race.json` at the root.
 A billed sweep's smoke cells (`smoke/` at the root, or any folder holding the
 `.kary-smoke` marker) are a check run before the study, not its data: the walk
 passes over them, so a parse holds exactly the study's cells.
@@ -28,6 +29,7 @@ from experiments.formats.cell_layout import (
     cell_of_path,
     knobs_of_path,
 )
+from experiments.formats.race_state import RACE_NAME
 
 __all__ = ["CELL_FILES", "LOG_NAME", "RECORD_NAME", "CellDir", "find_cells"]
 
@@ -85,6 +87,8 @@ def find_cells(
         is_cell = not names.isdisjoint(CELL_FILES)
         if rel == SWEEPS_DIR:  # the sweep files runs kept
             names = {n for n in names if not n.endswith(".yaml")}
+        if not rel:  # a race's state, at the root (`kary parse` keeps it for the report)
+            names.discard(RACE_NAME)
         for name in sorted(names):
             if not is_cell or name not in CELL_FILES:
                 strays.append(f"{rel}/{name}" if rel else name)

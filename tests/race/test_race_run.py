@@ -216,6 +216,8 @@ def test_parse_keeps_the_race_and_the_report_shows_it(tmp_path: Path) -> None:
     parsed = tmp_path / "parsed"
     result = parse_tree(raw, parsed, plots=False)
     assert parsed / "race.json" in result.written
+    # The race's state is kary's own file at the raw root, not a stray.
+    assert [p for p in result.problems if "race.json" in str(p)] == []
     page = build_report([parsed])
     assert "The race</h2>" in page
     assert "fastest within 5% at 95% confidence: kary:1" in page
