@@ -248,17 +248,24 @@ def _main(args: argparse.Namespace) -> int:
     places = args.places.split(",")
     unknown = [p for p in places if p not in PLACES]
     if unknown:
-        print(f"cell_overhead.py: unknown place {unknown[0]!r}: {', '.join(PLACES)}", file=sys.stderr)
+        print(
+            f"cell_overhead.py: unknown place {unknown[0]!r}: {', '.join(PLACES)}", file=sys.stderr
+        )
         return 2
     # Cells already there would be samples of another run, paired with this one's calls.
     used = [p for p in places if (args.out / p).exists() and any((args.out / p).iterdir())]
     if used:
-        print(f"cell_overhead.py: {args.out / used[0]} holds cells: give a fresh --out", file=sys.stderr)
+        print(
+            f"cell_overhead.py: {args.out / used[0]} holds cells: give a fresh --out",
+            file=sys.stderr,
+        )
         return 2
     nodes = [int(n) for n in args.nodes.split(",")]
     rng = random.Random(args.seed)
     started, meter = time.monotonic(), CpuMeter()
-    run_seconds: dict[str, dict[str, list[float]]] = {p: {str(n): [] for n in nodes} for p in places}
+    run_seconds: dict[str, dict[str, list[float]]] = {
+        p: {str(n): [] for n in nodes} for p in places
+    }
     for iteration in range(args.runs):
         visits = [(p, n) for p in places for n in nodes]
         rng.shuffle(visits)

@@ -26,11 +26,11 @@ from experiments.files import write_atomic
 from experiments.formats.cell_layout import LOG_NAME, MINICLUSTER_NAME, RECORD_NAME, Knobs
 
 __all__ = [
+    "KARY_SPANS",
     "LOG_NAME",
     "MINICLUSTER_NAME",
     "RECORD_FORMAT",
     "RECORD_NAME",
-    "KARY_SPANS",
     "CellState",
     "KarySpans",
     "RunRecord",

@@ -1,4 +1,4 @@
-"""run.json's `kary_seconds`: where a cell's time went, written by the runner, read back old and new."""
+"""run.json's `kary_seconds`: where a cell's time went; written by the runner, read old and new."""
 
 from __future__ import annotations
 
