@@ -20,12 +20,15 @@ The split comes from what every run records: run.json's `kary_seconds`
 backend call, judge and record, and the backend's instance start, entrypoint and
 instance stop from experiments/backends/entry_stamps.py) and the log's KARY
 lines (each timed step's `seconds`).  A cell's wall is the runner's span of it
-(render + prepare + backend + judge + record); Flux's own time is the timed
-steps other than blob generation; generation is the `generate-blob` steps;
+(render + prepare + backend + judge + record); Flux's own time is its timed
+steps (archive create, distribute, remove); generation is the `generate-blob` steps;
 kary's share is (wall - Flux steps - generation) / wall, split into:
 
 - render, prepare, judge, record: the runner's;
-- instance start / stop: the brokers (and a box's links) coming up and going down;
+- instance start / stop: the brokers (and a box's links) coming up and going down
+  (mostly flux-core's own start and shutdown of a fresh instance per cell; kary's
+  session guard is a small part of it);
+- verify, clean: kary's timed check of every rank's copy and its removal of them;
 - entrypoint untimed: the entrypoint's work around its timed steps (cache drops
   and their checks, archive metadata, verification, sleeps);
 - backend other: the backend call beyond its instance (scratch files, cleanup).
@@ -53,13 +56,20 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))  # machine_load.py, when loaded from elsewhere
 
 from machine_load import CpuMeter  # noqa: E402
 from provenance import Made, made_by, or_refused  # noqa: E402
 
 from experiments import Sweep, run  # noqa: E402
 from experiments.execution.progress import SilentReporter  # noqa: E402
-from experiments.formats.events import GENERATE_BLOB  # noqa: E402
+from experiments.formats.events import (  # noqa: E402
+    GENERATE_BLOB,
+    STRATEGIES,
+    VERIFY_PREFIX,
+    strategy_events,
+    strategy_of,
+)
 from experiments.formats.kary_line import kary_records  # noqa: E402
 from experiments.formats.run_record import LOG_NAME, RECORD_NAME, read_record  # noqa: E402
 
@@ -74,6 +84,8 @@ PARTS = (
     ("render", "render"),
     ("prepare", "prepare"),
     ("instance_start", "instance start"),
+    ("verify", "verify"),
+    ("clean", "clean"),
     ("entrypoint_untimed", "entrypoint untimed"),
     ("instance_stop", "instance stop"),
     ("backend_other", "backend other"),
@@ -104,18 +116,22 @@ def split(spans: dict[str, float], log: str) -> dict[str, float] | None:
         return None
     steps = [r for r in kary_records(log) if r is not None and "event" in r]
     timed = [r for r in steps if isinstance(r.get("seconds"), (int, float))]
-    generation = sum(r["seconds"] for r in timed if r["event"] == GENERATE_BLOB)
-    flux = sum(r["seconds"] for r in timed if r["event"] != GENERATE_BLOB)
+    kinds = {"generation": 0.0, "flux_steps": 0.0, "verify": 0.0, "clean": 0.0}
+    for step in timed:
+        kinds[_kind(step["event"])] += step["seconds"]
+    flux, generation = kinds["flux_steps"], kinds["generation"]
+    all_timed = sum(kinds.values())
     wall = sum(spans[name] for name in RUNNER)
     parts = {name: spans[name] for name in ("render", "prepare", "judge", "record")}
+    parts.update(verify=kinds["verify"], clean=kinds["clean"])
     instance = ("instance_start", "entrypoint", "instance_stop")
     if all(name in spans for name in instance):
         parts["instance_start"] = spans["instance_start"]
         parts["instance_stop"] = spans["instance_stop"]
-        parts["entrypoint_untimed"] = spans["entrypoint"] - flux - generation
+        parts["entrypoint_untimed"] = spans["entrypoint"] - all_timed
         parts["backend_other"] = spans["backend"] - sum(spans[n] for n in instance)
     else:  # a backend that does not stamp its instance: the call as one part
-        parts["backend_other"] = spans["backend"] - flux - generation
+        parts["backend_other"] = spans["backend"] - all_timed
     return {
         "wall": wall,
         "flux_steps": flux,
@@ -123,6 +139,20 @@ def split(spans: dict[str, float], log: str) -> dict[str, float] | None:
         "kary": wall - flux - generation,
         **parts,
     }
+
+
+def _kind(event: str) -> str:
+    """Which of a cell's timed steps `event` is: blob generation, kary's check of the
+    copies (verify-*) or its removal of them (clean-*), else one of Flux's own steps
+    (archive create, distribute, remove)."""
+    if event == GENERATE_BLOB:
+        return "generation"
+    if event.startswith(VERIFY_PREFIX):
+        return "verify"
+    strategy = strategy_of(event)
+    if strategy in STRATEGIES and event == strategy_events(strategy).clean:
+        return "clean"
+    return "flux_steps"
 
 
 def samples(out: Path, place: str, nodes: int) -> list[dict[str, Any]]:

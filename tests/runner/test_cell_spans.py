@@ -6,11 +6,14 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+from benchmark_scripts import load_benchmark
 from fake_backend import FakeBackend, fake_log
 
 from experiments.backends import RunResult
 from experiments.backends.entry_stamps import entry_spans, stamped
 from experiments.execution.runner import run_plan
+from experiments.formats.kary_line import format_kary_line
 from experiments.formats.run_record import KARY_SPANS, RECORD_NAME, read_record
 from experiments.model.plan import Cell, ExperimentSpec, plan_experiment
 from experiments.model.render import Rendered, RenderOptions
@@ -82,3 +85,30 @@ def test_missing_stamps_give_no_span_rather_than_a_guess(tmp_path: Path) -> None
     assert entry_spans(tmp_path, called=100.0, returned=200.0) == {}
     (tmp_path / "entry.began").write_text("150.5\n")
     assert entry_spans(tmp_path, called=100.0, returned=200.0) == {"instance_start": 50.5}
+
+
+def test_the_overhead_benchmark_splits_a_cell_into_parts_that_add_up() -> None:
+    split = load_benchmark("cell_overhead").split
+    steps = {
+        "generate-blob": 0.5,
+        "create-archive": 1.0,
+        "distribute-all-nodes": 2.0,
+        "verify-distribute-all-nodes": 0.25,
+        "delete-archive-all-nodes": 0.125,
+        "clean-all-nodes": 0.0625,
+    }
+    label = "16M"
+    log = "\n".join(
+        format_kary_line({"event": e, "size": label, "size_bytes": 16 * MIB, "seconds": s, "rc": 0})
+        for e, s in steps.items()
+    )
+    spans = {"render": 0.1, "prepare": 0.1, "backend": 10.0, "judge": 0.1, "record": 0.1}
+    spans.update(instance_start=3.0, entrypoint=5.0, instance_stop=1.5)
+    got = split(spans, log)
+    assert got["flux_steps"] == 3.125 and got["generation"] == 0.5
+    assert (got["verify"], got["clean"]) == (0.25, 0.0625)
+    assert got["entrypoint_untimed"] == 5.0 - 3.9375 and got["backend_other"] == 0.5
+    parts = [k for k in got if k not in ("wall", "flux_steps", "generation", "kary")]
+    assert sum(got[k] for k in parts) == pytest.approx(got["kary"])
+    assert got["kary"] == pytest.approx(10.4 - 3.125 - 0.5)
+    assert split({"render": 0.1}, log) is None
