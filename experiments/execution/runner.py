@@ -44,6 +44,7 @@ from experiments.formats.kary_line import content_store
 from experiments.formats.run_record import (
     LOG_NAME,
     MINICLUSTER_NAME,
+    KarySpans,
     RunRecord,
     now_iso,
     write_record,
@@ -145,6 +146,8 @@ class _Runner:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         self.replaced_root = Path(plan.spec.data_dir) / REPLACED_DIR / stamp
         self._rendered: dict[str, Rendered] = {}
+        # Seconds each cell's rendering took (it happens once, maybe before the cell runs).
+        self._render_seconds: dict[str, float] = {}
 
     def base_record(self, cell: Cell, template_hash: str, timeout: float | None) -> RunRecord:
         return RunRecord.model_validate(
@@ -182,6 +185,7 @@ class _Runner:
     def rendered(self, cell: Cell) -> Rendered:
         """The cell's MiniCluster and entrypoint, rendered once."""
         if cell.id not in self._rendered:
+            started = time.monotonic()
             self._rendered[cell.id] = render_cell(
                 cell.nodes,
                 cell.topo,
@@ -194,17 +198,20 @@ class _Runner:
                 experiment=cell.experiment,
                 blob=cell.blob,
             )
+            self._render_seconds[cell.id] = time.monotonic() - started
         return self._rendered[cell.id]
 
     def run_cell(self, index: int, cell: Cell) -> CellOutcome:
         cell_dir = cell.raw_dir(self.plan.spec.data_dir)
         rendered = self.rendered(cell)
         timeout = self.timeouts[index]
+        prepared = time.monotonic()
         _set_aside(cell_dir, self.replaced_root, cell)
         record = self.base_record(cell, rendered.template_hash, timeout)
         write_atomic(cell_dir / MINICLUSTER_NAME, rendered.minicluster_yaml)
         write_record(cell_dir, record)
         started = time.monotonic()
+        spans = KarySpans(self._render_seconds.get(cell.id, 0.0), started - prepared)
         try:
             result = self.backend.run(cell, rendered, timeout)
         except BackendError as err:
@@ -215,10 +222,13 @@ class _Runner:
             raise
         seconds = time.monotonic() - started
         verdict = judge(result)
+        judged = time.monotonic()
         if result.log and verdict.state != "preempted":
             write_atomic(cell_dir / LOG_NAME, redact(result.log))
         if result.manifest:
             write_atomic(cell_dir / MINICLUSTER_NAME, redact(result.manifest))
+        spans.backend, spans.judge = seconds, judged - started - seconds
+        spans.record = time.monotonic() - judged
         extras: dict[str, Any] = {
             "wall_seconds": round(seconds, 3),
             "step_seconds": round(verdict.log.step_seconds, 3),
@@ -227,6 +237,7 @@ class _Runner:
                 f"{s.get('event')} {s.get('size', '')}".strip() for s in verdict.log.failed
             ],
             "rc": result.rc,
+            "kary_seconds": spans.as_record(result.spans),
         }
         for key, value in result.provenance.items():
             extras[key] = value

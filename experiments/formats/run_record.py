@@ -13,6 +13,8 @@ the cell instead, since one bad file must not stop a parse.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -24,11 +26,13 @@ from experiments.files import write_atomic
 from experiments.formats.cell_layout import LOG_NAME, MINICLUSTER_NAME, RECORD_NAME, Knobs
 
 __all__ = [
+    "KARY_SPANS",
     "LOG_NAME",
     "MINICLUSTER_NAME",
     "RECORD_FORMAT",
     "RECORD_NAME",
     "CellState",
+    "KarySpans",
     "RunRecord",
     "UnreadableRecord",
     "now_iso",
@@ -97,10 +101,48 @@ class RunRecord(BaseModel):
     # copy is kept in the raw tree (cell_layout.sweep_copy_path).
     sweep_file: str | None = None
     sweep_sha256: str | None = None
+    # Where the cell's time went, in seconds (KarySpans): what kary did around Flux's
+    # own steps.  None: recorded before kary said.
+    kary_seconds: dict[str, float] | None = None
 
     @property
     def knobs(self) -> Knobs:
         return Knobs(self.chunksize, self.mmap, self.purge_target_size)
+
+
+# run.json `kary_seconds`, in the order a cell spends them: the runner's own parts, then
+# what the backend says of its call (experiments/backends/entry_stamps.py), which
+# `backend` holds.  `record` is the log and manifest written; the final run.json write,
+# which holds these figures, cannot time itself.
+KARY_SPANS = (
+    "render",
+    "prepare",
+    "backend",
+    "instance_start",
+    "entrypoint",
+    "instance_stop",
+    "judge",
+    "record",
+)
+
+
+@dataclass
+class KarySpans:
+    """The runner's seconds for one cell: rendering it, setting its folder up (an earlier
+    attempt moved aside, the manifest and the `running` record written), the backend's
+    call, judging the log, and writing the log."""
+
+    render: float = 0.0
+    prepare: float = 0.0
+    backend: float = 0.0
+    judge: float = 0.0
+    record: float = 0.0
+
+    def as_record(self, backend_spans: Mapping[str, float]) -> dict[str, float]:
+        """run.json's `kary_seconds`: these and the backend's, in KARY_SPANS order,
+        rounded to the millisecond."""
+        known = {**backend_spans, **vars(self)}
+        return {name: round(known[name], 3) for name in KARY_SPANS if name in known}
 
 
 class UnreadableRecord(UserError):

@@ -52,6 +52,8 @@ def test_the_template_runs_unmodified_and_every_step_succeeds(short_tmp: Path) -
         result = backend.run(cell, _rendered(cell), timeout=120)
     verdict = judge(result)
     assert verdict.state == "succeeded", (verdict.error, result.log[-2000:])
+    # The instance's start and stop are timed around the entrypoint (entry_stamps.py).
+    assert set(result.spans) == {"instance_start", "entrypoint", "instance_stop"}
     events = [s["event"] for s in verdict.log.steps]
     assert events[:5] == [
         "generate-blob",

@@ -26,6 +26,7 @@ from emulator_helpers import processes_mentioning, wait_for_no_processes  # noqa
 from analysis.tables.parsed_dir import load_parsed  # noqa: E402
 from analysis.tree import parse_tree  # noqa: E402
 from experiments.formats.kary_line import kary_records  # noqa: E402
+from experiments.formats.run_record import KARY_SPANS  # noqa: E402
 
 KARY = [sys.executable, "-c", "from experiments.cli import main; main()"]
 CELL = ["--exact-nodes", "4", "--topo", "kary:2", "--iters", "1"]
@@ -72,6 +73,8 @@ def test_a_cell_runs_on_a_real_test_instance_and_parses_like_any_other(
     assert record["state"] == "succeeded"
     assert record["backend"] == "flux" and record["place"] == "test-instance"
     assert record["flux_version"] == _flux_version(flux)
+    # Where the cell's time went: the runner's parts and the test instance's start and stop.
+    assert list(record["kary_seconds"]) == list(KARY_SPANS)
     log = (data / "4/kary-2/0/topology-experiment.out").read_text()
     # Each rank extracted into its own folder, and each distribution started cold.
     cold = [r for r in kary_records(log) if r is not None and r.get("meta") == "cold-cache"]

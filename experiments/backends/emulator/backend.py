@@ -13,6 +13,7 @@ Links and faults (`--emulator-fault`, a testing aid) arrive checked by the plan
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.backends.base import Backend, BackendError, BackendSettings, RunResult
+from experiments.backends.entry_stamps import entry_spans, stamped
 from experiments.backends.waiting import communicate_or_stop
 from experiments.emulator import FIDELITY, LINKS_FIDELITY
 from experiments.emulator.calibration import (
@@ -144,10 +146,10 @@ class EmulatorBackend(Backend):
         try:
             entrypoint = folder / "entrypoint.sh"
             entrypoint.write_text(rendered.entrypoint_sh)
-            started = time.monotonic()
+            started, called = time.monotonic(), time.time()
             try:
                 proc = subprocess.Popen(
-                    self._command(cell, folder / "i", entrypoint),
+                    self._command(cell, folder / "i", stamped(entrypoint)),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
@@ -164,9 +166,11 @@ class EmulatorBackend(Backend):
             finally:
                 _stop_group(proc)
             wall = time.monotonic() - started
+            spans = entry_spans(folder, called, time.time())
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-        return self._result(cell, proc.returncode, out, errout, timed_out, timeout, wall)
+        result = self._result(cell, proc.returncode, out, errout, timed_out, timeout, wall)
+        return dataclasses.replace(result, spans=spans)
 
     def _scratch_base(self, nodes: int) -> str | None:
         """Where the instance folder goes: unix socket paths must stay under ~107 bytes."""

@@ -20,8 +20,10 @@ own rank; on real nodes it is unset.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,6 +34,7 @@ from experiments.backends.base import (
     RunResult,
     by_node_count,
 )
+from experiments.backends.entry_stamps import entry_spans, stamped
 from experiments.backends.flux.allocation import allocation_facts, run_in_allocation
 from experiments.backends.flux.box import prepare_box, run_in_box
 from experiments.backends.flux.nested import NestedInstances
@@ -143,17 +146,23 @@ class FluxBackend(Backend):
         try:
             entrypoint = folder / "entrypoint.sh"
             entrypoint.write_text(rendered.entrypoint_sh)
-            if box is not None:
-                return run_in_box(
-                    site, cell, self.links, self.box_prefix, box, folder, entrypoint, timeout
-                )
             if site.place == TEST_INSTANCE and self.layout == NESTED:
                 if self.nested is None:
                     self.nested = NestedInstances(site)
                 return self.nested.run(cell, folder, entrypoint, timeout)
-            if site.place == TEST_INSTANCE:
-                return run_in_test_instance(site, cell, folder, entrypoint, timeout)
-            return run_in_allocation(site, cell, folder, entrypoint, timeout)
+            if site.place not in (BOX, TEST_INSTANCE):
+                return run_in_allocation(site, cell, folder, entrypoint, timeout)
+            # A fresh instance on this machine: its start and stop are timed (entry_stamps.py).
+            called = time.time()
+            if box is not None:
+                result = run_in_box(
+                    site, cell, self.links, self.box_prefix, box, folder, stamped(entrypoint),
+                    timeout,
+                )  # fmt: skip
+            else:
+                result = run_in_test_instance(site, cell, folder, stamped(entrypoint), timeout)
+            spans = entry_spans(folder, called, time.time())
+            return dataclasses.replace(result, spans={**result.spans, **spans})
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
