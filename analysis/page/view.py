@@ -11,6 +11,7 @@ from typing import Any, cast
 import pandas as pd
 from markupsafe import Markup
 
+from analysis.page.floors import FloorKey, box_floors
 from analysis.page.results import (
     STRATEGIES,
     Candidate,
@@ -173,6 +174,7 @@ def strategy_views(parsed: Parsed) -> list[dict[str, Any]]:
     warnings = _writes_warnings(parsed.events, samples)
     all_verdicts = verdicts(strategy_stats(samples), samples)
     knobs_vary = bool((samples["design"] != samples["topo"]).any())
+    floors = box_floors(parsed.events, [strategy for strategy, _, _ in STRATEGIES])
     views = []
     for strategy, event, meaning in STRATEGIES:
         mine = [v for v in all_verdicts if v.strategy == strategy]
@@ -181,7 +183,9 @@ def strategy_views(parsed: Parsed) -> list[dict[str, Any]]:
         sizes = sorted({(v.size_bytes, v.size_label) for v in mine})
         width = 150 if len(sizes) <= 3 else (110 if len(sizes) <= 5 else 80)
         groups = [
-            _group(samples[samples["strategy"] == strategy], mine, source, nodes, sizes, width)
+            _group(
+                samples[samples["strategy"] == strategy], mine, source, nodes, sizes, width, floors
+            )
             for source, nodes in sorted({(v.source, v.nodes) for v in mine})
         ]
         archive = strategy != "direct"  # direct's HTTP moves every byte, zeros or not
@@ -232,8 +236,10 @@ def _group(
     nodes: int,
     sizes: list[tuple[int, str]],
     width: int,
+    floors: dict[FloorKey, float] | None = None,
 ) -> dict[str, Any]:
-    """One node count of one strategy: a verdict per size, a strip per design and size."""
+    """One node count of one strategy: a verdict per size, a strip per design and size;
+    a box cell also says its links' floor (analysis/page/floors.py)."""
     here = samples[(samples["source"] == source) & (samples["nodes"] == nodes)]
     by_size = {v.size_bytes: v for v in verdict_list if (v.source, v.nodes) == (source, nodes)}
     scales: dict[int, Scale] = {}
@@ -253,7 +259,12 @@ def _group(
                 cells.append({"empty": True})
                 continue
             part = here[(here["size_bytes"] == size) & (here["design"] == design)]
-            cells.append(_strip_cell(candidate, part, scales[size], verdict, width))
+            cell = _strip_cell(candidate, part, scales[size], verdict, width)
+            strategy = str(part["strategy"].iloc[0]) if not part.empty else ""
+            topo = str(part["topo"].iloc[0]) if not part.empty else ""
+            floor = (floors or {}).get((source, nodes, topo, size, strategy))
+            cell["floor"] = _floor_text(floor, candidate.median)
+            cells.append(cell)
         rows.append({"design": design, "cells": cells})
     return {
         "source": source,
@@ -265,6 +276,14 @@ def _group(
         "rows": rows,
         "matrix": [_verdict_cell(by_size[s]) if s in by_size else None for s, _ in sizes],
     }
+
+
+def _floor_text(floor: float | None, median: float | None) -> str:
+    """`floor 10.7 s · x1.40`: the links' floor and the median's ratio to it."""
+    if floor is None or floor <= 0:
+        return ""
+    ratio = f" · x{median / floor:.2f}" if median else ""
+    return f"floor {seconds(floor)}{ratio}"
 
 
 def _ordered_designs(group: Any) -> list[str]:

@@ -103,3 +103,19 @@ def test_an_emulated_study_says_so_at_the_top_of_the_report(tmp_path: Path) -> N
     assert collect_facts(load_parsed(tmp_path / "parsed")).emulated_note == note
     page = html.unescape(build_report([tmp_path / "parsed"]))
     assert page.index(note) < page.index('id="set0-overview"')
+
+
+def test_a_box_cell_says_its_links_floor_beside_its_median() -> None:
+    # The committed N=16 box sweep at 100 Mbit/s: docs/box.md's floors, in the report.
+    from analysis.page.floors import links_of_text
+
+    repo = Path(__file__).resolve().parents[2]
+    page = html.unescape(build_report([repo / "benchmarks/results/box-sweeps/n16-100Mbit"]))
+    for floor in ("floor 5.37 s", "floor 10.7 s", "floor 21.5 s", "floor 80.5 s"):
+        assert floor in page
+    assert "floor 80.5 s · x1.05" in page  # the flat tree, closest to its floor
+    links = links_of_text("200Mbit, rank 0 1Gbit, 1ms, groups of 4 via 50Mbit")
+    assert links is not None
+    assert (links.bandwidth, links.root_bandwidth, links.latency) == (25e6, 125e6, 0.001)
+    assert (links.group_size, links.group_bandwidth) == (4, 6.25e6)
+    assert links_of_text("") is None
