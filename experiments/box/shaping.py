@@ -12,15 +12,13 @@ starts).
 
 from __future__ import annotations
 
+from experiments.model.links import burst_bytes
+
 __all__ = ["burst_bytes", "qdisc_commands"]
 
 # tbf's queue: how long a packet may wait for tokens before it is dropped.  TCP
 # needs room for a window at the link's rate; 50 ms is far above the box's RTT.
 _QUEUE_SECONDS = 0.05
-# tbf's bucket must hold at least one segment veth hands it (GSO: up to 64 KiB)
-# and a few ms of the rate, or the rate is not reached.
-_MIN_BURST_BYTES = 64 * 1024
-_BURST_SECONDS = 0.004
 
 
 def qdisc_commands(device: str, bandwidth: float | None, latency: float | None) -> list[str]:
@@ -37,8 +35,3 @@ def qdisc_commands(device: str, bandwidth: float | None, latency: float | None) 
             lines.append(f"qdisc add dev {device} parent 1:1 handle 10: {rate}")
         return lines
     return [f"qdisc add dev {device} root {rate}"] if rate else []
-
-
-def burst_bytes(bandwidth: float) -> int:
-    """tbf's bucket at `bandwidth` bytes/s: what may pass at once, unpaced."""
-    return max(_MIN_BURST_BYTES, round(bandwidth * _BURST_SECONDS))

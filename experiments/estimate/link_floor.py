@@ -22,7 +22,7 @@ as none.  Latency is not counted (a lower bound needs no more).
 
 A measured time is faster than its floor (`LinkFloor.beaten_by`) only beyond
 what the measurement allows: tbf's bucket lets up to `burst_bytes` pass at
-once (64 KiB or 4 ms of the rate, shaping.py), the step's clock reads to the
+once (64 KiB or 4 ms of the rate, model/links.py), the step's clock reads to the
 microsecond but starts its command within `CLOCK_SLACK_S`, and the rate tc
 keeps may round by `RATE_SLACK_SHARE`.  Below floor x (1 - RATE_SLACK_SHARE)
 - burst / rate - CLOCK_SLACK_S, a time is one the links cannot have carried.
@@ -34,11 +34,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from experiments.box.shaping import burst_bytes
 from experiments.formats.blobs import DEDUPLICATED, DEFAULT_BLOB
 from experiments.formats.events import STRATEGIES, strategy_events, strategy_of
 from experiments.formats.kary_line import step_timings
-from experiments.model.links import LinkSettings
+from experiments.model.links import LinkSettings, burst_bytes
 from experiments.model.plan import Cell
 from experiments.model.render import strategy_waves
 from experiments.model.topology import Tree, build_tree

@@ -26,7 +26,7 @@ from experiments.errors import UserError
 from experiments.formats.cell_layout import network_dirname
 from experiments.model.units import parse_bandwidth, parse_latency
 
-__all__ = ["LinkSettings", "link_settings"]
+__all__ = ["LinkSettings", "burst_bytes", "link_settings"]
 
 
 @dataclass(frozen=True)
@@ -110,3 +110,16 @@ def link_settings(
         group_bandwidth=parse_bandwidth(group_bandwidth) if group_bandwidth else None,
         text=text,
     )
+
+
+# A shaped link's token bucket (tbf, as the box's `tc` builds it, box/shaping.py):
+# it must hold at least one segment veth hands it (GSO: up to 64 KiB) and a few ms
+# of the rate, or the rate is not reached.  Here, beside the links, because the link
+# floor (estimate/link_floor.py) counts what passes at once too.
+_MIN_BURST_BYTES = 64 * 1024
+_BURST_SECONDS = 0.004
+
+
+def burst_bytes(bandwidth: float) -> int:
+    """tbf's bucket at `bandwidth` bytes/s: what may pass at once, unpaced."""
+    return max(_MIN_BURST_BYTES, round(bandwidth * _BURST_SECONDS))
