@@ -310,3 +310,25 @@ def test_a_pending_timeout_not_above_zero_is_a_one_line_error(seconds: str) -> N
     assert result.exit_code == 2
     assert f"invalid --pending-timeout {float(seconds):g}: must be > 0 seconds" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_per_cell_limit_counts_from_when_the_pods_run_not_through_the_pull(
+    apiserver: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A 2 s cell limit, pods Pending 3 s pulling the image: the limit starts once they run.
+    fast_backend(monkeypatch)
+    apiserver.cluster.scenario = Scenario(pulling_s=3.0, log=ONE_STEP_LOG)
+    result = _run_seed_image(tmp_path / "raw", "--layout", "per-cell", "--timeout", "2")
+    assert result.exit_code == 0, result.output
+    (record,) = (tmp_path / "raw").glob("**/run.json")
+    assert json.loads(record.read_text())["state"] == "succeeded"
+
+
+def test_a_per_cell_limit_still_ends_a_cell_that_hangs_once_its_pods_run(
+    apiserver: Any, make_backend: Any, cell: Any, rendered: Any
+) -> None:
+    apiserver.cluster.scenario = Scenario(outcome="never", pulling_s=0.5, log=ONE_STEP_LOG)
+    with make_backend(start_limits=StartLimits(check_every_s=0.05)) as backend:
+        result = backend.run(cell, rendered, 1)
+    assert (result.timed_out, result.start_failure) == (True, None)
+    assert judge(result).state == "timeout"

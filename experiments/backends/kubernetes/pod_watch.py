@@ -191,6 +191,8 @@ class PodWatch:
         self.created = clock()
         self._next = self.created + limits.check_every_s
         self._all_running_since: float | None = None
+        # When every pod first ran (this watch's clock): where a cell's own time starts.
+        self.running_since: float | None = None
         self._started = False
 
     def check(self) -> None:
@@ -209,6 +211,10 @@ class PodWatch:
         if problem is not None:
             raise problem
         self._check_joined(pods, now)
+
+    def overdue(self, limit_s: float) -> bool:
+        """Whether the pods have all been running (since they first all ran) over `limit_s`."""
+        return self.running_since is not None and self.clock() - self.running_since > limit_s
 
     def remember(self, pods: list[Obj]) -> None:
         """Note each rank's node from pods listed elsewhere (no API call)."""
@@ -241,6 +247,8 @@ class PodWatch:
             return
         if self._all_running_since is None:
             self._all_running_since = now
+        if self.running_since is None:
+            self.running_since = now
         if now - self._all_running_since < self.limits.join_s:
             return
         zero = next((p for p in pods if pod_index(p, self.name) == 0), None)
