@@ -70,7 +70,7 @@ class PerCellLayout:
             )
             outcome: tuple[str, str] | StartFailure | Preempted | None
 
-            def check() -> None:
+            def look() -> None:
                 pods.check()
                 if pods.overdue(limit):
                     raise _Overdue
@@ -87,7 +87,7 @@ class PerCellLayout:
                     window_s=cluster.window_s,
                     policy=cluster.policy,
                     sleep=cluster.sleep,
-                    check=check,
+                    check=look,
                     check_every_s=cluster.limits.check_every_s,
                 )
             except (StartFailure, Preempted) as failure:
