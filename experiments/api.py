@@ -222,6 +222,7 @@ def run(
             # Labels what this run creates (kary/sweep), so one sweep's leftovers can be found.
             "sweep_id": new_sweep_id(),
             "allow_shared_nodes": planned.sweep.allow_shared_nodes,
+            "pending_timeout_s": planned.pending_timeout_s(),
             **(
                 {"faults": tuple(planned.sweep.emulator_faults)}
                 if planned.sweep.emulator_faults

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from experiments.estimate.bottleneck import box_bottlenecks
+from experiments.estimate.defaults import pending_bound
 from experiments.estimate.layouts import LayoutEstimate, layout_estimates
 from experiments.estimate.time_model import Estimate
 from experiments.execution.ledger import Ledger
@@ -72,6 +73,12 @@ class PlannedSweep:
     @property
     def billed(self) -> bool:
         return self.backend not in UNBILLED
+
+    def pending_timeout_s(self) -> float:
+        """How long a cell's pods may stay Pending: --pending-timeout, else from the plan's
+        image pull estimate (estimate/defaults.py pending_bound)."""
+        given = self.sweep.pending_timeout
+        return given if given is not None else pending_bound(self.estimate.model.image_pull_s)
 
     def layouts(self) -> list[LayoutEstimate]:
         """The cells priced per layout: on a cluster, or where --layout nested is asked."""

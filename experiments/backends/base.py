@@ -102,8 +102,8 @@ class BackendSettings:
     count, each cell a nested instance in it) or `per-cell` (None: the
     backend's default).  `workdir` is where a backend may keep scratch files
     (None: a fresh temporary folder).  `options`: `sweep_id` (labels what a run
-    creates), `allow_shared_nodes` (kubernetes), `faults` (the emulator's,
-    as typed).
+    creates), `allow_shared_nodes` and `pending_timeout_s` (kubernetes),
+    `faults` (the emulator's, as typed).
     """
 
     render: RenderOptions | None = None

@@ -32,6 +32,7 @@ def race(
     root_link_bandwidth: o.RootLinkBandwidth = None, place: o.Place = None,
     group_size: o.GroupSize = None, group_link_bandwidth: o.GroupLinkBandwidth = None,
     layout: o.Layout = None, allow_shared_nodes: o.AllowSharedNodes = False,
+    pending_timeout: o.PendingTimeout = None,
     max_cost: o.MaxCost = None, as_json: o.Json = False,
     confidence: Annotated[float, typer.Option(
         "--confidence", help="How sure a drop, a winner or a tie must be.")] = 0.95,

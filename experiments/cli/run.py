@@ -81,7 +81,7 @@ def run(
     root_link_bandwidth: o.RootLinkBandwidth = None, place: o.Place = None,
     group_size: o.GroupSize = None, group_link_bandwidth: o.GroupLinkBandwidth = None,
     layout: o.Layout = None, allow_shared_nodes: o.AllowSharedNodes = False,
-    smoke: o.Smoke = D.smoke,
+    pending_timeout: o.PendingTimeout = None, smoke: o.Smoke = D.smoke,
     max_cost: o.MaxCost = None, as_json: o.Json = False, emulator_faults: EmulatorFault = None,
     max_hours: o.MaxHours = None,
     timeout: Annotated[float | None, typer.Option(

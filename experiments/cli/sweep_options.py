@@ -224,6 +224,15 @@ AllowSharedNodes = Annotated[
         "(recorded in run.json).  Default: such a cell fails before it is timed.",
     ),
 ]
+PendingTimeout = Annotated[
+    float | None,
+    typer.Option(
+        "--pending-timeout",
+        metavar="SECONDS",
+        help="Kubernetes: fail a cell whose pods are still Pending this long after its "
+        "MiniCluster was made.  Default: 600 s plus twice the plan's image pull estimate.",
+    ),
+]
 MaxCost = Annotated[
     float | None,
     typer.Option(

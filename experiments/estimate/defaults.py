@@ -21,6 +21,7 @@ __all__ = [
     "default_coverage",
     "default_time_model",
     "image_pull",
+    "pending_bound",
 ]
 
 MIB = 2**20
@@ -63,6 +64,23 @@ def image_pull(image: str = DEFAULT_IMAGE, flux_view: str | None = None) -> Imag
         f"{PULL_BYTES_PER_S / 1e6:.0f} MB/s ({'; '.join(parts)})"
     )
     return ImagePull(seconds, note)
+
+
+# How long a cell's pods may stay Pending (from the MiniCluster's creation) before
+# the cell fails: what any pod may take to be scheduled and started (a node
+# scaling up, the operator's init containers), the 600 s kary always allowed,
+# plus the image pull at twice its estimate: the pull rate is one measurement
+# (the seed's), and a node pulling slower than it must not fail a cell that
+# would have started.  A pod is Pending until every container's image is on the
+# node, so a 20-minute pull (the seed's image) under a fixed 600 s bound failed
+# every first cell.  `kary run --pending-timeout SECONDS` replaces the bound.
+SCHEDULE_S = 600.0
+PULL_MARGIN = 2.0
+
+
+def pending_bound(image_pull_s: float) -> float:
+    """Seconds a cell's pods may stay Pending, given the plan's image pull estimate."""
+    return SCHEDULE_S + PULL_MARGIN * image_pull_s
 
 
 def default_time_model(

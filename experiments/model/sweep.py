@@ -89,6 +89,9 @@ class Sweep:
     layout: str | None = None
     # Kubernetes: time a cell whose ranks share a node (else it fails, untimed).
     allow_shared_nodes: bool = False
+    # Kubernetes: seconds a cell's pods may stay Pending (None: from the image pull
+    # estimate, estimate/defaults.py pending_bound).
+    pending_timeout: float | None = None
     emulator_faults: Sequence[str] = ()
     # A billed sweep runs a small smoke cell before its first cell (model/smoke.py);
     # False skips it.  Unbilled backends never run one.

@@ -139,6 +139,8 @@ def _check_flags(sweep: Sweep) -> None:
             f"--template {sweep.template}: expected a folder with minicluster.yaml.j2 "
             "and entrypoint.sh.j2"
         )
+    if sweep.pending_timeout is not None and not sweep.pending_timeout > 0:
+        raise UserError(f"invalid --pending-timeout {sweep.pending_timeout:g}: must be > 0 seconds")
     if (sweep.up or sweep.down) and sweep.cluster is None:
         raise UserError("--up and --down need --cluster FILE")
     if sweep.sizes is not None and (sweep.min_size_gb or sweep.max_size_gb):

@@ -310,6 +310,7 @@ def _run_block(
         options={
             "sweep_id": new_sweep_id(),
             "allow_shared_nodes": base.sweep.allow_shared_nodes,
+            "pending_timeout_s": base.pending_timeout_s(),
             **({"faults": tuple(base.sweep.emulator_faults)} if base.sweep.emulator_faults else {}),
         },
     )

@@ -32,7 +32,13 @@ from typer.testing import CliRunner
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "kubernetes"))
 sys.path.insert(0, str(REPO / "tests" / "emulator"))
-from box_pods import BoxPods, PodSettings  # noqa: E402
+from box_pods import (  # noqa: E402
+    CONFIG_ROOT,
+    BoxPods,
+    PodSettings,
+    broker_config,
+    start_script,
+)
 from emulator_helpers import processes_mentioning  # noqa: E402
 from fake_apiserver import FakeApiServer, FakeCluster, write_kubeconfig  # noqa: E402
 from template_edits import template_with  # noqa: E402
@@ -330,3 +336,77 @@ def test_a_full_worker_disk_fails_the_cell_not_its_timings(
     # No distribution is a timing by kary's one rule (formats/kary_line.step_timings).
     timed = [step for step, why in step_timings(log) if why is None]
     assert not [step for step in timed if str(step["event"]).startswith("distribute")], timed
+
+
+def test_the_box_starts_brokers_as_the_operators_wait_script_does() -> None:
+    """The operator's lines the box once left out (flux-operator 0d75cef8): the CRD's
+    default connectTimeout, 15 s between a worker's tries, and `name-[0]` for one pod."""
+    body = {
+        "metadata": {"name": "mc"},
+        "spec": {"size": 1, "containers": [{"command": "true"}], "flux": {}},
+    }
+    script = start_script(body, PodSettings(), Path("/nonexistent"))
+    assert "-Stbon.connect_timeout=5s" in script  # minicluster_types.go: default "5s"
+    assert "\n        sleep 15\n" in script  # wait.sh line 192
+    assert "flux R encode --hosts=mc-[0] --local" in script  # config.go generateRange
+    assert 'host="mc-[0]"' in broker_config("mc", "default", 1)
+    assert 'host="mc-[0-3]"' in broker_config("mc", "default", 4)
+
+
+def test_a_peer_resolves_only_once_ready_and_the_workers_retry_until_then(
+    make_cluster: Callable[..., FakeApiServer], scratch: Path
+) -> None:
+    """Rank 0's pod pulls its image 8 s longer than the others: meanwhile its name is not
+    in the cluster's DNS (a headless service without publishNotReadyAddresses), so the
+    workers cannot reach it; they keep trying, and the cells run once it is Ready."""
+    server = make_cluster(pulls={0: 8.0})
+    data = scratch / "raw"
+    looked: dict[str, bool] = {}
+
+    def resolves(box: BoxPods, index: int, name: str) -> bool:
+        try:
+            box.exec(index, ["getent", "hosts", name])
+        except RuntimeError:
+            return False
+        return True
+
+    def while_rank_zero_pulls() -> None:
+        box = _box(server)
+        assert box.pods[0].pending_until is not None  # still pulling
+        # The MiniCluster's service names (<name>-<i>.<name>.default.svc.cluster.local).
+        rank_zero = box.names[0]
+        looked["own name"] = resolves(box, 1, box.names[1])
+        looked["rank 0 while Pending"] = resolves(box, 1, rank_zero)
+        while box.pods[0].pending_until is not None:
+            time.sleep(0.1)
+        deadline = time.monotonic() + 30
+        while not resolves(box, 1, rank_zero):
+            assert time.monotonic() < deadline, "rank 0's name never resolved once Ready"
+            time.sleep(0.2)
+        looked["rank 0 once Ready"] = True
+
+    rc, said = _kary(*TOPOS, "--sizes", "1M", "--data-dir", str(data), fault=while_rank_zero_pulls)
+    assert looked == {"own name": True, "rank 0 while Pending": False, "rank 0 once Ready": True}
+    assert rc == 0, said
+    assert [_record(data, c)["state"] for c in CELLS] == ["succeeded", "succeeded"]
+
+
+def test_a_restarted_container_finds_a_fresh_tmp_and_the_operators_volume_kept(
+    make_cluster: Callable[..., FakeApiServer], scratch: Path
+) -> None:
+    """The operator mounts nothing on /tmp: a restarted container's /tmp is a new writable
+    layer; its emptyDir (CONFIG_ROOT here) outlives the container."""
+    seen: list[str] = []
+
+    def restart_a_worker(box: BoxPods) -> None:
+        box.exec(1, ["sh", "-c", f"touch /tmp/kary-layer {CONFIG_ROOT}/kary-volume"])
+        box.restart_container(1)
+        deadline = time.monotonic() + 30
+        while box.pods[1].containers < 2:
+            assert time.monotonic() < deadline, "the worker's container never restarted"
+            time.sleep(0.05)
+        listing = f"ls -d /tmp/kary-layer {CONFIG_ROOT}/kary-volume 2>/dev/null; true"
+        seen.append(box.exec(1, ["sh", "-c", listing]))
+
+    _stalled_run(make_cluster, scratch, [restart_a_worker], ("kary:1",))
+    assert seen == [f"{CONFIG_ROOT}/kary-volume\n"]

@@ -11,30 +11,45 @@ uses.  What is followed, with the operator's lines:
   `[bootstrap]` with the CURVE certificate, `default_port = 8050`,
   `default_bind = "tcp://eth0:%p"`, `default_connect =
   "tcp://%h.<headlessName>.<namespace>.svc.cluster.local:%p"` and one
-  `hosts` entry `<name>-[0-<size-1>]` (ranks in index order, config.go
-  generateHostlist); the headless service is named after the MiniCluster
+  `hosts` entry `<name>-[0-<size-1>]`, `<name>-[0]` for one pod (ranks in
+  index order, config.go generateHostlist and generateRange, lines 37-111);
+  the headless service is named after the MiniCluster
   (api/v1alpha2/minicluster_types.go line 804).  Its `[archive]` and
   `[sched-fluxion-qmanager]` tables are left out: flux-core alone has neither
   module;
+- the cluster's DNS: that service is headless without
+  `publishNotReadyAddresses` (controllers/flux/service.go lines 53-74), so a
+  pod's name resolves only once the pod is Ready, and the operator gives its
+  containers no readiness probe, so Ready is its container running.  Each pod's
+  /etc/hosts holds its own names from the start (the kubelet writes them) and
+  a peer's service name only while that peer is Ready (no short names: the
+  pods' DNS search path does not hold the service);
 - the start script (pkg/flux/templates/wait.sh): `flux R encode --hosts=...
   --local` (line 58), STATE_DIR made beforehand and passed as `-Sstatedir`
   (lines 63-65, 84: a kept statedir, so WAL/NORMAL), brokerOptions
   `-Stbon.fanout=256`, `-Srundir`, `-Slocal-uri`, the spec's `-Stbon.topo`,
-  `-Slog-stderr-level=0` under `logging.quiet` (lines 81-89);
+  `-Stbon.connect_timeout=5s` (the CRD's default connectTimeout, which kary
+  leaves unset: minicluster_types.go lines 362-365), `-Slog-stderr-level=0`
+  under `logging.quiet` (lines 81-89);
   `commands.pre` pasted on every pod with ` > /dev/null 2>&1` after its last
   line under quiet (line 108: only the line after a heredoc is silenced);
   rank 0 `flux start -o --config ${cfg} ${brokerOptions} ${command}` in
   launcher mode (line 163), the others looping on `flux start` every 15 s
-  until it exits 0 (lines 182-193; here every `worker_retry_s`);
+  until it exits 0 (lines 182-193; `worker_retry_s` may shorten it);
 - the Job (controllers/flux/job.go line 90): restartPolicy OnFailure, so a
-  container that exits non-zero starts again in the same pod (restartCount+1).
+  container that exits non-zero starts again in the same pod (restartCount+1),
+  on a fresh writable layer: the operator mounts no volume on /tmp
+  (controllers/flux/volumes.go, containers.go), so a restarted container finds
+  /tmp empty but for CONFIG_ROOT, which stands for the operator's emptyDir
+  /mnt/flux and is kept.
 
 Rank 0's output is the pod log, with the time each line arrived (as the
 kubelet stamps it), rotated when it passes `rotate_bytes` (the API then serves
 the current file only, as it does).  Faults a test injects: `lose_pod` (its
 processes killed, Pending for a while, then replaced by a new pod),
 `restart_container`, `fill_disk`, `drain` (a rank of the MiniCluster's own
-instance), `rotate_log`.
+instance), `rotate_log`; and `PodSettings.pulls` keeps a pod Pending a while
+before its first container starts, as a slow image pull on its node does.
 """
 
 from __future__ import annotations
@@ -69,16 +84,29 @@ class PodSettings:
     disks: dict[int, int] = field(default_factory=dict)
     rotate_bytes: int | None = None
     pending_s: float = 2.0  # a lost pod's replacement stays Pending this long
-    worker_retry_s: int = 2  # the operator sleeps 15 s between a worker's tries
+    # Per rank, seconds its pod stays Pending before its first container starts (the
+    # image pull on its node): not Ready, so its name does not resolve meanwhile.
+    pulls: dict[int, float] = field(default_factory=dict)
+    worker_retry_s: int = 15  # the operator sleeps 15 s between a worker's tries
     # More environment for every pod's containers (the spec's own env, in effect).
     env: dict[str, str] = field(default_factory=dict)
+
+
+def operator_hostlist(name: str, size: int) -> str:
+    """The MiniCluster's hostlist as the operator writes it (config.go generateHostlist
+    with generateRange: `name-[0]` for one pod, not `name-0`)."""
+    return f"{name}-[{f'0-{size - 1}' if size > 1 else '0'}]"
+
+
+def service_name(name: str, namespace: str, index: int) -> str:
+    """Pod `index`'s name in the MiniCluster's headless service (named after it)."""
+    return f"{name}-{index}.{name}.{namespace}.svc.cluster.local"
 
 
 def broker_config(name: str, namespace: str, size: int) -> str:
     """The operator's broker config for a MiniCluster (view.go generateBrokerConfig)."""
     fqdn = f"{name}.{namespace}.svc.cluster.local"
-    last = f"{size - 1}" if size > 1 else "0"
-    hosts = f"{name}-[0-{last}]" if size > 1 else f"{name}-0"
+    hosts = operator_hostlist(name, size)
     return (
         "[access]\nallow-guest-user = true\nallow-root-owner = true\n\n"
         f'[resource]\npath = "{CONFIG_ROOT}/etc/flux/system/R"\n\n'
@@ -99,7 +127,7 @@ def start_script(body: dict[str, Any], settings: PodSettings, folder: Path) -> s
     quiet = bool((spec.get("logging") or {}).get("quiet"))
     topology = (spec.get("flux") or {}).get("topology")
     pre = (container.get("commands") or {}).get("pre") or ""
-    hosts = f"{name}-[0-{int(spec['size']) - 1}]" if int(spec["size"]) > 1 else f"{name}-0"
+    hosts = operator_hostlist(name, int(spec["size"]))
     silence = " > /dev/null 2>&1" if quiet else ""
     return f"""#!/bin/bash
 configroot={CONFIG_ROOT}
@@ -120,7 +148,7 @@ brokerOptions="-Scron.directory=${{configroot}}/etc/flux/system/cron.d \\
   -Stbon.fanout=256 \\
   -Srundir=${{configroot}}/run/flux \\
   -Sstatedir=${{STATE_DIR}} -Slocal-uri=local://$configroot/run/flux/local \\
-  {f"-Stbon.topo={topology}" if topology else ""} \\
+  -Stbon.connect_timeout=5s {f"-Stbon.topo={topology}" if topology else ""} \\
   {"-Slog-stderr-level=0" if quiet else "-Slog-stderr-level=6"} \\
   -Slog-stderr-mode=local"
 {pre}{silence}
@@ -171,14 +199,10 @@ class BoxPods:
         self._partial = b""
         self._offset = 0
         self.pods = [self._new_pod(i) for i in range(self.size)]
-        fqdn = f"{self.name}.{namespace}.svc.cluster.local"
-        addresses = [f"198.19.0.{i + 1}" for i in range(self.size)]
-        (self.folder / "hosts").write_text(
-            "127.0.0.1 localhost\n"
-            + "".join(
-                f"{a} {self.name}-{i}.{fqdn} {self.name}-{i}\n" for i, a in enumerate(addresses)
-            )
-        )
+        self.addresses = [f"198.19.0.{i + 1}" for i in range(self.size)]
+        self.names = [service_name(self.name, namespace, i) for i in range(self.size)]
+        self._resolvable: set[int] | None = None
+        self._publish_names()
         subprocess.run(
             [flux, "keygen", str(self.folder / "curve.cert")], check=True, capture_output=True
         )
@@ -197,7 +221,8 @@ class BoxPods:
         spec = {
             "folder": str(self.folder),
             "hosts": [f"{self.name}-{i}" for i in range(self.size)],
-            "addresses": addresses,
+            "addresses": self.addresses,
+            "config_root": CONFIG_ROOT,
             "prefix_length": 16,
             "disk_bytes": [settings.disks.get(i, settings.disk_bytes) for i in range(self.size)],
             "keep_paths": sorted(
@@ -221,7 +246,12 @@ class BoxPods:
             time.sleep(0.02)
         self.control = open(self.folder / "control", "w")  # noqa: SIM115
         for i in range(self.size):
-            self._start(i)
+            pull = settings.pulls.get(i)
+            if pull:
+                self.pods[i].pending_until = time.monotonic() + pull
+            else:
+                self._start(i)
+        self._publish_names()
         self._stopping = threading.Event()
         self.watcher = threading.Thread(target=self._watch, daemon=True)
         self.watcher.start()
@@ -357,22 +387,54 @@ class BoxPods:
             else _later(replacing.created),
         )
 
+    def _ready(self) -> set[int]:
+        """The pods that are Ready: their container runs (the operator sets no probe)."""
+        with self.lock:
+            return {
+                i
+                for i, pod in enumerate(self.pods)
+                if pod.pending_until is None and pod.exit_code is None and pod.containers > 0
+            }
+
+    def _publish_names(self) -> None:
+        """Each pod's /etc/hosts: its own names, and each Ready peer's service name.
+
+        Rewritten in place (each pod's /etc/hosts is a bind mount of its file, so
+        a new file by rename would not be seen)."""
+        ready = self._ready()
+        if ready == self._resolvable:
+            return
+        self._resolvable = ready
+        for index in range(self.size):
+            own = f"{self.addresses[index]} {self.names[index]} {self.name}-{index}\n"
+            peers = "".join(
+                f"{self.addresses[i]} {self.names[i]}\n" for i in sorted(ready) if i != index
+            )
+            path = self.folder / f"hosts-{index}"
+            path.touch()
+            with open(path, "r+") as hosts:
+                hosts.write("127.0.0.1 localhost\n" + own + peers)
+                hosts.truncate()
+
     def _send(self, request: list[Any]) -> None:
         self.control.write(json.dumps(request) + "\n")
         self.control.flush()
 
-    def _start(self, index: int) -> None:
+    def _start(self, index: int, new_pod: bool = False) -> None:
+        """Start the pod's next container (a new pod's first: `new_pod`, a fresh disk)."""
         with self.lock:
             pod = self.pods[index]
             pod.containers += 1
             pod.exit_code = None
-        self._send(["start", index])
+        self._send(["start", index, "new-pod" if new_pod else "container"])
 
     def _watch(self) -> None:
         """Container exits (restart OnFailure), replacements, and rank 0's log lines."""
         seen: dict[int, int] = {}
-        started = {i: 1 for i in range(self.size)}  # the container number each pod runs
+        # The container number each pod runs (0: Pending for its first).
+        started = {i: self.pods[i].containers for i in range(self.size)}
         while not self._stopping.wait(0.05):
+            self._publish_names()
             # Rank 0's log first: once its container shows as ended, its log is whole.
             self._read_rank_zero(started[0])
             for index in range(self.size):
@@ -389,7 +451,7 @@ class BoxPods:
                     started[index] += 1
                     if index == 0:
                         self._new_log()
-                    self._start(index)
+                    self._start(index, new_pod=True)
                     continue
                 number = started[index]
                 exit_file = self.folder / f"pod-{index}" / f"container-{number}.exit"

@@ -98,6 +98,9 @@ class Scenario:
     # Nested layout: the first cell's job starts (its job frame shows) this late, as when
     # the pods took long to pull their image.
     first_job_after_s: float = 0.0
+    # The pods stay Pending this long, their containers waiting ContainerCreating (as while
+    # the kubelet pulls the image); the Job's run time starts after it.
+    pulling_s: float = 0.0
 
 
 def fake_node(
@@ -266,7 +269,8 @@ class FakeCluster:
         if run is None:
             return []
         scenario: Scenario = run["scenario"]
-        done = _finished(run, time.monotonic() - run["born"])
+        age = time.monotonic() - run["born"]
+        done = _finished(run, age)
         pods = []
         for index in range(run["size"]):
             node: str | None = f"node-{index % (scenario.pack or run['size'])}"
@@ -282,6 +286,9 @@ class FakeCluster:
                         "message": "0/2 nodes are available: 2 Insufficient cpu.",
                     }
                 ]
+            elif age < scenario.pulling_s:
+                phase = "Pending"
+                state = {"waiting": {"reason": "ContainerCreating"}}
             elif scenario.waiting:
                 pulling = "Image" in scenario.waiting
                 phase = "Pending" if pulling else "Running"
@@ -382,7 +389,7 @@ def _nested_log(run: dict[str, Any]) -> str:
     cell, framed as the driver frames it; the cells it has reached so far, when its
     scenario has a run time, are all of them once that time has passed."""
     scenario: Scenario = run["scenario"]
-    if scenario.waiting or scenario.unschedulable:
+    if scenario.waiting or scenario.unschedulable or not _pulled(run):
         return ""  # rank 0's container never started: nothing ran, nothing printed
     cells: list[str] = run["nested_cells"]
     lines = []
@@ -428,7 +435,12 @@ def _finished(run: dict[str, Any], age: float) -> bool:
     if run.get("pods") is not None:
         return not run["pods"].running
     scenario: Scenario = run["scenario"]
-    return scenario.outcome != "never" and age >= scenario.run_s
+    return scenario.outcome != "never" and age >= scenario.pulling_s + scenario.run_s
+
+
+def _pulled(run: dict[str, Any]) -> bool:
+    """Whether the scenario's image pull is over (its containers could start)."""
+    return time.monotonic() - run["born"] >= run["scenario"].pulling_s
 
 
 def _list(kind: str, items: list[dict[str, Any]], rv: int) -> dict[str, Any]:
@@ -645,6 +657,8 @@ class _Handler(BaseHTTPRequestHandler):
                         _nested_log(run)
                         if run.get("nested_cells")
                         else run["scenario"].log.replace("{cell}", run["cell"])
+                        if _pulled(run)
+                        else ""
                     )
                     lines = [(run["born_wall"], line) for line in text.splitlines()]
                 self._send(200, _log_text(lines, query), "text/plain")

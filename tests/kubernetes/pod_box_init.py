@@ -14,14 +14,18 @@ execs its container on request, so a container can restart in the same pod
 - its own mount namespace: /tmp is a tmpfs of the pod's disk size (the pod's
   ephemeral disk: a write past it fails with ENOSPC), host folders under /tmp
   the pod needs (this repository, Flux, the box folder) bound back in as a
-  pod's volumes would be, and /etc/hosts naming every pod by its headless
-  service name (`<name>-<i>.<service>.<namespace>.svc.cluster.local`), as the
-  cluster's DNS does;
+  pod's volumes would be, and /etc/hosts from FOLDER/hosts-<i>, which the host
+  side keeps as the cluster's DNS answers (box_pods.py: a peer's headless
+  service name, `<name>-<i>.<service>.<namespace>.svc.cluster.local`, only
+  while that peer is Ready);
+- a fresh writable layer for each restarted container: /tmp emptied but for
+  the operator's volume (`config_root`) and what is bound in; a new pod's
+  (`["start", i, "new-pod"]`, a lost pod's replacement) loses that volume too;
 - its containers' output in FOLDER/pod-<i>/container-<n>.log and exit status
   in container-<n>.exit (the host side, box_pods.py, serves rank 0's log).
 
 Requests come on the FIFO FOLDER/control, one JSON list per line:
-`["start", i]`, `["kill", i]` (every process of the pod, its brokers too),
+`["start", i, "container" | "new-pod"]`, `["kill", i]` (every process of the pod, its brokers too),
 `["exec", i, id, argv]` (output and status in FOLDER/pod-<i>/exec-<id>.*).
 When this program ends, however it ends, the kernel kills every process of
 its PID namespace, and every pod's namespaces, links and tmpfs go with them.
@@ -34,6 +38,7 @@ import ctypes
 import json
 import os
 import select
+import shutil
 import signal
 import sys
 import time
@@ -153,7 +158,7 @@ class _Holder:
             os.makedirs(path, exist_ok=True)
             _mount(f"/proc/self/fd/{host_tmp}/{relative}", path, None, _MS_BIND | _MS_REC, None)
         os.close(host_tmp)
-        _mount(str(self.folder / "hosts"), "/etc/hosts", None, _MS_BIND, None)
+        _mount(str(self.folder / f"hosts-{self.index}"), "/etc/hosts", None, _MS_BIND, None)
 
     def serve(self) -> None:
         buffered = b""
@@ -172,6 +177,8 @@ class _Holder:
     def _handle(self, request: list[Any]) -> None:
         verb = request[0]
         if verb == "start" and self.container is None:
+            if self.count:
+                self._fresh_layer(keep_volume=request[2] != "new-pod")
             self.count += 1
             self.container = self._spawn(
                 ["bash", str(self.folder / "pod.sh")],
@@ -182,6 +189,22 @@ class _Holder:
         elif verb == "exec":
             pid = self._spawn([str(a) for a in request[3]], self.pod_dir / f"exec-{request[2]}.out")
             self.execs[pid] = str(request[2])
+
+    def _fresh_layer(self, keep_volume: bool) -> None:
+        """Empty /tmp as a new container's writable layer is, keeping the operator's
+        volume (unless the pod is new) and every folder bound in or mounted under it."""
+        keep = list(self.spec["keep_paths"]) + _mount_points()
+        if keep_volume:
+            keep.append(self.spec["config_root"])
+        for entry in os.scandir("/tmp"):
+            # A path that holds something kept is left whole: never reach into a bind mount.
+            if any(k == entry.path or k.startswith(entry.path + "/") for k in keep):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
 
     def _spawn(self, argv: list[str], output: Path) -> int:
         log = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -237,6 +260,12 @@ def _write_status(path: Path, code: int) -> None:
     part = path.with_name(path.name + ".part")
     part.write_text(f"{code}\n")
     os.replace(part, path)
+
+
+def _mount_points() -> list[str]:
+    """Where something is mounted in this mount namespace (/proc/self/mountinfo)."""
+    with open("/proc/self/mountinfo") as info:
+        return [line.split()[4] for line in info if len(line.split()) > 4]
 
 
 def _serve_control(spec: dict[str, Any], pods: list[_Pod]) -> None:

@@ -12,14 +12,17 @@ from typing import Any
 
 import pytest
 from fake_apiserver import Scenario
+from fast_backend import ONE_STEP_LOG, fast_backend
 from typer.testing import CliRunner
 
 from experiments.backends.kubernetes.api import RetryPolicy
 from experiments.backends.kubernetes.minicluster import unique_name
-from experiments.backends.kubernetes.pod_watch import StartLimits
+from experiments.backends.kubernetes.pod_watch import PodWatch, StartLimits
 from experiments.cli import app
+from experiments.estimate.defaults import image_pull, pending_bound
 from experiments.execution.outcome import judge
 from experiments.formats.labels import current_owner
+from experiments.model.render import SEED_IMAGE
 
 QUICK = StartLimits(pending_s=0.4, join_s=0.4, check_every_s=0.05)
 
@@ -244,3 +247,88 @@ def test_a_sweep_stops_after_the_same_start_failure_twice(
     assert states == {"ImagePullBackOff"}
     assert len(apiserver.cluster.created) == 2
     assert _gone(apiserver)
+
+
+def _pod_watch_clock(monkeypatch: pytest.MonkeyPatch, speedup: float) -> None:
+    """The pods' watch sees time pass `speedup` times faster: a pull of seconds reads as
+    minutes, so a bound of hundreds of seconds is played in seconds.  The watch looks
+    about once a second (the Job watch's shortest window)."""
+    fast = functools.partial(PodWatch, clock=lambda: time.monotonic() * speedup)
+    monkeypatch.setattr("experiments.backends.kubernetes.nested.PodWatch", fast)
+    monkeypatch.setattr("experiments.backends.kubernetes.per_cell.PodWatch", fast)
+
+
+def _run_seed_image(raw: Path, *flags: str) -> Any:
+    return CliRunner().invoke(
+        app,
+        [
+            "run", "--backend", "kubernetes", "--exact-nodes", "4", "--topo", "kary:2",
+            "--sizes", "1M", "--image", SEED_IMAGE, "--data-dir", str(raw), "--yes",
+            "--no-smoke", *flags,
+        ],
+    )  # fmt: skip
+
+
+def test_pods_pending_while_a_long_image_pull_runs_do_not_fail_the_cell(
+    apiserver: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The seed's image: 55 GB, about 1200 s to pull; its pods Pending 900 watched
+    # seconds (past the 600 s any pod used to get) end within the bound the pull sets
+    # (600 s + 2 x 1200 s).
+    fast_backend(monkeypatch)
+    _pod_watch_clock(monkeypatch, 250.0)
+    apiserver.cluster.scenario = Scenario(pulling_s=3.6, log=ONE_STEP_LOG)
+    result = _run_seed_image(tmp_path / "raw")
+    assert result.exit_code == 0, result.output
+    (record,) = (tmp_path / "raw").glob("**/run.json")
+    assert json.loads(record.read_text())["state"] == "succeeded"
+    assert pending_bound(image_pull(SEED_IMAGE).seconds) == 3000.0
+
+
+def test_pending_timeout_overrides_the_bound_the_image_pull_sets(
+    apiserver: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast_backend(monkeypatch)
+    _pod_watch_clock(monkeypatch, 250.0)
+    apiserver.cluster.scenario = Scenario(pulling_s=3.6, log=ONE_STEP_LOG)
+    result = _run_seed_image(tmp_path / "raw", "--pending-timeout", "300")
+    assert result.exit_code == 1, result.output
+    (record,) = (tmp_path / "raw").glob("**/run.json")
+    run = json.loads(record.read_text())
+    assert (run["state"], run["start_failure"]) == ("failed", "Pending")
+    assert (
+        "still Pending 300 s after it was created; if its image pull is that slow, "
+        "--pending-timeout SECONDS waits longer" in run["error"]
+    )
+
+
+@pytest.mark.parametrize("seconds", ["0", "-5"])
+def test_a_pending_timeout_not_above_zero_is_a_one_line_error(seconds: str) -> None:
+    result = CliRunner().invoke(
+        app, ["run", "--dry-run", "--exact-nodes", "4", "--pending-timeout", seconds]
+    )
+    assert result.exit_code == 2
+    assert f"invalid --pending-timeout {float(seconds):g}: must be > 0 seconds" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_per_cell_limit_counts_from_when_the_pods_run_not_through_the_pull(
+    apiserver: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A 2 s cell limit, pods Pending 3 s pulling the image: the limit starts once they run.
+    fast_backend(monkeypatch)
+    apiserver.cluster.scenario = Scenario(pulling_s=3.0, log=ONE_STEP_LOG)
+    result = _run_seed_image(tmp_path / "raw", "--layout", "per-cell", "--timeout", "2")
+    assert result.exit_code == 0, result.output
+    (record,) = (tmp_path / "raw").glob("**/run.json")
+    assert json.loads(record.read_text())["state"] == "succeeded"
+
+
+def test_a_per_cell_limit_still_ends_a_cell_that_hangs_once_its_pods_run(
+    apiserver: Any, make_backend: Any, cell: Any, rendered: Any
+) -> None:
+    apiserver.cluster.scenario = Scenario(outcome="never", pulling_s=0.5, log=ONE_STEP_LOG)
+    with make_backend(start_limits=StartLimits(check_every_s=0.05)) as backend:
+        result = backend.run(cell, rendered, 1)
+    assert (result.timed_out, result.start_failure) == (True, None)
+    assert judge(result).state == "timeout"

@@ -150,7 +150,14 @@ class KubernetesBackend(Backend):
             cluster=spec.name if spec else None,
             labels=labels,
             require_context=switch,
-            start_limits=StartLimits(allow_shared_nodes=bool(options.get("allow_shared_nodes"))),
+            start_limits=StartLimits(
+                allow_shared_nodes=bool(options.get("allow_shared_nodes")),
+                **(
+                    {"pending_s": float(options["pending_timeout_s"])}
+                    if options.get("pending_timeout_s") is not None
+                    else {}
+                ),
+            ),
             layout=effective_layout(settings.layout, "kubernetes"),
             workers=dict(spec.node_selector) if spec else None,
             desired_nodes=spec.nodes if spec else None,

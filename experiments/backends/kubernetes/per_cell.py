@@ -39,6 +39,10 @@ if TYPE_CHECKING:
 __all__ = ["PerCellLayout"]
 
 
+class _Overdue(Exception):
+    """The cell ran past its limit, counted from when its pods all ran."""
+
+
 @dataclass
 class PerCellLayout:
     """Runs each cell in a MiniCluster of its own (module doc)."""
@@ -65,21 +69,31 @@ class PerCellLayout:
                 api, ns, name, int(body["spec"]["size"]), cluster.limits, nodes=cluster.nodes
             )
             outcome: tuple[str, str] | StartFailure | Preempted | None
+
+            def look() -> None:
+                pods.check()
+                if pods.overdue(limit):
+                    raise _Overdue
+
             try:
+                # The cell's time starts once its pods all run: until then the pod watch
+                # bounds it (an image pull may take most of pending_s, and is no hang).
                 outcome = wait_for_job(
                     api,
                     ns,
                     name,
-                    time.monotonic() + limit,
+                    time.monotonic() + cluster.limits.pending_s + limit,
                     start_timeout_s=cluster.job_start_timeout_s,
                     window_s=cluster.window_s,
                     policy=cluster.policy,
                     sleep=cluster.sleep,
-                    check=pods.check,
+                    check=look,
                     check_every_s=cluster.limits.check_every_s,
                 )
             except (StartFailure, Preempted) as failure:
                 outcome = failure
+            except _Overdue:
+                outcome = None
             check = CellCheck(cell.id, cluster.limits.allow_shared_nodes)
             result = collect_result(api, ns, name, outcome, limit, provenance, pods, check)
         except NotOurs as err:

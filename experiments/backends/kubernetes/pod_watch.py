@@ -12,7 +12,9 @@ watch windows of the Job, lists the pods and raises StartFailure with a short
   back-off, a bad image name, a container that cannot be created, a crash
   loop): at once;
 - a pod is still Pending `pending_s` after the MiniCluster was created, or
-  fewer pods than ranks exist by then;
+  fewer pods than ranks exist by then (a pod is Pending until its images are
+  pulled: `kary run` derives the bound from the plan's image pull estimate,
+  estimate/defaults.py pending_bound, or takes --pending-timeout);
 - two ranks landed on the same node, unless `allow_shared_nodes` (then a cell
   measures the node's memory, not the network between nodes);
 - every pod has been Running for `join_s` and rank 0's log still has no
@@ -149,7 +151,12 @@ def pod_problem(
                 "Pending",
                 f"{len(pending)} of {size} pods of MiniCluster {name} still Pending "
                 f"{limits.pending_s:g} s after it was created"
-                + (f" ({dig(pod, 'metadata', 'name')}: {why})" if why else ""),
+                + (
+                    f" ({dig(pod, 'metadata', 'name')}: {why})"
+                    if why
+                    # Scheduled: its containers are being made, most likely its image pulled.
+                    else "; if its image pull is that slow, --pending-timeout SECONDS waits longer"
+                ),
             )
         if len(pods) < size:
             return StartFailure(
@@ -184,6 +191,8 @@ class PodWatch:
         self.created = clock()
         self._next = self.created + limits.check_every_s
         self._all_running_since: float | None = None
+        # When every pod first ran (this watch's clock): where a cell's own time starts.
+        self.running_since: float | None = None
         self._started = False
 
     def check(self) -> None:
@@ -202,6 +211,10 @@ class PodWatch:
         if problem is not None:
             raise problem
         self._check_joined(pods, now)
+
+    def overdue(self, limit_s: float) -> bool:
+        """Whether the pods have all been running (since they first all ran) over `limit_s`."""
+        return self.running_since is not None and self.clock() - self.running_since > limit_s
 
     def remember(self, pods: list[Obj]) -> None:
         """Note each rank's node from pods listed elsewhere (no API call)."""
@@ -234,6 +247,8 @@ class PodWatch:
             return
         if self._all_running_since is None:
             self._all_running_since = now
+        if self.running_since is None:
+            self.running_since = now
         if now - self._all_running_since < self.limits.join_s:
             return
         zero = next((p for p in pods if pod_index(p, self.name) == 0), None)
