@@ -48,9 +48,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.race.decide import ACROSS, BY_SIZE, PER_SIZE, TIE, WINNER, RaceRules
 from experiments.race.engine import Race, replay
-from experiments.race.rules import uniform_runs_a_side
+from experiments.race.rules import (
+    ACROSS,
+    BY_SIZE,
+    PER_SIZE,
+    TIE,
+    WINNER,
+    RaceRules,
+    uniform_runs_a_side,
+)
 
 MIB = 2**20
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -32,7 +32,6 @@ from experiments.execution.summary import RunSummary
 from experiments.files import write_atomic
 from experiments.formats.blobs import DEFAULT_BLOB, check_blob
 from experiments.formats.cell_layout import sweep_copy_path
-from experiments.formats.labels import new_sweep_id
 from experiments.machine_probes import here_now
 from experiments.model.cell_filter import parse_only
 from experiments.model.identity import StudySettings
@@ -188,7 +187,7 @@ def run(
     A billed sweep runs its smoke cell first (experiments/smoke.py); if that fails, no
     cell runs and the summary's `stopped_because` says why.
     """
-    from experiments.backends import BackendSettings, make_backend
+    from experiments.backends import make_backend
     from experiments.execution.progress import RichReporter
     from experiments.execution.runner import run_plan
 
@@ -212,24 +211,7 @@ def run(
         return RunSummary(skipped_done=len(ledger.done), skipped_failed=len(ledger.failed))
     if planned.billed:
         _confirm(planned, yes, max_cost, max_hours)
-    settings = BackendSettings(
-        render=planned.render,
-        cluster=planned.cluster,
-        links=planned.checked.links,
-        place=planned.place,
-        layout=planned.checked.layout,
-        options={
-            # Labels what this run creates (kary/sweep), so one sweep's leftovers can be found.
-            "sweep_id": new_sweep_id(),
-            "allow_shared_nodes": planned.sweep.allow_shared_nodes,
-            "pending_timeout_s": planned.pending_timeout_s(),
-            **(
-                {"faults": tuple(planned.sweep.emulator_faults)}
-                if planned.sweep.emulator_faults
-                else {}
-            ),
-        },
-    )
+    settings = planned.backend_settings()
     backend = make_backend(planned.backend, settings)
     spec = planned.plan.spec
     echo(

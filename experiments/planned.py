@@ -80,6 +80,28 @@ class PlannedSweep:
         given = self.sweep.pending_timeout
         return given if given is not None else pending_bound(self.estimate.model.image_pull_s)
 
+    def backend_settings(self) -> Any:
+        """What the backend this sweep runs on is made with (BackendSettings): the rendering,
+        cluster, links, place and layout, and a fresh sweep id that labels what it creates
+        (kary/sweep), so one sweep's leftovers can be found."""
+        from experiments.backends import BackendSettings
+        from experiments.formats.labels import new_sweep_id
+
+        faults = tuple(self.sweep.emulator_faults)
+        return BackendSettings(
+            render=self.render,
+            cluster=self.cluster,
+            links=self.checked.links,
+            place=self.place,
+            layout=self.checked.layout,
+            options={
+                "sweep_id": new_sweep_id(),
+                "allow_shared_nodes": self.sweep.allow_shared_nodes,
+                "pending_timeout_s": self.pending_timeout_s(),
+                **({"faults": faults} if faults else {}),
+            },
+        )
+
     def layouts(self) -> list[LayoutEstimate]:
         """The cells priced per layout: on a cluster, or where --layout nested is asked."""
         if self.backend != "kubernetes" and self.sweep.layout != NESTED:

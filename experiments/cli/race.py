@@ -73,7 +73,7 @@ def race(
         kary race --cluster clusters/eks-30-spot.yaml --exact-nodes 30 --min-size 1 \\
             --max-size 10 --blob random --layout nested --dry-run
     """
-    from experiments.race.decide import ACROSS, PER_SIZE, RaceRules
+    from experiments.race.rules import ACROSS, PER_SIZE, RaceRules
     from experiments.race.run import plan_race, run_race
 
     rules = RaceRules(confidence, zone, first_test, max_blocks)

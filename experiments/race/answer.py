@@ -17,8 +17,9 @@ from __future__ import annotations
 import math
 
 from experiments.formats.cell_layout import format_size
-from experiments.race.decide import ACROSS, BY_SIZE, TIE, WINNER, Decision
+from experiments.race.decide import Decision
 from experiments.race.engine import NOT_SEPARATED, STOPPED, Lane, Race
+from experiments.race.rules import ACROSS, BY_SIZE, TIE, WINNER
 
 __all__ = ["answer_text", "lane_answer"]
 

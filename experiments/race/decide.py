@@ -41,11 +41,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from experiments.race.rules import (
-    ACROSS,
     BY_SIZE,
     CONTINUE,
-    MODES,
-    PER_SIZE,
     TIE,
     WINNER,
     RaceRules,
@@ -53,16 +50,8 @@ from experiments.race.rules import (
 from experiments.race.size_trend import any_trend, crossing, gaining_with_size
 
 __all__ = [
-    "ACROSS",
-    "BY_SIZE",
-    "CONTINUE",
-    "MODES",
-    "PER_SIZE",
-    "TIE",
-    "WINNER",
     "Comparison",
     "Decision",
-    "RaceRules",
     "decide",
     "holm",
 ]

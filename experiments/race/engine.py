@@ -21,16 +21,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from experiments.race.decide import (
+from experiments.race.decide import Decision, decide
+from experiments.race.rules import (
     ACROSS,
     BY_SIZE,
     CONTINUE,
     PER_SIZE,
     TIE,
     WINNER,
-    Decision,
     RaceRules,
-    decide,
 )
 
 __all__ = ["NOT_SEPARATED", "STOPPED", "Block", "Lane", "Race", "replay"]

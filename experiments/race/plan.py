@@ -44,9 +44,8 @@ from experiments.formats.cell_layout import format_size
 from experiments.model.plan import Cell
 from experiments.plan_view import format_duration
 from experiments.planned import PlannedSweep
-from experiments.race.decide import ACROSS, RaceRules
 from experiments.race.engine import Race, replay
-from experiments.race.rules import uniform_runs_a_side
+from experiments.race.rules import ACROSS, RaceRules, uniform_runs_a_side
 
 __all__ = ["REPLAYS", "SPREAD", "Case", "RacePlan", "plan_race_cost"]
 

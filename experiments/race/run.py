@@ -41,9 +41,9 @@ from experiments.model.plan import Cell, Plan
 from experiments.model.render import template_hash
 from experiments.model.sweep import Sweep
 from experiments.planned import PlannedSweep, stderr_line
-from experiments.race.decide import BY_SIZE, TIE, WINNER, RaceRules
 from experiments.race.engine import Block, Race
 from experiments.race.plan import RacePlan, plan_race_cost
+from experiments.race.rules import BY_SIZE, TIE, WINNER, RaceRules
 
 __all__ = ["RaceOutcome", "plan_race", "run_race"]
 
@@ -284,9 +284,7 @@ def _run_block(
     reporter: Reporter | None,
     make_backend: Callable[[str, Any], Any] | None,
 ) -> Any:
-    from experiments.backends import BackendSettings
     from experiments.backends import make_backend as backend_named
-    from experiments.formats.labels import new_sweep_id
 
     base = planned.base
     spec = base.plan.spec.model_copy(update={"data_dir": planned.data_dir})
@@ -301,19 +299,7 @@ def _run_block(
         settings=base.settings,
         template_hash=template_hash(base.sweep.template),
     )
-    settings = BackendSettings(
-        render=base.render,
-        cluster=base.cluster,
-        links=base.checked.links,
-        place=base.place,
-        layout=base.checked.layout,
-        options={
-            "sweep_id": new_sweep_id(),
-            "allow_shared_nodes": base.sweep.allow_shared_nodes,
-            "pending_timeout_s": base.pending_timeout_s(),
-            **({"faults": tuple(base.sweep.emulator_faults)} if base.sweep.emulator_faults else {}),
-        },
-    )
+    settings = base.backend_settings()
     backend = (make_backend or backend_named)(base.backend, settings)
     cluster = base.cluster
     return run_plan(

@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from experiments.race.decide import BY_SIZE, CONTINUE, TIE, WINNER, RaceRules, decide, holm
+from experiments.race.decide import decide, holm
+from experiments.race.rules import BY_SIZE, CONTINUE, TIE, WINNER, RaceRules
 
 MIB = 2**20
 RULES = RaceRules()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import random
 
-from experiments.race.decide import ACROSS, PER_SIZE, WINNER, RaceRules
 from experiments.race.engine import MAX_VOIDS_IN_A_ROW, NOT_SEPARATED, STOPPED, Race, replay
+from experiments.race.rules import ACROSS, PER_SIZE, WINNER, RaceRules
 
 MIB = 2**20
 SIZES = [16 * MIB, 32 * MIB, 64 * MIB]

@@ -18,7 +18,7 @@ from experiments.errors import UserError
 from experiments.formats.race_state import read_race
 from experiments.formats.run_record import read_record
 from experiments.model.sweep import Sweep
-from experiments.race.decide import ACROSS, TIE, WINNER, RaceRules
+from experiments.race.rules import ACROSS, TIE, WINNER, RaceRules
 from experiments.race.run import plan_race, run_race
 
 MIB = 2**20
