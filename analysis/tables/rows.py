@@ -86,10 +86,14 @@ class TableRows:
     cell_keys: dict[tuple[object, ...], int] = field(default_factory=dict)
     groups: dict[tuple[int, str, str, int], int] = field(default_factory=dict)
     group_ids: list[int] = field(default_factory=list)
+    # (cell key number, events, size labels, sizes) of a cell's steps -> their group
+    # numbers: what `_add_steps` numbered already.  Emptied by `pack`.
+    steps_groups: dict[tuple[object, ...], list[int]] = field(default_factory=dict, repr=False)
 
     def pack(self) -> None:
         """Make the number columns typed arrays (a float NaN where no time): a worker
         sends them back as bytes, and numpy reads them without a copy."""
+        self.steps_groups = {}  # only for numbering; not sent back
         for name, code in _NUMBER_CODES.items():
             values = self.events[name]
             if name == "time_seconds" and None in values:
@@ -232,8 +236,8 @@ def table_rows(results: Iterable[CellResult]) -> TableRows:
                 )
             )
         # A void step is neither: it counts in steps_void (parse meta, report).
-        steps_ok = sum(1 for s in res.steps if s.status == "ok")
-        steps_failed = sum(1 for s in res.steps if s.status == "failed")
+        statuses = [s.status for s in res.steps]
+        steps_ok, steps_failed = statuses.count("ok"), statuses.count("failed")
         pings_failed = sum(1 for p in res.pings if p.status != "ok")
         rows.runs.append(
             (
@@ -296,9 +300,14 @@ def _add_steps(
     events["strategy"] += map(_strategy, event)
     events["size_label"] += size_label
     cell = rows.cell_keys.setdefault(cell_key, len(rows.cell_keys))
-    groups = rows.groups
-    keys = zip(repeat(cell, count), event, size_label, size_bytes, strict=True)
-    rows.group_ids += [groups.setdefault(key, len(groups)) for key in keys]
+    # The cells of one design run the same steps: their groups are numbered once.
+    memo = (cell, event, size_label, size_bytes)
+    ids = rows.steps_groups.get(memo)
+    if ids is None:
+        groups = rows.groups
+        keys = zip(repeat(cell, count), event, size_label, size_bytes, strict=True)
+        ids = rows.steps_groups[memo] = [groups.setdefault(key, len(groups)) for key in keys]
+    rows.group_ids += ids
 
 
 def _add_archive_counts(rows: TableRows, res: CellResult) -> None:
