@@ -81,9 +81,10 @@ class ParsedRows:
     def summary(self) -> Summary:
         return summary_of_rows(self.parts)
 
-    def texts(self) -> dict[str, str | None]:
-        """The four tables' CSV texts by file name; None for a table with a value only
-        pandas' writer writes (a carriage return)."""
+    def texts(self) -> dict[str, str | list[str] | None]:
+        """The four tables' CSV texts by file name, the events table's in pieces (see
+        _events_text); None for a table with a value only pandas' writer writes (a
+        carriage return)."""
         return {
             EVENTS_CSV: self._events_text(),
             PING_CSV: records_csv(_joined(p.ping for p in self.parts), PING_COLUMNS, PING_KINDS),
@@ -91,7 +92,9 @@ class ParsedRows:
             SUMMARY_CSV: self.summary.csv(),
         }
 
-    def _events_text(self) -> str | None:
+    def _events_text(self) -> list[str] | None:
+        """The header line, then each part's rows: never joined, as the rows of a large
+        tree are hundreds of MB (experiments.files.write_atomic writes them in turn)."""
         whole = self.whole_gb
         texts = self.events_texts or [None] * len(self.parts)
         # A part whose rows were all whole GB, in a table that is not, is
@@ -103,7 +106,7 @@ class ParsedRows:
         header = quoted(list(EVENT_COLUMNS))
         if header is None or any(text is None for text in rows):
             return None
-        return ",".join(header) + "\n" + "".join(rows)  # type: ignore[arg-type]
+        return [",".join(header) + "\n", *rows]  # type: ignore[list-item]
 
 
 def take_cells(parts: Sequence[TableRows], order: Sequence[int]) -> TableRows:
