@@ -134,3 +134,26 @@ def test_summary_groups_are_numbered_once_per_design_and_steps(tmp_path: Path) -
     assert len(rows.steps_groups) == 2  # the two step sequences of the design
     rows.pack()
     assert rows.steps_groups == {}  # numbering done: not sent back by a worker
+
+
+def test_packed_text_columns_are_coded_and_read_as_the_lists_they_were() -> None:
+    """A worker sends each text column as its distinct values and a byte per row (a
+    large parse held 8 bytes a row a column); it still reads as its list."""
+    import pickle
+
+    from analysis.tables.rows import CodedColumn, TableRows
+
+    rows = TableRows()
+    rows.events["uid"] = ["kary-1-4"] * 3 + ["kary-2-4"] * 2
+    rows.events["reason"] = ["", None, "", "a, b", ""]
+    rows.events["archive_chunks"] = [1, True, None, 1.0, 2]  # not text: a dict would merge 1s
+    rows.pack()
+    uid, reason = rows.events["uid"], rows.events["reason"]
+    assert isinstance(uid, CodedColumn) and uid.codes.itemsize == 1
+    assert list(uid) == ["kary-1-4"] * 3 + ["kary-2-4"] * 2
+    assert (len(uid), uid.count("kary-2-4"), uid.count("nothing")) == (5, 2, 0)
+    assert list(reason) == ["", None, "", "a, b", ""]
+    assert rows.events["archive_chunks"] == [1, True, None, 1.0, 2]
+    assert list(pickle.loads(pickle.dumps(uid))) == list(uid)
+    many = CodedColumn.of([str(i) for i in range(70_000)])
+    assert many.codes.itemsize == 4 and list(many)[-1] == "69999"
