@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,10 +46,10 @@ def _current_umask() -> int:
 _ENCODE_CHARS = 1 << 22
 
 
-def write_atomic(path: Path, data: str | bytes | Sequence[str]) -> None:
+def write_atomic(path: Path, data: str | bytes | Iterable[str | bytes]) -> None:
     """Write via a temporary file in the same folder, fsync it, then rename over `path`.
 
-    `data` may be a sequence of texts, written one after the other: a large table
+    `data` may be texts (or bytes) in pieces, written one after the other: a large table
     (a parse's events, a few hundred MB at 100,000 cells) is then never joined into
     one text, nor encoded whole, which held it in memory twice more.
     """
@@ -67,6 +67,9 @@ def write_atomic(path: Path, data: str | bytes | Sequence[str]) -> None:
                 handle.write(data)
             else:
                 for text in [data] if isinstance(data, str) else data:
+                    if isinstance(text, bytes):
+                        handle.write(text)
+                        continue
                     for start in range(0, len(text), _ENCODE_CHARS):
                         handle.write(text[start : start + _ENCODE_CHARS].encode())
             handle.flush()

@@ -10,11 +10,11 @@ writes the DataFrames (tests compare them).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import accumulate, chain
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from analysis.read.records import is_void
 from analysis.tables.csv_cells import quoted
@@ -34,6 +34,13 @@ from experiments.formats.parsed import (
 
 __all__ = ["ParsedRows", "take_cells"]
 
+
+class _Chunked(Protocol):
+    """A text kept compressed: its UTF-8 bytes a piece at a time."""
+
+    def chunks(self) -> Iterator[bytes]: ...
+
+
 _PING_STATUS = PING_COLUMNS.index("status")
 T = TypeVar("T")
 
@@ -46,7 +53,8 @@ class ParsedRows:
     parts: list[TableRows]
     overlays: dict[str, list[str]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
-    events_texts: list[str | None] | None = None
+    # Each a str, or a text kept compressed (analysis.tree_slices.CompressedText).
+    events_texts: list[str | _Chunked | None] | None = None
 
     @property
     def steps(self) -> int:
@@ -81,7 +89,7 @@ class ParsedRows:
     def summary(self) -> Summary:
         return summary_of_rows(self.parts)
 
-    def texts(self) -> dict[str, str | list[str] | None]:
+    def texts(self) -> dict[str, str | Iterable[str | bytes] | None]:
         """The four tables' CSV texts by file name, the events table's in pieces (see
         _events_text); None for a table with a value only pandas' writer writes (a
         carriage return)."""
@@ -92,7 +100,7 @@ class ParsedRows:
             SUMMARY_CSV: self.summary.csv(),
         }
 
-    def _events_text(self) -> list[str] | None:
+    def _events_text(self) -> Iterable[str | bytes] | None:
         """The header line, then each part's rows: never joined, as the rows of a large
         tree are hundreds of MB (experiments.files.write_atomic writes them in turn)."""
         whole = self.whole_gb
@@ -106,7 +114,8 @@ class ParsedRows:
         header = quoted(list(EVENT_COLUMNS))
         if header is None or any(text is None for text in rows):
             return None
-        return [",".join(header) + "\n", *rows]  # type: ignore[list-item]
+        pieces = ([text] if isinstance(text, str) else text.chunks() for text in rows)  # type: ignore[union-attr]
+        return chain([",".join(header) + "\n"], chain.from_iterable(pieces))
 
 
 def take_cells(parts: Sequence[TableRows], order: Sequence[int]) -> TableRows:
