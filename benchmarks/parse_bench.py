@@ -33,8 +33,8 @@ the parse, of the summed proportional set size (PSS: a page shared by the
 parent and a forked worker counts once in all) of the parse and every worker
 it forked, sampled every 0.05 s, and the largest single process's peak RSS.
 The target is under 1 GB at 100,000 cells.  That tree takes about 1.2 GB of
-disk under $TMPDIR; on a loaded 2-core machine (2026-11-28) building it took
-about a minute and parsing it two (see the run's own printed timings).
+disk under $TMPDIR; on a 2-core machine at load average ~4 (2026-11-28)
+building it took 34 s and parsing it 105 s, at a peak of 906 MiB PSS (n=1).
 
 Run: .venv/bin/python benchmarks/parse_bench.py [--logs 800,8000] [--seed-logs 200,800]
      [--plot-logs 80] [--memory-cells 100000]   (an empty --logs or --plot-logs skips that part)
