@@ -12,7 +12,8 @@ they parse, then `PendingSlices.results()` waits.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -21,13 +22,21 @@ from analysis.read.walk import CellDir
 from analysis.read.workers import Forked, can_fork
 from analysis.tables.rows import TableRows, events_csv_rows, table_rows
 
-__all__ = ["CELLS_PER_JOB", "ParsedSlice", "PendingSlices", "start_slices"]
+__all__ = ["CELLS_PER_JOB", "CompressedText", "ParsedSlice", "PendingSlices", "start_slices"]
 
 # Below this many cells per worker, forking costs more than it saves.
 CELLS_PER_JOB = 500
 # Slices per worker: a worker that finishes early takes the next slice, so
 # one slowed by the parent's imports does not hold the others up.
 _SLICES_PER_JOB = 2
+# At most this many cells a slice: a worker holds one slice's steps, rows and
+# text at once, so a 100,000-cell tree in four slices held 0.4 GB a worker.
+_MAX_CELLS_PER_SLICE = 5000
+# A slice's events text longer than this is sent back compressed (zlib level 1,
+# a seventh of its size): the parent holds every slice's text until it writes
+# the table, which at 100,000 cells was 0.43 GB.  Below it (every tree of up to
+# ~15,000 cells) compressing would only cost time.
+_COMPRESS_ABOVE = 16 * 2**20
 
 
 @dataclass
@@ -40,7 +49,29 @@ class ParsedSlice:
 
     results: list[CellResult]
     rows: TableRows
-    events_csv: str | None
+    events_csv: str | CompressedText | None
+
+
+@dataclass(frozen=True)
+class CompressedText:
+    """A text as zlib's level-1 stream of its UTF-8; `chunks()` gives it back bytes a
+    few MiB at a time, so it is never whole in memory again."""
+
+    data: bytes
+
+    @classmethod
+    def of(cls, text: str) -> CompressedText:
+        return cls(zlib.compress(text.encode(), 1))
+
+    def chunks(self) -> Iterator[bytes]:
+        stream = zlib.decompressobj()
+        view = memoryview(self.data)
+        for start in range(0, len(view), _CHUNK):
+            yield stream.decompress(view[start : start + _CHUNK])
+        yield stream.flush()
+
+
+_CHUNK = 1 << 20
 
 
 def parse_slice(cells: Sequence[CellDir]) -> ParsedSlice:
@@ -51,6 +82,8 @@ def parse_slice(cells: Sequence[CellDir]) -> ParsedSlice:
         result.steps, result.pings = [], []
     text = events_csv_rows(rows, rows.whole_gb)
     rows.pack()
+    if text is not None and len(text) > _COMPRESS_ABOVE:
+        return ParsedSlice(results, rows, CompressedText.of(text))
     return ParsedSlice(results, rows, text)
 
 
@@ -65,7 +98,7 @@ class PendingSlices:
         if workers < 2 or not can_fork():
             self._serial = partial(parse_slice, cells)
             return
-        count = workers * _SLICES_PER_JOB
+        count = max(workers * _SLICES_PER_JOB, -(-len(cells) // _MAX_CELLS_PER_SLICE))
         size = -(-len(cells) // count)
         slices = [cells[i : i + size] for i in range(0, len(cells), size)]
         tasks = [partial(parse_slice, part) for part in slices]

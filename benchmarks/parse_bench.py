@@ -27,8 +27,17 @@ meet the machine in the same state. The machine is shared and its speed drifts
 by tens of percent over minutes: compare ratios from one run, not seconds
 across runs.
 
+With --memory-cells N (off by default) it also builds a tree of N cells and
+measures the resident memory of `kary parse --no-plots` on it: the peak, over
+the parse, of the summed proportional set size (PSS: a page shared by the
+parent and a forked worker counts once in all) of the parse and every worker
+it forked, sampled every 0.05 s, and the largest single process's peak RSS.
+The target is under 1 GB at 100,000 cells.  That tree takes about 1.2 GB of
+disk under $TMPDIR; on a 2-core machine at load average ~4 (2026-11-28)
+building it took 34 s and parsing it 105 s, at a peak of 906 MiB PSS (n=1).
+
 Run: .venv/bin/python benchmarks/parse_bench.py [--logs 800,8000] [--seed-logs 200,800]
-     [--plot-logs 80]   (an empty --logs or --plot-logs skips that part)
+     [--plot-logs 80] [--memory-cells 100000]   (an empty --logs or --plot-logs skips that part)
 """
 
 from __future__ import annotations
@@ -262,6 +271,71 @@ def full_parse(tree: Path, logs: int, work: Path, repeat: int) -> None:
     )
 
 
+def _descendants(pid: int) -> list[int]:
+    """pid and every process below it (Linux /proc)."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        try:
+            text = Path(f"/proc/{current}/task/{current}/children").read_text()
+        except OSError:
+            continue
+        pending += [int(child) for child in text.split()]
+    return found
+
+
+def _pss_kb(pid: int) -> int:
+    """Proportional set size of one process in KiB (0 once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def memory_of_parse(data: Path, out: Path) -> tuple[float, float, float]:
+    """`kary parse --no-plots` on data: (wall seconds, peak summed PSS MiB of it and its
+    workers, largest peak RSS MiB of any one of them)."""
+    kary = Path(sys.executable).parent / "kary"
+    command = [str(kary), "parse", "--data", str(data), "--out", str(out), "--no-plots"]
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak_kb = 0
+    while True:
+        # wait4, not poll: its usage is this child's (and the workers it waited for),
+        # not every child this benchmark ran before it.
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            break
+        peak_kb = max(peak_kb, sum(_pss_kb(pid) for pid in _descendants(process.pid)))
+        time.sleep(0.05)
+    wall = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        errors = process.stderr.read().decode()[-500:]  # type: ignore[union-attr]
+        sys.exit(f"kary parse failed on {data}: {errors}")
+    return wall, peak_kb / 1024, usage.ru_maxrss / 1024
+
+
+def memory_run(cells: int, work: Path) -> None:
+    """Build a tree of `cells` cells and print the parse's peak resident memory."""
+    tree = work / f"raw-memory-{cells}"
+    start = time.perf_counter()
+    build_tree(tree, cells)
+    built = time.perf_counter() - start
+    wall, pss, rss = memory_of_parse(tree, work / f"out-memory-{cells}")
+    verdict = "under" if pss < 1024 else "NOT under"
+    print(
+        f"memory at {cells} cells: peak PSS of the parse and its workers {pss:,.0f} MiB "
+        f"({verdict} 1 GiB), largest single process's peak RSS {rss:,.0f} MiB "
+        f"(n=1 run; tree built in {built:.0f} s, parsed in {wall:.0f} s wall)"
+    )
+    shutil.rmtree(tree, ignore_errors=True)
+
+
 def _cpu_times() -> tuple[float, float, float]:
     """(CPU seconds every process on the machine used, of which the host took back
     (steal), and this benchmark used with its children) so far."""
@@ -301,6 +375,13 @@ def main() -> None:
     parser.add_argument("--seed-logs", default="200,800", help="tree sizes for the seed loop")
     parser.add_argument(
         "--repeat", type=int, default=3, help="runs per measurement; the median is shown"
+    )
+    parser.add_argument(
+        "--memory-cells",
+        type=int,
+        default=0,
+        help="also measure the parse's peak resident memory on a tree of this many cells "
+        "(off by default: 100000 takes ~1.2 GB of disk and minutes)",
     )
     args = parser.parse_args()
     sizes = [int(x) for x in args.logs.split(",") if x]
@@ -380,6 +461,8 @@ def main() -> None:
                 f"throughput at {large} logs / at {small} logs: {ratio:.2f} "
                 "(no slow-down as the tree grows: >= 0.75; above 1 from the workers)"
             )
+        if args.memory_cells:
+            memory_run(args.memory_cells, work)
         if start is not None:
             print(_machine_note(start))
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,8 +42,17 @@ def _current_umask() -> int:
     return mask
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write via a temporary file in the same folder, fsync it, then rename over `path`."""
+# A long text is encoded this many characters at a time (see write_atomic).
+_ENCODE_CHARS = 1 << 22
+
+
+def write_atomic(path: Path, data: str | bytes | Iterable[str | bytes]) -> None:
+    """Write via a temporary file in the same folder, fsync it, then rename over `path`.
+
+    `data` may be texts (or bytes) in pieces, written one after the other: a large table
+    (a parse's events, a few hundred MB at 100,000 cells) is then never joined into
+    one text, nor encoded whole, which held it in memory twice more.
+    """
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -53,7 +63,15 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         # mkstemp makes the file 0600; results should be as readable as any new file.
         os.chmod(tmp, 0o666 & ~_current_umask())
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data.encode() if isinstance(data, str) else data)
+            if isinstance(data, bytes):
+                handle.write(data)
+            else:
+                for text in [data] if isinstance(data, str) else data:
+                    if isinstance(text, bytes):
+                        handle.write(text)
+                        continue
+                    for start in range(0, len(text), _ENCODE_CHARS):
+                        handle.write(text[start : start + _ENCODE_CHARS].encode())
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from analysis.read.kary_log import ArchiveCounts, parse_kary
@@ -248,9 +249,18 @@ def _pick(result: CellResult, what: str, sources: list[tuple[str, Any]]) -> Any:
 def _check_overlay(result: CellResult) -> None:
     """Warn when the printed overlay is not the tree the cell claims to have run."""
     assert result.topo is not None and result.nodes is not None
-    unreadable = bool(result.overlay) and overlay_parents(result.overlay) is None
-    if unreadable or overlay_problem(result.overlay, result.topo, result.nodes) is not None:
+    if not _overlay_matches(tuple(result.overlay), result.topo, result.nodes):
         result.note("warning", f"printed overlay is not {result.topo} on {result.nodes} nodes")
+
+
+@lru_cache(maxsize=4096)
+def _overlay_matches(overlay: tuple[str, ...], topo: str, nodes: int) -> bool:
+    """The printed overlay reads and is `topo` on `nodes` ranks.  Cached: the cells of
+    one design print the same overlay, and reading it and building the tree it should
+    be were a tenth of a seed log's parse."""
+    if overlay and overlay_parents(overlay) is None:
+        return False
+    return overlay_problem(overlay, topo, nodes) is None
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ imports pandas and later makes DataFrames of every worker's rows
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import repeat
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from experiments.formats.run_record import RunRecord
 
 __all__ = [
+    "CodedColumn",
     "TableRows",
     "events_csv_rows",
     "overlays_of",
@@ -86,16 +87,58 @@ class TableRows:
     cell_keys: dict[tuple[object, ...], int] = field(default_factory=dict)
     groups: dict[tuple[int, str, str, int], int] = field(default_factory=dict)
     group_ids: list[int] = field(default_factory=list)
+    # (cell key number, events, size labels, sizes) of a cell's steps -> their group
+    # numbers: what `_add_steps` numbered already.  Emptied by `pack`.
+    steps_groups: dict[tuple[object, ...], list[int]] = field(default_factory=dict, repr=False)
 
     def pack(self) -> None:
         """Make the number columns typed arrays (a float NaN where no time): a worker
         sends them back as bytes, and numpy reads them without a copy."""
+        self.steps_groups = {}  # only for numbering; not sent back
         for name, code in _NUMBER_CODES.items():
             values = self.events[name]
             if name == "time_seconds" and None in values:
                 values = [_NAN if v is None else v for v in values]
             self.events[name] = array(code, values)  # type: ignore[assignment,type-var]
         self.group_ids = array("q", self.group_ids)  # type: ignore[assignment]
+        for name, values in self.events.items():
+            if isinstance(values, list) and set(map(type, values)) <= _CODED_TYPES:
+                self.events[name] = CodedColumn.of(values)  # type: ignore[assignment]
+
+
+class CodedColumn:
+    """A text column as its distinct values and one small code per row.
+
+    Most of the events table's columns hold a cell's value in each of its rows
+    (backend, knobs, source): as lists they were most of what a large parse held
+    (8 bytes a row a column; 0.7 GB at 100,000 cells).  Reads as the list it was:
+    iterate, len, count, list().
+    """
+
+    __slots__ = ("codes", "values")
+
+    def __init__(self, values: tuple[object, ...], codes: array[int]) -> None:
+        self.values, self.codes = values, codes
+
+    @classmethod
+    def of(cls, column: list[object]) -> CodedColumn:
+        """Coded in C (dict.fromkeys, map): no Python call per row."""
+        values = tuple(dict.fromkeys(column))
+        numbers = {value: i for i, value in enumerate(values)}
+        kind = "B" if len(values) <= 1 << 8 else "H" if len(values) <= 1 << 16 else "I"
+        return cls(values, array(kind, map(numbers.__getitem__, column)))
+
+    def __iter__(self) -> Iterator[object]:
+        return map(self.values.__getitem__, self.codes)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def count(self, value: object) -> int:
+        return sum(self.codes.count(i) for i, v in enumerate(self.values) if v == value)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (CodedColumn, (self.values, self.codes))
 
 
 # The typed-array codes of the number columns of the events table.
@@ -103,6 +146,9 @@ _NUMBER_CODES = {
     "iteration": "q", "nodes": "q", "size_bytes": "q", "time_seconds": "d", "size_gb": "d"
 }  # fmt: skip
 _NAN = float("nan")
+# The columns coded by `pack`: text, and None where missing.  Only these: a dict
+# would take 1, 1.0 and True for one value.
+_CODED_TYPES = {str, type(None)}
 
 
 def _text(value: object) -> str:
@@ -232,8 +278,8 @@ def table_rows(results: Iterable[CellResult]) -> TableRows:
                 )
             )
         # A void step is neither: it counts in steps_void (parse meta, report).
-        steps_ok = sum(1 for s in res.steps if s.status == "ok")
-        steps_failed = sum(1 for s in res.steps if s.status == "failed")
+        statuses = [s.status for s in res.steps]
+        steps_ok, steps_failed = statuses.count("ok"), statuses.count("failed")
         pings_failed = sum(1 for p in res.pings if p.status != "ok")
         rows.runs.append(
             (
@@ -296,9 +342,14 @@ def _add_steps(
     events["strategy"] += map(_strategy, event)
     events["size_label"] += size_label
     cell = rows.cell_keys.setdefault(cell_key, len(rows.cell_keys))
-    groups = rows.groups
-    keys = zip(repeat(cell, count), event, size_label, size_bytes, strict=True)
-    rows.group_ids += [groups.setdefault(key, len(groups)) for key in keys]
+    # The cells of one design run the same steps: their groups are numbered once.
+    memo = (cell, event, size_label, size_bytes)
+    ids = rows.steps_groups.get(memo)
+    if ids is None:
+        groups = rows.groups
+        keys = zip(repeat(cell, count), event, size_label, size_bytes, strict=True)
+        ids = rows.steps_groups[memo] = [groups.setdefault(key, len(groups)) for key in keys]
+    rows.group_ids += ids
 
 
 def _add_archive_counts(rows: TableRows, res: CellResult) -> None:

@@ -130,7 +130,7 @@ def summary_of_rows(parts: Sequence[TableRows]) -> Summary:
     if not parts:
         return summary_of([], np.array([]), np.array([]), np.array([]), True)
     values = np.concatenate([_floats(part.events["time_seconds"]) for part in parts])
-    status = np.concatenate([np.array(part.events["status"], dtype=object) for part in parts])
+    status = np.concatenate([np.array(list(part.events["status"]), dtype=object) for part in parts])
     ok = status == "ok"
     # Only the rows that are not ok can be void: a Python call per row would
     # cost at a few hundred thousand steps.

@@ -115,3 +115,23 @@ def test_an_unlistable_directory_is_reported(
 
     monkeypatch.setattr(os, "scandir", scandir)
     assert _problems(tmp_path) == ["skipped 4/kary-3: unreadable directory (Permission denied)"]
+
+
+def test_each_cell_is_warned_about_its_overlay_though_the_check_is_cached(
+    tmp_path: Path,
+) -> None:
+    """One design's cells print the same overlay: it is judged once (cached), and
+    every mislabelled cell is still warned about, every correct one not."""
+    from analysis.read.cell import _overlay_matches
+
+    root = tmp_path / "raw"
+    for iteration in range(3):
+        write_cell(root, f"4/kary-1/{iteration}", legacy_log(4, "kary:2", sizes=(1,)))
+        write_cell(root, f"4/kary-2/{iteration}", legacy_log(4, "kary:2", sizes=(1,)))
+    _overlay_matches.cache_clear()
+    overlay_warnings = [p for p in _problems(root) if "overlay" in p]
+    assert overlay_warnings == [
+        f"warning 4/kary-1/{i}/topology-experiment.out: printed overlay is not kary:1 on 4 nodes"
+        for i in range(3)
+    ]
+    assert _overlay_matches.cache_info().misses == 2  # one per (overlay, design), not per cell

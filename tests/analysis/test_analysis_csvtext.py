@@ -39,6 +39,24 @@ def test_awkward_values_are_written_as_pandas_writes_them() -> None:
 
 
 @pytest.mark.parametrize(
+    "values",
+    [
+        [0.1 + 0.2, 1e-7, 1e16, -0.0, np.inf, 2.0],  # all floats: one map(repr)
+        [0.1 + 0.2, None, 2.0],  # a missing time (a worker's rows)
+        [0.5, np.nan],
+        [np.float64(0.1), 1.0],  # a float subclass
+        [3, 0.5],  # an int in a float column
+    ],
+)
+def test_float_cells_write_each_float_as_pandas_does(values: list[object]) -> None:
+    from analysis.tables.csv_cells import float_cells
+
+    column = pd.Series([np.nan if v is None else v for v in values], dtype="float64")
+    expected = column.to_frame("x").to_csv(index=False).splitlines()[1:]
+    assert float_cells(values) == [cell.strip('"') for cell in expected]
+
+
+@pytest.mark.parametrize(
     "frame",
     [
         pd.DataFrame({"only": ["", "x"]}),  # one column: pandas quotes the empty cell

@@ -208,3 +208,43 @@ def test_malformed_duplicate_and_unknown_kary_lines() -> None:
         ("partial", "unknown events ignored: warm-cache"),
         ("warning", "done line counts 0 failed step(s), the log shows 1"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("blocks", "clean"),
+    [
+        ({}, True),  # the seed's every log
+        ({"create-archive-1": "\nreal\t1m9.978s\n"}, True),  # minutes
+        ({"create-archive-1": "\nreal 69.97\n"}, True),  # time -p
+        ({"create-archive-1": "\nreal\t1h2m3.500s\n"}, False),  # hours
+        ({"create-archive-1": "\nreal\t0m2,250s\n"}, False),  # a decimal comma
+        ({"create-archive-1": "\nuser\t0m0.001s\n"}, False),  # no real line
+        ({"create-archive-1": "\nreal\t0m1.0s\nreal\t0m2.0s\n"}, False),  # two
+    ],
+)
+def test_clean_legacy_logs_take_the_column_path_and_give_the_loops_steps(
+    blocks: dict[str, str], clean: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """_clean_steps takes the clean logs, and gives exactly what the line-by-line
+    loop gives (which judges every other log)."""
+    from analysis.read import seed_log
+
+    log = _text(legacy_log(sizes=(1, 2), blocks=blocks))
+    fast = parse_legacy(log)
+    monkeypatch.setattr(seed_log, "_clean_steps", lambda found: None)
+    slow = parse_legacy(log)
+    assert (fast.steps, fast.pings, fast.notes) == (slow.steps, slow.pings, slow.notes)
+    assert all(type(step) is Step for step in fast.steps)
+    monkeypatch.undo()
+    found = seed_log._SCAN.findall("\n" + log.text, log.text.find("\nEVENT"))
+    assert (seed_log._clean_steps(found) is not None) == clean
+
+
+def test_duplicated_or_unknown_events_leave_the_column_path() -> None:
+    from analysis.read.seed_log import _archive_keys
+
+    assert _archive_keys(("create-archive-1", "create-archive-1")) is None
+    assert _archive_keys(("create-archive-1", "warm-up-cache-1")) is None
+    assert _archive_keys(("create-archive-1", "clean-all-nodes-2")) == (
+        ("create-archive", "clean-all-nodes"), ("1", "2"), (2**30, 2 * 2**30)
+    )  # fmt: skip

@@ -109,3 +109,51 @@ def test_parse_without_plots_never_imports_pandas(tmp_path: Path) -> None:
     )
     assert out.stdout.splitlines()[-1] == "[]"
     assert (tmp_path / "out" / "summary.csv").read_text().count("\n") > 10
+
+
+def test_summary_groups_are_numbered_once_per_design_and_steps(tmp_path: Path) -> None:
+    """Cells of one design running the same steps share their group numbers (numbered
+    once); a cell of that design with other steps gets its own, in first-seen order."""
+    from analysis.read.cell import parse_cell
+    from analysis.read.walk import find_cells
+    from analysis.tables.rows import table_rows
+
+    root = tmp_path / "raw"
+    write_cell(root, "4/kary-2/0", legacy_log(4, "kary:2", sizes=(1,)))
+    write_cell(root, "4/kary-2/1", legacy_log(4, "kary:2", sizes=(1, 2)))
+    write_cell(root, "4/kary-2/2", legacy_log(4, "kary:2", sizes=(1,)))
+    cells, _ = find_cells(root)
+    rows = table_rows([parse_cell(cell) for cell in cells])
+    one, both = [0, 1, 2], [0, 1, 2, 3, 4, 5]
+    assert list(rows.group_ids) == one + both + one
+    assert list(rows.groups) == [
+        (0, event, size, int(size) * 2**30)
+        for size in ("1", "2")
+        for event in ("create-archive", "distribute-all-nodes", "clean-all-nodes")
+    ]
+    assert len(rows.steps_groups) == 2  # the two step sequences of the design
+    rows.pack()
+    assert rows.steps_groups == {}  # numbering done: not sent back by a worker
+
+
+def test_packed_text_columns_are_coded_and_read_as_the_lists_they_were() -> None:
+    """A worker sends each text column as its distinct values and a byte per row (a
+    large parse held 8 bytes a row a column); it still reads as its list."""
+    import pickle
+
+    from analysis.tables.rows import CodedColumn, TableRows
+
+    rows = TableRows()
+    rows.events["uid"] = ["kary-1-4"] * 3 + ["kary-2-4"] * 2
+    rows.events["reason"] = ["", None, "", "a, b", ""]
+    rows.events["archive_chunks"] = [1, True, None, 1.0, 2]  # not text: a dict would merge 1s
+    rows.pack()
+    uid, reason = rows.events["uid"], rows.events["reason"]
+    assert isinstance(uid, CodedColumn) and uid.codes.itemsize == 1
+    assert list(uid) == ["kary-1-4"] * 3 + ["kary-2-4"] * 2
+    assert (len(uid), uid.count("kary-2-4"), uid.count("nothing")) == (5, 2, 0)
+    assert list(reason) == ["", None, "", "a, b", ""]
+    assert rows.events["archive_chunks"] == [1, True, None, 1.0, 2]
+    assert list(pickle.loads(pickle.dumps(uid))) == list(uid)
+    many = CodedColumn.of([str(i) for i in range(70_000)])
+    assert many.codes.itemsize == 4 and list(many)[-1] == "69999"

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from analysis_samples import kary_log, legacy_log, run_record, write_cell
 
 from analysis.tables.csv_text import csv_text
@@ -89,3 +90,47 @@ def test_whole_gb_slices_write_floats_in_a_table_that_has_fractions(tmp_path: Pa
     text = (tmp_path / "out" / EVENTS_CSV).read_text()
     assert text == csv_text(read_tree(raw, jobs=1)[0].events)
     assert ",1.0," in text and ",2.0," in text and ",0.015625," in text
+
+
+def test_a_large_slice_sends_its_text_compressed_and_the_table_is_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past _COMPRESS_ABOVE characters a slice's events text travels compressed, and
+    the table is written from it byte for byte as from the text."""
+    import analysis.tree_slices as slices
+    from analysis import parse_tree
+    from analysis.read.walk import find_cells
+
+    root = _tree(tmp_path / "raw")
+    parse_tree(root, tmp_path / "plain", plots=False)
+    cells, _ = find_cells(root)
+    text = slices.parse_slice(cells).events_csv
+    monkeypatch.setattr(slices, "_COMPRESS_ABOVE", 10)
+    packed = slices.parse_slice(cells).events_csv
+    assert isinstance(text, str) and isinstance(packed, slices.CompressedText)
+    assert b"".join(packed.chunks()) == text.encode()
+    parse_tree(root, tmp_path / "packed", plots=False)
+    written = (tmp_path / "packed" / EVENTS_CSV).read_bytes()
+    assert written == (tmp_path / "plain" / EVENTS_CSV).read_bytes()
+
+
+def test_a_large_tree_is_cut_into_slices_of_at_most_max_cells(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker holds one slice at a time: more cells mean more slices, not larger."""
+    import analysis.tree_slices as slices
+    from analysis.read.walk import find_cells
+
+    for iteration in range(7):
+        write_cell(tmp_path / "raw", f"4/kary-1/{iteration}", legacy_log(4, "kary:1", sizes=(1,)))
+    cells, _ = find_cells(tmp_path / "raw")
+    started: list[list[int]] = []
+
+    def recorded(tasks: list[object], workers: int, **options: object) -> None:
+        started.append([len(task.args[0]) for task in tasks])  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(slices, "Forked", recorded)
+    monkeypatch.setattr(slices, "CELLS_PER_JOB", 1)
+    monkeypatch.setattr(slices, "_MAX_CELLS_PER_SLICE", 2)
+    slices.PendingSlices(cells, jobs=2)
+    assert started == [[2, 2, 2, 1]]

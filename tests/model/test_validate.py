@@ -37,3 +37,11 @@ def test_read_document_errors_are_one_line(tmp_path: Path) -> None:
         read_document(bad, "thing", "yaml")
     with pytest.raises(UserError, match="thing .* does not exist"):
         read_document(tmp_path / "nope", "thing", "json")
+
+
+def test_write_atomic_writes_a_text_in_pieces_as_one(tmp_path: Path) -> None:
+    """A parse's events table comes in pieces (one per worker's slice), never joined."""
+    target = tmp_path / "events.csv"
+    long = "é,1.5\n" * 1_000_000  # longer than one encoding step, not ASCII
+    write_atomic(target, ["uid,t\n", long, "", "x,2\n"])
+    assert target.read_text() == "uid,t\n" + long + "x,2\n"

@@ -13,6 +13,7 @@ analysis and the time model's history (experiments.estimate) read it back with
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -232,13 +233,14 @@ TEXT_COLUMNS = {
 
 def write_parsed_files(
     out_dir: Path,
-    tables: dict[str, str],
+    tables: Mapping[str, str | Iterable[str | bytes]],
     overlays: dict[str, list[str]],
     meta: dict[str, Any],
 ) -> list[Path]:
-    """Write the four tables' CSV texts (by file name), topologies.json and parse.json into
-    out_dir, atomically file by file; the paths written, in that order."""
-    files = {
+    """Write the four tables' CSV texts (by file name; a text may come in pieces, written
+    one after the other), topologies.json and parse.json into out_dir, atomically file by
+    file; the paths written, in that order."""
+    files: dict[str, str | Iterable[str | bytes]] = {
         **{name: tables[name] for name in (EVENTS_CSV, PING_CSV, RUNS_CSV, SUMMARY_CSV)},
         OVERLAYS_JSON: json.dumps(overlays, indent=4, ensure_ascii=False) + "\n",
         META_JSON: json.dumps(meta, indent=2) + "\n",
