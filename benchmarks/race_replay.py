@@ -81,6 +81,7 @@ class Scenario:
     outlier_every: int = 0  # every n-th block, one candidate takes 3x
     changes_with_size: tuple[str, str] | None = None  # (small-end best, large-end best)
     samples: dict[str, list[float]] = field(default_factory=dict)
+    promised: bool = True  # what `kary race` runs by default: held to WRONG_AT_MOST
 
 
 def _linear(ratios: dict[str, float]) -> Callable[[str, int], float]:
@@ -150,30 +151,52 @@ def _synthetic() -> list[Scenario]:
 
 
 def _resampled() -> list[Scenario]:
-    """One scenario per committed box sample set: a race per size on its kept runs."""
+    """One scenario per committed box sample set: a race per size on its kept runs.
+
+    Topologies the box judged CPU-bound there (the samples' provenance) are left
+    out, as `kary race` leaves them out by default; where there were some, a second
+    scenario keeps them, as `--allow-cpu-bound` would, and says so (it is not part
+    of the race's promise: its times measure this machine's cores too)."""
     found = []
     for path in sorted(RESULTS.glob("box-topologies-n*.json")):
         data = json.loads(path.read_text())
         size = _bytes(data["size"])
         for speed, by_topo in data["box"].items():
             samples = {t: list(v) for t, v in by_topo.items() if v}
-            if len(samples) < 2:
-                continue
-            medians = {t: statistics.median(v) for t, v in samples.items()}
-            found.append(
-                Scenario(
-                    f"box-n{data['nodes']}-{speed}",
-                    f"box samples, N={data['nodes']}, {data['size']}, {speed}, "
-                    f"{min(len(v) for v in samples.values())} runs a topology",
-                    sorted(samples),
-                    [size],
-                    PER_SIZE,
-                    lambda c, _s, m=medians: m[c],
-                    lambda c, _s, rng, s=samples: rng.choice(s[c]),
-                    samples=samples,
-                )
-            )
+            provenance = data.get("provenance", {}).get("box", {}).get(speed, {})
+            bound = set(provenance.get("cpu_bound", []))
+            kept = {t: v for t, v in samples.items() if t not in bound}
+            variants = [("", kept, False)]
+            if bound:
+                variants.append((f" (cpu-bound {', '.join(sorted(bound))} kept)", samples, True))
+            for label, chosen, with_bound in variants:
+                if len(chosen) < 2:
+                    continue
+                found.append(_box_scenario(data, speed, size, chosen, label, with_bound))
     return found
+
+
+def _box_scenario(
+    data: dict[str, Any],
+    speed: str,
+    size: int,
+    samples: dict[str, list[float]],
+    label: str,
+    with_bound: bool,
+) -> Scenario:
+    medians = {t: statistics.median(v) for t, v in samples.items()}
+    return Scenario(
+        f"box-n{data['nodes']}-{speed}{'-cpu-bound' if with_bound else ''}",
+        f"box samples, N={data['nodes']}, {data['size']}, {speed}, "
+        f"{min(len(v) for v in samples.values())} runs a topology{label}",
+        sorted(samples),
+        [size],
+        PER_SIZE,
+        lambda c, _s, m=medians: m[c],
+        lambda c, _s, rng, s=samples: rng.choice(s[c]),
+        samples=samples,
+        promised=not with_bound,
+    )
 
 
 def _bytes(label: str) -> int:
@@ -256,6 +279,7 @@ def run_scenario(index: int, replays: int, rules: RaceRules, pool: Any) -> dict[
     return {
         "name": scenario.name,
         "what": scenario.what,
+        "promised": scenario.promised,
         "mode": scenario.mode,
         "candidates": len(scenario.candidates),
         "replays": replays,
@@ -291,10 +315,12 @@ def table(data: dict[str, Any]) -> tuple[str, int]:
     for s in data["scenarios"]:
         n = s["replays"]
         wrong = s["wrong"] / n
-        failed += wrong > WRONG_AT_MOST
+        promised = s.get("promised", True)
+        failed += promised and wrong > WRONG_AT_MOST
+        over = " (over 5%)" if wrong > WRONG_AT_MOST else ""
         lines.append(
-            f"| {s['name']} | {s['mode']} | {s['candidates']} | {wrong:.1%}"
-            f"{' (over 5%)' if wrong > WRONG_AT_MOST else ''} | {s['right'] / n:.1%} | "
+            f"| {s['name']} | {s['mode']} | {s['candidates']} | {wrong:.1%}{over}"
+            f"{'' if promised else ' (not promised)'} | {s['right'] / n:.1%} | "
             f"{s['unsure'] / n:.1%} | {s['median_blocks']:g} | "
             f"{s['median_runs'] / s['uniform_runs']:.2f} | "
             f"{s['median_seconds'] / s['uniform_seconds']:.2f} | "
@@ -307,9 +333,14 @@ def table(data: dict[str, Any]) -> tuple[str, int]:
             f"({s['uniform_runs']} runs) |"
         )
     lines.append("")
+    verdict = (
+        "every scenario kary race runs by default within"
+        if not failed
+        else f"{failed} scenario(s) over"
+    )
     lines.append(
-        f"{'every scenario within' if not failed else f'{failed} scenario(s) over'} "
-        f"{WRONG_AT_MOST:.0%} wrong answers"
+        f"{verdict} {WRONG_AT_MOST:.0%} wrong answers (not promised: CPU-bound box "
+        "topologies, which kary race refuses unless --allow-cpu-bound)"
     )
     return "\n".join(lines) + "\n", 1 if failed else 0
 
