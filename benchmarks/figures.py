@@ -121,6 +121,13 @@ def seed_study_race() -> Figure:
 FIGURES = [
     seed_study_plan("plan-layouts", "clusters/eks-30.yaml", 10),
     seed_study_race(),
+    Figure(
+        "race-replays",
+        [PYTHON, "benchmarks/race_replay.py", "--from-json",
+         "benchmarks/results/race-replays-1000.json"],
+        "replays on this 2-core VM (seeded: the same on any machine), the box samples "
+        "kept in benchmarks/results/box-topologies-n*.json",
+    ),
     seed_study_plan(
         "plan-spot", "clusters/eks-30-spot.yaml", 10, "--blob", "random", "--layout", "nested"
     ),
