@@ -29,7 +29,14 @@ class _Watched:
         box.folder, box.size, box.settings = folder, size, PodSettings()
         box.lock = threading.RLock()
         box.lines, box._log_bytes, box._partial, box._offset = [], 0, b"", 0
-        box.pods = [_PodState(uid=f"u{i}", name=f"p-{i}", created="t") for i in range(size)]
+        # Each pod running its first container (a Pending pod has started none).
+        box.pods = [
+            _PodState(uid=f"u{i}", name=f"p-{i}", created="t", containers=1) for i in range(size)
+        ]
+        # What the watcher publishes as pods become Ready (each pod's /etc/hosts).
+        box.name, box._resolvable = "p", None
+        box.addresses = [f"198.19.0.{i + 1}" for i in range(size)]
+        box.names = [f"p-{i}.p" for i in range(size)]
         for i in range(size):
             (folder / f"pod-{i}").mkdir()
         self.sent: list[list[Any]] = []
@@ -80,7 +87,7 @@ def test_a_non_zero_status_still_restarts_the_container(tmp_path: Path) -> None:
     finally:
         watched.stop()
     pod = watched.box.pods[1]
-    assert (pod.restarts, watched.sent) == (1, [["start", 1]])
+    assert (pod.restarts, watched.sent) == (1, [["start", 1, "container"]])
 
 
 def test_exit_status_is_none_until_the_file_holds_a_whole_line(tmp_path: Path) -> None:
