@@ -302,7 +302,7 @@ def table(data: dict[str, Any]) -> tuple[str, int]:
     rules = data["rules"]
     lines = [
         f"race replays: confidence {rules['confidence']:g}, zone {rules['zone']:.0%}, first test "
-        f"after block {rules['first_test']}, at most {rules['max_blocks']} blocks; "
+        f"after {rules['first_test']} blocks, at most {rules['max_blocks']} blocks; "
         f"{data['replays']} replays a scenario",
         "wrong: a winner or tie more than the zone slower than the true best, or a size "
         "change that is not there; unsure: not separated within the budget",

@@ -40,7 +40,7 @@ def race_view(parsed_dir: Path) -> dict[str, Any] | None:
         "mode": race.mode,
         "rules": (
             f"confidence {race.rules.confidence:g}, zone {race.rules.zone:.0%}, first test "
-            f"after block {race.rules.first_test}, at most {race.rules.max_blocks} blocks; "
+            f"after {race.rules.first_test} blocks, at most {race.rules.max_blocks} blocks; "
             f"seed {race.seed}"
         ),
         "chart": _chart(race),
@@ -50,7 +50,7 @@ def race_view(parsed_dir: Path) -> dict[str, Any] | None:
             for b in void
         ],
         "cost": (
-            f"{runs} runs ({len(void)} of them in voided blocks) and "
+            f"{runs} runs ({sum(len(b.order) for b in void)} of them in voided blocks) and "
             f"{race.node_seconds():,.0f} node-seconds of timed distribution; a plain sweep "
             f"runs {plain} (one iteration, which decides nothing), the uniform design that "
             f"could reach the same confidence {uniform}"

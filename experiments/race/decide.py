@@ -141,7 +141,7 @@ def decide(
             blocks,
             survivors,
             candidates[best],
-            f"none yet: the first test is after block {rules.first_test}",
+            f"none yet: the first test is after {rules.first_test} blocks",
             None,
             None,
             comparisons,

@@ -153,7 +153,7 @@ class RacePlan:
             f"({', '.join(self.candidates)}), {self.mode}, sizes "
             f"{', '.join(format_size(s) for s in self.sizes)}",
             f"rules: confidence {self.rules.confidence:g}, zone {self.rules.zone:.0%}, first "
-            f"test after block {self.rules.first_test}, at most {self.rules.max_blocks} blocks"
+            f"test after {self.rules.first_test} blocks, at most {self.rules.max_blocks} blocks"
             + (f" a lane ({len(self.sizes)} lanes)" if self.mode != ACROSS else ""),
             f"where: {self.base.backend}" + (f" ({self.base.place})" if self.base.place else ""),
             "",

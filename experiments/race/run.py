@@ -144,8 +144,8 @@ def _check_rules(rules: RaceRules) -> None:
         raise UserError(f"invalid --first-test {rules.first_test}: give 2 or more blocks")
     if rules.max_blocks < rules.first_test:
         raise UserError(
-            f"invalid --max-blocks {rules.max_blocks}: the first test is after block "
-            f"{rules.first_test}"
+            f"invalid --max-blocks {rules.max_blocks}: the first test is after "
+            f"{rules.first_test} blocks"
         )
 
 

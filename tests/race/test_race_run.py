@@ -225,4 +225,5 @@ def test_parse_keeps_the_race_and_the_report_shows_it(tmp_path: Path) -> None:
     assert page.count(">✕</text>") == 2
     assert 'fill="none" stroke="#999"' in page
     assert "4/kary-2/1 failed" in page
+    assert "(3 of them in voided blocks)" in page
     assert "uniform design that could reach the same confidence 45" in page
