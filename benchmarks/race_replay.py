@@ -35,6 +35,7 @@ Exit 1 when a scenario's wrong answers pass 5% (the race's promise at 0.95).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import multiprocessing
@@ -302,10 +303,11 @@ def table(data: dict[str, Any]) -> tuple[str, int]:
     rules = data["rules"]
     lines = [
         f"race replays: confidence {rules['confidence']:g}, zone {rules['zone']:.0%}, first test "
-        f"after {rules['first_test']} blocks, at most {rules['max_blocks']} blocks; "
-        f"{data['replays']} replays a scenario",
+        f"after {rules['first_test']} blocks, at most {rules['max_blocks']} blocks, "
+        f"futility {rules.get('futility', 0.0):.0%}; {data['replays']} replays a scenario",
         "wrong: a winner or tie more than the zone slower than the true best, or a size "
-        "change that is not there; unsure: not separated within the budget",
+        "change that is not there; unsure: not separated within the budget (or stopped "
+        "early for futility)",
         "",
         "| scenario | mode | topologies | wrong | right | unsure | median blocks | runs / uniform "
         "| node-seconds / uniform | node-seconds / 1 plain iteration |",
@@ -365,8 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         with multiprocessing.get_context("fork").Pool(args.workers) as pool:
             results = [run_scenario(i, args.replays, rules, pool) for i in range(len(chosen))]
         data = {
-            "rules": {"confidence": rules.confidence, "zone": rules.zone,
-                      "first_test": rules.first_test, "max_blocks": rules.max_blocks},
+            "rules": dataclasses.asdict(rules),
             "replays": args.replays,
             "scenarios": results,
         }  # fmt: skip

@@ -252,20 +252,25 @@ def run_smoke(
     cluster: ClusterSpec | None,
     timeout: float | None,
     echo: Callable[[str], None],
+    make_backend: Callable[[str, Any], Any] | None = None,
+    command: str = "kary run",
+    what: str = "study cell",
 ) -> RunSummary | None:
     """Run the smoke cells; None when they passed, else the study's summary (nothing started).
 
     A failure is echoed as one line; the summary's `stopped_because` says the
     same, so `kary run --json` and the Python API see it (exit status 1).
+    `command` and `what` name the caller and what the smoke cell guards (`kary
+    race`: a race block); `make_backend` is the caller's (tests hand in a fake).
     """
-    from experiments.backends import make_backend
+    from experiments.backends import make_backend as backend_named
     from experiments.execution.ledger import Ledger
     from experiments.execution.progress import SilentReporter
     from experiments.execution.runner import run_plan
     from experiments.execution.summary import RunSummary
 
     if smoke.state == PASSED:
-        echo(f"kary run: {smoke.lines()[0]}")
+        echo(f"{command}: {smoke.lines()[0]}")
         return None
     if not smoke.runs or smoke.root is None or smoke.estimate is None:
         return None
@@ -280,12 +285,12 @@ def run_smoke(
     render = dataclasses.replace(settings.render, verify=True, labels=labels)
     spec = spec.model_copy(update={"data_dir": root, "sizes": [SMOKE_SIZE]})
     echo(
-        f"kary run: smoke cell first ({smoke.description()}; predicted "
+        f"{command}: smoke cell first ({smoke.description()}; predicted "
         f"{format_duration(smoke.estimate.seconds)}) in {root}"
     )
     summary = run_plan(
         Plan(spec, cells, [SMOKE_SIZE]),
-        make_backend(backend, dataclasses.replace(settings, render=render)),
+        (make_backend or backend_named)(backend, dataclasses.replace(settings, render=render)),
         render,
         ledger=Ledger(to_run=cells, done=[], failed=[]),
         template_dir=template_dir,
@@ -303,20 +308,20 @@ def run_smoke(
         wall_seconds=summary.wall_seconds,
     )
     if summary.interrupted:
-        echo("kary run: interrupted during the smoke cell; no study cell started")
+        echo(f"{command}: interrupted during the smoke cell; no {what} started")
         study.interrupted = True
         return study
     bad = [o for o in summary.outcomes if o.state != "succeeded"]
     if not bad and not summary.stopped_because and not summary.not_started:
-        echo(f"kary run: smoke cell passed in {format_duration(summary.wall_seconds)}")
+        echo(f"{command}: smoke cell passed in {format_duration(summary.wall_seconds)}")
         return None
     if bad:
         why = f"{bad[0].cell.id} {bad[0].state}: {bad[0].error}"
     else:
         why = summary.stopped_because or "it did not finish"
     study.stopped_because = (
-        f"the smoke cell failed ({why}), so no study cell started; its record is in {root} "
+        f"the smoke cell failed ({why}), so no {what} started; its record is in {root} "
         "(--no-smoke skips the smoke cell)"
     )
-    echo(f"kary run: {study.stopped_because}")
+    echo(f"{command}: {study.stopped_because}")
     return study

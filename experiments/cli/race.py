@@ -32,7 +32,7 @@ def race(
     root_link_bandwidth: o.RootLinkBandwidth = None, place: o.Place = None,
     group_size: o.GroupSize = None, group_link_bandwidth: o.GroupLinkBandwidth = None,
     layout: o.Layout = None, allow_shared_nodes: o.AllowSharedNodes = False,
-    pending_timeout: o.PendingTimeout = None,
+    pending_timeout: o.PendingTimeout = None, smoke: o.Smoke = D.smoke,
     max_cost: o.MaxCost = None, as_json: o.Json = False,
     confidence: Annotated[float, typer.Option(
         "--confidence", help="How sure a drop, a winner or a tie must be.")] = 0.95,
@@ -42,6 +42,10 @@ def race(
         "--first-test", help="The first test comes after this many blocks (irace: 5).")] = 5,
     max_blocks: Annotated[int, typer.Option(
         "--max-blocks", help="Budget: at most this many blocks (per size with --per-size).")] = 20,
+    futility: Annotated[float, typer.Option(
+        "--futility", help="Stop early, not separated, when a survivor's chance of being "
+        "dropped or tied by --max-blocks falls below this; 0 spends the whole budget."
+    )] = 0.05,
     per_size: Annotated[bool, typer.Option(
         "--per-size", help="A race for each size (their blocks interleaved), not one across "
         "the sizes.")] = False,
@@ -76,7 +80,7 @@ def race(
     from experiments.race.rules import ACROSS, PER_SIZE, RaceRules
     from experiments.race.run import plan_race, run_race
 
-    rules = RaceRules(confidence, zone, first_test, max_blocks)
+    rules = RaceRules(confidence, zone, first_test, max_blocks, futility)
     sweep = o.sweep_from_flags(locals(), ctx)
     planned = plan_race(sweep, rules, PER_SIZE if per_size else ACROSS, max_cost, allow_cpu_bound)
     if dry_run:

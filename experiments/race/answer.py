@@ -5,8 +5,9 @@
   90% interval 0.98-1.04)";
 - the best differs by size: "the best differs by size (95% confidence): kary:2 at
   the small end, kary:1 at the large end, crossing near 48M";
-- the budget was spent first: "not separated after 20 blocks: kary:1, kary:2 ...",
-  with what more blocks would likely take;
+- the budget was spent first, or would likely not decide (futility.py): "not
+  separated (...; n = 20 blocks): kary:1, kary:2 are left", with what more blocks
+  would likely take;
 - blocks kept being voided: "stopped: 3 blocks in a row were void (...)".
 
 Per size, a line for each size's lane.
@@ -59,7 +60,7 @@ def lane_answer(race: Race, lane: Lane) -> str:
         voids = [b.void for b in race.blocks if b.lane == lane.key and b.void]
         return f"stopped: {len(voids)} blocks were void, the last: {voids[-1]}"
     if lane.outcome == NOT_SEPARATED:
-        why = race.budget or f"the budget of {rules.max_blocks} blocks was spent"
+        why = lane.why or race.budget or f"the budget of {rules.max_blocks} blocks was spent"
         return f"not separated ({why}; {n}): {', '.join(lane.survivors)} are left" + (
             f"; {more_blocks_text(race, lane, last)}" if last is not None else ""
         )

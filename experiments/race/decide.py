@@ -28,6 +28,9 @@ After each complete block from `first_test` on:
    survivor is significantly slower than the best at one end of the sizes asked
    for and significantly faster at the other (a regression of the log-ratio on log
    size, evaluated at both ends).
+4. **Futile** when, undecided, some survivor's chance of being dropped or shown
+   within the zone by the last block of the budget is below `rules.futility`
+   (futility.py): the engine then ends the lane "not separated" early.
 
 Everything here is pure: times in, a Decision out.  The statistics packages load
 on first use (they take seconds to import; `kary plan` of a plain sweep needs none).
@@ -40,6 +43,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from experiments.race.futility import futility_reason
 from experiments.race.rules import (
     BY_SIZE,
     CONTINUE,
@@ -86,6 +90,7 @@ class Decision:
     comparisons: list[Comparison] = field(default_factory=list)
     outcome: str = CONTINUE
     crossing: dict[str, Any] | None = None  # the best differs by size: where
+    futile: str | None = None  # why more blocks would likely not decide (futility.py)
 
     @property
     def dropped(self) -> list[str]:
@@ -322,7 +327,10 @@ def _outcome(
     # A trend across sizes is no tie, whatever the mean says.
     if tie and sizes is not None and any_trend(logs, best, names, index, sizes, rules):
         tie = False
-    return replace(decision, comparisons=comparisons, outcome=TIE if tie else CONTINUE)
+    if tie:
+        return replace(decision, comparisons=comparisons, outcome=TIE)
+    futile = futility_reason(logs, best, candidates, rest, rules, sizes)
+    return replace(decision, comparisons=comparisons, futile=futile)
 
 
 def _equivalence(

@@ -68,6 +68,7 @@ class Lane:
     attempts: int = 0  # block attempts, voided ones included
     voids_in_a_row: int = 0
     outcome: str = CONTINUE
+    why: str | None = None  # why it ended not separated before its budget (futility)
 
     @property
     def decided(self) -> bool:
@@ -170,6 +171,9 @@ class Race:
             lane.outcome = decision.outcome
         elif len(lane.blocks) >= self.rules.max_blocks:
             lane.outcome = NOT_SEPARATED
+        elif decision.futile:
+            lane.outcome = NOT_SEPARATED
+            lane.why = decision.futile
         return decision
 
     def _decide(self, lane: Lane) -> Decision:

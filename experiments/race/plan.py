@@ -6,8 +6,8 @@ the plan's hourly rate.  Then:
 
 - **best**: the first test decides: `first_test` blocks of every candidate;
 - **expected**: the race replayed (engine.replay) on the model's predictions,
-  each run drawn with a spread of `SPREAD` (log-normal; history's own spread is
-  not yet carried per cell), the median of `REPLAYS` replays;
+  each run drawn log-normally with the spread of repeated cells in `--history`
+  (spread.py), else a stated 10%, the median of `REPLAYS` replays;
 - **worst**: no candidate is ever dropped: `max_blocks` blocks of every candidate
   per lane, or as many as `--max-cost` pays for, whichever is fewer (the race
   stops before a block that would pass the cap, so the worst case holds it);
@@ -41,19 +41,19 @@ from typing import Any
 from experiments.errors import UserError
 from experiments.estimate.plan_estimate import estimate_for
 from experiments.formats.cell_layout import format_size
+from experiments.formats.events import strategy_events
 from experiments.model.plan import Cell
 from experiments.plan_view import format_duration
 from experiments.planned import PlannedSweep
 from experiments.race.engine import Race, replay
 from experiments.race.rules import ACROSS, RaceRules, uniform_runs_a_side
+from experiments.race.spread import STATED_SPREAD, Spread, race_spread
+from experiments.smoke import NO_SMOKE, SmokePlan
 
-__all__ = ["REPLAYS", "SPREAD", "Case", "RacePlan", "plan_race_cost"]
+__all__ = ["REPLAYS", "Case", "RacePlan", "plan_race_cost"]
 
-# The expected case's replays and the spread each replayed run is drawn with
-# (a log-normal sigma: about 10% either way, what kary's box runs showed between
-# iterations of one cell; docs/box.md's quartiles).
+# The expected case's replays (their spread: spread.py).
 REPLAYS = 20
-SPREAD = 0.10
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,8 @@ class RacePlan:
     expected_race: Race | None = None  # the median replay, which `expected` prices
     seed: int | None = None  # the race's seed (--seed), else drawn when it starts
     cases: list[Case] = field(default_factory=list)
+    smoke: SmokePlan = NO_SMOKE  # a billed race's smoke cell, run before its first block
+    spread: Spread = STATED_SPREAD  # what a replayed run varies by (spread.py)
 
     @property
     def nodes(self) -> int:
@@ -141,10 +143,13 @@ class RacePlan:
         if max_cost is None:
             return
         best = self.case("best")
-        if best.usd > max_cost:
+        smoke = self.smoke.cost_usd_high if self.smoke.runs else 0.0
+        if best.usd + smoke > max_cost:
+            with_smoke = f" and ${smoke:,.2f} for its smoke cell" if smoke else ""
             raise UserError(
                 f"--max-cost ${max_cost:,.2f} does not pay for the race's first test "
-                f"(${best.usd:,.2f} for {best.runs} runs): raise it, or race fewer topologies"
+                f"(${best.usd:,.2f} for {best.runs} runs{with_smoke}): raise it, or race "
+                "fewer topologies"
             )
 
     def text(self, max_cost: float | None = None) -> str:
@@ -174,6 +179,7 @@ class RacePlan:
         drives = self.cost_driver()
         if drives:
             lines.append(drives)
+        lines += self.smoke.lines()
         if max_cost is not None:
             lines.append(
                 f"--max-cost ${max_cost:,.2f}: the race stops before a block that would pass it"
@@ -217,6 +223,7 @@ class RacePlan:
             "cases": [dataclasses.asdict(c) for c in self.cases],
             "fixed_seconds": self.fixed_seconds,
             "hourly_usd": self.hourly_usd,
+            "smoke": self.smoke.record(),
         }
 
 
@@ -269,6 +276,8 @@ def plan_race_cost(
         max_cost,
         allow_cpu_bound,
     )
+    event = strategy_events(template.strategies[0]).distribute_event()
+    planned.spread = race_spread(base.sweep.history, event)
     planned.cases = _cases(planned)
     return planned
 
@@ -350,7 +359,7 @@ def _cases(planned: RacePlan) -> list[Case]:
             "expected",
             "expected (replayed)",
             expected,
-            f"median of {REPLAYS} replays on the model, spread {SPREAD:.0%}",
+            f"median of {REPLAYS} replays on the model, {planned.spread.note}",
         ),
         case(
             "worst",
@@ -378,7 +387,7 @@ def _expected(planned: RacePlan, rules: RaceRules) -> Race:
 
         def sample(topo: str, size: int, _iteration: int, noise: random.Random = noise) -> float:
             mean = max(planned.cell_seconds(topo, size), 1e-3)
-            return mean * math.exp(noise.gauss(0.0, SPREAD))
+            return mean * math.exp(noise.gauss(0.0, planned.spread.sigma))
 
         replay(race, sample)
         blocks = [(b.size_bytes, b.order) for b in race.blocks if b.times]

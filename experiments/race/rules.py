@@ -35,6 +35,9 @@ class RaceRules:
     zone: float = 0.05  # relative: topologies closer than this are a tie
     first_test: int = 5  # irace's firstTest
     max_blocks: int = 20
+    # Stop early, "not separated", when a survivor's chance of being decided by
+    # max_blocks falls below this (futility.py); 0 runs every lane to its budget.
+    futility: float = 0.05
 
     @property
     def alpha(self) -> float:

@@ -44,6 +44,7 @@ from experiments.planned import PlannedSweep, stderr_line
 from experiments.race.engine import Block, Race
 from experiments.race.plan import RacePlan, plan_race_cost
 from experiments.race.rules import BY_SIZE, TIE, WINNER, RaceRules
+from experiments.smoke import SmokePlan, plan_smoke, run_smoke
 
 __all__ = ["RaceOutcome", "plan_race", "run_race"]
 
@@ -89,9 +90,7 @@ def plan_race(
     # Planned against a folder that never exists: the race's own cells (one size each)
     # are its business, and `run`'s ledger would call them a different study.
     nowhere = Path(sweep.data_dir) / ".race-plan"
-    base = api.plan(
-        dataclasses.replace(sweep, order="given", seed=None, smoke=False, data_dir=nowhere)
-    )
+    base = api.plan(dataclasses.replace(sweep, order="given", seed=None, data_dir=nowhere))
     cells = base.plan.cells
     if len({c.nodes for c in cells}) != 1:
         raise UserError("kary race decides among topologies at one node count: give --exact-nodes")
@@ -108,7 +107,28 @@ def plan_race(
         base, candidates, rules, mode, sweep.data_dir, max_cost, allow_cpu_bound
     )
     planned.seed = sweep.seed
+    planned.smoke = _smoke_here(base, sweep)
     return planned
+
+
+def _smoke_here(base: PlannedSweep, sweep: Sweep) -> SmokePlan:
+    """The billed race's smoke cell, as `run` plans it, but kept under the race's own
+    data dir (the base plan's is a folder that never exists): one that passed there
+    before, on the same cluster and identity, is not run again."""
+    smoke = base.smoke
+    if not smoke.runs:
+        return smoke
+    return plan_smoke(
+        sweep,
+        base.plan.cells,
+        base.plan.cells,
+        billed=base.billed,
+        render=base.render,
+        cluster=smoke.cluster,
+        data_dir=Path(sweep.data_dir),
+        estimate=lambda _chosen: smoke.estimate,  # type: ignore[arg-type,return-value]
+        settings=base.settings,
+    )
 
 
 def _refuse_cpu_bound(base: PlannedSweep, candidates: list[str]) -> None:
@@ -142,6 +162,8 @@ def _check_rules(rules: RaceRules) -> None:
         raise UserError(f"invalid --zone {rules.zone:g}: give a fraction, 0 < zone < 1")
     if rules.first_test < 2:
         raise UserError(f"invalid --first-test {rules.first_test}: give 2 or more blocks")
+    if not 0 <= rules.futility < 1:
+        raise UserError(f"invalid --futility {rules.futility:g}: give a chance, 0 <= f < 1")
     if rules.max_blocks < rules.first_test:
         raise UserError(
             f"invalid --max-blocks {rules.max_blocks}: the first test is after "
@@ -189,6 +211,16 @@ def run_race(
     spent_runs = 0
     try:
         with guard.session():
+            if not race.blocks:
+                # A billed race's smoke cell first, as `run`'s: a broken image or
+                # operator fails one small cell, not a block of every topology.
+                stopped = _smoke_first(planned, timeout, echo, make_backend)
+                if stopped is not None:
+                    return RaceOutcome(
+                        race,
+                        interrupted=stopped.interrupted,
+                        stopped_because=stopped.stopped_because,
+                    )
             while (block := race.next_block()) is not None:
                 _save(planned, race)
                 stop = _budget_reason(guard, planned, block, max_cost)
@@ -214,6 +246,32 @@ def run_race(
         return RaceOutcome(race, interrupted=True)
     echo(f"kary race: {answer_line(race)}")
     return RaceOutcome(race)
+
+
+def _smoke_first(
+    planned: RacePlan,
+    timeout: float | None,
+    echo: Callable[[str], None],
+    make_backend: Callable[[str, Any], Any] | None,
+) -> Any:
+    """Run the race's smoke cell (experiments/smoke.py); None when it passed or there is none."""
+    from experiments.execution.ledger import Ledger
+
+    base = planned.base
+    return run_smoke(
+        planned.smoke,
+        backend=base.backend,
+        settings=base.backend_settings(),
+        spec=base.plan.spec.model_copy(update={"data_dir": planned.data_dir}),
+        ledger=Ledger(to_run=[], done=[], failed=[]),
+        template_dir=base.sweep.template,
+        cluster=base.cluster,
+        timeout=timeout,
+        echo=echo,
+        make_backend=make_backend,
+        command="kary race",
+        what="race block",
+    )
 
 
 def _resume_or_start(planned: RacePlan, data_dir: Path) -> Race:

@@ -45,6 +45,12 @@ BAD_LOG = (
     'KARY {"meta": "done", "failed_steps": 1}\n'
 )
 SMOKE = "kary/smoke"
+# A race takes a distribution as a timing only after the template's cold-cache line.
+RACE_LOG = GOOD_LOG.replace(
+    'KARY {"event": "distribute-all-nodes"',
+    'KARY {"meta": "cold-cache", "size": "1M", "strategy": "all", "cached_blobs": '
+    '{"0": 0, "1": 0, "2": 0, "3": 0}}\nKARY {"event": "distribute-all-nodes"',
+)
 
 
 @pytest.fixture(autouse=True)
@@ -280,3 +286,38 @@ def test_a_smoke_record_without_an_identity_is_not_relied_on(
     plan = _kary("plan", raw)
     smoke = [line for line in plan.stdout.splitlines() if line.startswith("smoke cell: ")]
     assert smoke[0].startswith("smoke cell: 4 nodes, kary:1 and kary:2, 16M"), smoke
+
+
+def test_a_billed_race_runs_the_smoke_cell_before_its_first_block(
+    tmp_path: Path, fake_cloud: Any, apiserver: FakeApiServer
+) -> None:
+    raw = tmp_path / "raw"
+    apiserver.cluster.scenario = Scenario(log=RACE_LOG, delete_s=0.0)
+    race = ("--yes", "--first-test", "2", "--max-blocks", "2")
+    result = _kary("race", raw, *race)
+    assert result.exit_code == 0, result.output
+    assert "kary race: smoke cell passed" in result.stderr
+    # The smoke MiniCluster first, then the race's two blocks (nested: one each).
+    assert _smoke_labelled(apiserver) == [True, False, False]
+    assert "block 1 (1M)" in result.stderr and "tie within 5%" in result.stderr
+    assert (raw / "smoke" / STUDY_CELLS[0] / "run.json").is_file()
+    # The same command again: decided, and no smoke cell run again.
+    again = _kary("race", raw, *race)
+    assert again.exit_code == 0, again.output
+    assert "already decided" in again.stderr
+    assert len(apiserver.cluster.created) == 3
+
+
+def test_a_billed_race_whose_smoke_cell_fails_runs_no_block(
+    tmp_path: Path, fake_cloud: Any, apiserver: FakeApiServer
+) -> None:
+    raw = tmp_path / "raw"
+    apiserver.cluster.scenario = Scenario(log=BAD_LOG, delete_s=0.0)
+    result = _kary("race", raw, "--yes", "--first-test", "2", "--max-blocks", "2")
+    assert result.exit_code == 1, result.output
+    failed = [line for line in result.stderr.splitlines() if "smoke cell failed" in line]
+    assert failed and failed[-1].startswith("kary race: the smoke cell failed (4/kary-1/0")
+    assert "so no race block started" in failed[-1]
+    assert _smoke_labelled(apiserver) == [True]
+    state = json.loads((raw / "race.json").read_text()) if (raw / "race.json").exists() else {}
+    assert not state.get("race", {}).get("blocks")

@@ -120,3 +120,36 @@ def test_the_size_line_is_linregress() -> None:
     assert (mine.slope, mine.intercept, mine.pvalue) == pytest.approx(
         (theirs.slope, theirs.intercept, theirs.pvalue)
     )
+
+
+def test_conditional_power_is_the_projection_it_describes() -> None:
+    # futility.py's closed form against a simulation of the same projection: the
+    # future blocks drawn with the mean and spread seen, then the drop and tie rules
+    # applied to the mean at max_blocks.
+    from statistics import NormalDist, fmean, stdev
+
+    from experiments.race.futility import conditional_power
+
+    rules = RaceRules()
+    noise = random.Random(11)
+    for gap, spread, comparisons in ((0.02, 0.1, 1), (0.06, 0.1, 3), (0.0, 0.04, 2)):
+        seen = [noise.gauss(gap, spread) for _ in range(6)]
+        d, s, n, last = fmean(seen), stdev(seen), len(seen), rules.max_blocks
+        z = NormalDist().inv_cdf
+        to_drop = z(1 - rules.alpha / (2 * comparisons)) * s / math.sqrt(last)
+        inside = rules.margin - z(1 - rules.alpha / comparisons) * s / math.sqrt(last)
+        hits, draws = 0, 20000
+        for _ in range(draws):
+            final = (n * d + sum(noise.gauss(d, s) for _ in range(last - n))) / last
+            hits += abs(final) > to_drop or abs(final) < inside
+        assert conditional_power(seen, comparisons, rules) == pytest.approx(hits / draws, abs=0.02)
+
+
+def test_an_undecidable_pair_is_futile_and_futility_zero_turns_it_off() -> None:
+    times = _blocks([10.0, 10.3, 30.0], 6, 0.12, seed=6)
+    decision = decide(["a", "b", "c"], times, RULES)
+    assert decision.outcome == CONTINUE and "c" in decision.dropped
+    assert decision.futile is not None and decision.futile.startswith("b and a")
+    assert decide(["a", "b", "c"], times, RaceRules(futility=0.0)).futile is None
+    # A clear gap is never futile: the tests will decide it.
+    assert decide(["a", "b"], _blocks([10.0, 14.0], 5, 0.12), RULES).futile is None

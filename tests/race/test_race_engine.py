@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 
+from experiments.race.answer import answer_text
 from experiments.race.engine import MAX_VOIDS_IN_A_ROW, NOT_SEPARATED, STOPPED, Race, replay
 from experiments.race.rules import ACROSS, PER_SIZE, WINNER, RaceRules
 
@@ -58,7 +59,7 @@ def test_blocks_void_again_and_again_stop_the_lane() -> None:
 
 
 def test_the_budget_ends_an_undecided_race_not_separated() -> None:
-    rules = RaceRules(first_test=3, max_blocks=4)
+    rules = RaceRules(first_test=3, max_blocks=4, futility=0.0)
     tied = lambda c, size, it: size / MIB * (1 + 0.2 * ((it + int(c[-1])) % 3))  # noqa: E731
     race = replay(Race.start(list(MEANS), SIZES, ACROSS, rules, seed=2), tied)
     assert race.lanes[0].outcome == NOT_SEPARATED
@@ -84,3 +85,26 @@ def test_json_round_trip_keeps_every_decision() -> None:
     back = Race.from_json(race.to_json())
     assert back.to_json() == race.to_json()
     assert back.lanes[0].decisions[-1].dropped == race.lanes[0].decisions[-1].dropped
+
+
+def test_a_race_its_budget_cannot_decide_stops_early_for_futility() -> None:
+    # a and b 2% apart at a 10% spread: within 20 blocks neither a drop nor a tie
+    # within 5% is likely, so the lane ends not separated early and says why;
+    # with futility off it spends the budget.
+    means = {"a": 1.0, "b": 1.02, "c": 3.0}
+    noise = random.Random(5)
+
+    def close(c: str, size: int, _it: int) -> float:
+        return means[c] * size / MIB * math.exp(noise.gauss(0.0, 0.10))
+
+    early = replay(Race.start(list(means), SIZES, ACROSS, RaceRules(), seed=4), close)
+    lane = early.lanes[0]
+    assert lane.outcome == NOT_SEPARATED
+    assert len(lane.blocks) < RaceRules().max_blocks
+    assert lane.why is not None and "chance" in lane.why and "b and a" in lane.why
+    assert lane.decisions[-1].futile == lane.why
+    assert "stopped early" in answer_text(early)
+    full = replay(Race.start(list(means), SIZES, ACROSS, RaceRules(futility=0.0), seed=4), close)
+    assert full.lanes[0].why is None
+    assert len(full.lanes[0].blocks) == RaceRules().max_blocks or full.lanes[0].decided
+    assert len(full.lanes[0].blocks) > len(lane.blocks)
