@@ -210,8 +210,9 @@ class RacePlan:
             f"what drives the cost: past the first test the expected race keeps {', '.join(kept)} "
             f"(the time model puts them within {spread - 1:.1%} of each other, zone "
             f"{self.rules.zone:.0%}) for {len(late)} more blocks, "
-            f"${expected.usd - best.usd:,.2f} of its ${expected.usd:,.2f}; history from runs "
-            "like these (--history), a wider --zone, --max-blocks or --max-cost bound it"
+            f"${expected.usd - best.usd:,.2f} of its ${expected.usd:,.2f}; "
+            + ("" if self.spread.groups else "history from runs like these (--history), ")
+            + "a wider --zone, --max-blocks or --max-cost bound it"
         )
 
     def to_json(self) -> dict[str, Any]:
