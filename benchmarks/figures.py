@@ -128,6 +128,13 @@ FIGURES = [
         "replays on this 2-core VM (seeded: the same on any machine), the box samples "
         "kept in benchmarks/results/box-topologies-n*.json",
     ),
+    Figure(
+        "race-box-n8",
+        [PYTHON, "benchmarks/race_box.py", "benchmarks/results/race-box-n8-100Mbit",
+         "--plain", "benchmarks/results/box-topologies-n8.json", "--speed", "100Mbit"],
+        "a race on this 2-core VM, root, flux-core 0.88 in the box, nothing else running "
+        "(race.json, runs.csv and the race's plan.json kept in benchmarks/results/)",
+    ),
     seed_study_plan(
         "plan-spot", "clusters/eks-30-spot.yaml", 10, "--blob", "random", "--layout", "nested"
     ),
