@@ -90,6 +90,8 @@ class PodSettings:
     worker_retry_s: int = 15  # the operator sleeps 15 s between a worker's tries
     # More environment for every pod's containers (the spec's own env, in effect).
     env: dict[str, str] = field(default_factory=dict)
+    # `-Stbon.tcp_user_timeout` on a test's clock (flux-core's 20 s; box_node_death.py).
+    tcp_user_timeout_s: float | None = None
 
 
 def operator_hostlist(name: str, size: int) -> str:
@@ -129,6 +131,8 @@ def start_script(body: dict[str, Any], settings: PodSettings, folder: Path) -> s
     pre = (container.get("commands") or {}).get("pre") or ""
     hosts = operator_hostlist(name, int(spec["size"]))
     silence = " > /dev/null 2>&1" if quiet else ""
+    user_timeout = settings.tcp_user_timeout_s
+    tcp_user_timeout = f"-Stbon.tcp_user_timeout={user_timeout:g}s" if user_timeout else ""
     return f"""#!/bin/bash
 configroot={CONFIG_ROOT}
 cfg="${{configroot}}/etc/flux/config"
@@ -149,6 +153,7 @@ brokerOptions="-Scron.directory=${{configroot}}/etc/flux/system/cron.d \\
   -Srundir=${{configroot}}/run/flux \\
   -Sstatedir=${{STATE_DIR}} -Slocal-uri=local://$configroot/run/flux/local \\
   -Stbon.connect_timeout=5s {f"-Stbon.topo={topology}" if topology else ""} \\
+  {tcp_user_timeout} \\
   {"-Slog-stderr-level=0" if quiet else "-Slog-stderr-level=6"} \\
   -Slog-stderr-mode=local"
 {pre}{silence}
