@@ -64,6 +64,8 @@ class RunResult:
     - `preempted`: why the cell lost a node (or a pod) to preemption, in one
       line, else None.  Such a cell is `preempted`: never timed, and run again
       by the next run, like an interrupted one.
+    - `stop`: why the run must stop after this cell, in one line (capacity the
+      cell lost that did not come back in time), else None.
     - `spans`: seconds the backend spent on named parts of the cell, for
       run.json's `kary_seconds` (entry_stamps.py: `instance_start`,
       `entrypoint`, `instance_stop`); empty where the backend does not say.
@@ -77,6 +79,7 @@ class RunResult:
     start_failure: str | None = None
     manifest: str | None = None
     preempted: str | None = None
+    stop: str | None = None
     spans: dict[str, float] = field(default_factory=dict)
 
 

@@ -254,6 +254,7 @@ class _Runner:
             verdict.error,
             verdict.log.step_seconds,
             result.start_failure,
+            result.stop,
         )
 
     def finish(
@@ -298,6 +299,9 @@ def _run_cells(
         summary.outcomes.append(outcome)
         reporter.cell_finished(index, outcome)
         if summary.interrupted:
+            return
+        if outcome.stop and index < len(cells) - 1:
+            summary.stopped_because = outcome.stop
             return
         # A lost node comes back (or not) before the next cell: else it would start short.
         if outcome.state == "preempted" and index < len(cells) - 1 and after_preemption:

@@ -19,6 +19,8 @@ class CellOutcome:
     step_seconds: float = 0.0
     # Why the benchmark never started, in one word (RunResult.start_failure).
     start_failure: str | None = None
+    # Why the run stops after this cell (RunResult.stop).
+    stop: str | None = None
 
     @property
     def overhead_seconds(self) -> float:

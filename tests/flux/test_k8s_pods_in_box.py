@@ -304,7 +304,7 @@ def test_a_drained_rank_is_a_start_failure_that_stops_the_sweep_the_second_time(
     assert "did not start within 3 s" in error and "drained" in error
 
 
-def test_a_rank_zero_disk_too_small_for_a_cell_is_a_start_failure_not_an_eviction(
+def test_a_rank_zero_disk_too_small_for_a_cell_is_a_start_failure_before_its_job(
     make_cluster: Callable[..., FakeApiServer], scratch: Path
 ) -> None:
     """Rank 0's disk cannot hold the cell's blobs, content store and kary's margin: the

@@ -15,8 +15,11 @@ uses.  What is followed, with the operator's lines:
   index order, config.go generateHostlist and generateRange, lines 37-111);
   the headless service is named after the MiniCluster
   (api/v1alpha2/minicluster_types.go line 804).  Its `[archive]` and
-  `[sched-fluxion-qmanager]` tables are left out: flux-core alone has neither
-  module;
+  `[sched-fluxion-qmanager]` tables are left out: nothing in flux-core 0.88
+  reads them (`[archive]` was the job-archive module's, removed in 0.68.0:
+  NEWS.md "job-archive: remove module (#6378)"; the `flux archive` kary uses
+  keeps archives in the KVS, src/cmd/builtin/archive.c, and reads no table;
+  the other is Fluxion's, flux-sched, which the box does not run);
 - the cluster's DNS: that service is headless without
   `publishNotReadyAddresses` (controllers/flux/service.go lines 53-74), so a
   pod's name resolves only once the pod is Ready, and the operator gives its
@@ -24,7 +27,12 @@ uses.  What is followed, with the operator's lines:
   /etc/hosts holds its own names from the start (the kubelet writes them) and
   a peer's service name only while that peer is Ready (no short names: the
   pods' DNS search path does not hold the service);
-- the start script (pkg/flux/templates/wait.sh): `flux R encode --hosts=...
+- the parts of the start script (pkg/flux/templates/wait.sh) a kary
+  MiniCluster reaches, not all of it (left out: `--wrap`, worker pre and post
+  commands, `completeWorkers`, timed and interactive modes; no
+  `-Sbroker.quorum`, which the operator renders only when maxSize differs from
+  size, and it sets maxSize to size: config.go getRequiredRanks,
+  minicluster_types.go line 821): `flux R encode --hosts=...
   --local` (line 58), STATE_DIR made beforehand and passed as `-Sstatedir`
   (lines 63-65, 84: a kept statedir, so WAL/NORMAL), brokerOptions
   `-Stbon.fanout=256`, `-Srundir`, `-Slocal-uri`, the spec's `-Stbon.topo`,
@@ -90,6 +98,8 @@ class PodSettings:
     worker_retry_s: int = 15  # the operator sleeps 15 s between a worker's tries
     # More environment for every pod's containers (the spec's own env, in effect).
     env: dict[str, str] = field(default_factory=dict)
+    # `-Stbon.tcp_user_timeout` on a test's clock (flux-core's 20 s; box_node_death.py).
+    tcp_user_timeout_s: float | None = None
 
 
 def operator_hostlist(name: str, size: int) -> str:
@@ -129,6 +139,8 @@ def start_script(body: dict[str, Any], settings: PodSettings, folder: Path) -> s
     pre = (container.get("commands") or {}).get("pre") or ""
     hosts = operator_hostlist(name, int(spec["size"]))
     silence = " > /dev/null 2>&1" if quiet else ""
+    user_timeout = settings.tcp_user_timeout_s
+    tcp_user_timeout = f"-Stbon.tcp_user_timeout={user_timeout:g}s" if user_timeout else ""
     return f"""#!/bin/bash
 configroot={CONFIG_ROOT}
 cfg="${{configroot}}/etc/flux/config"
@@ -149,6 +161,7 @@ brokerOptions="-Scron.directory=${{configroot}}/etc/flux/system/cron.d \\
   -Srundir=${{configroot}}/run/flux \\
   -Sstatedir=${{STATE_DIR}} -Slocal-uri=local://$configroot/run/flux/local \\
   -Stbon.connect_timeout=5s {f"-Stbon.topo={topology}" if topology else ""} \\
+  {tcp_user_timeout} \\
   {"-Slog-stderr-level=0" if quiet else "-Slog-stderr-level=6"} \\
   -Slog-stderr-mode=local"
 {pre}{silence}
@@ -167,7 +180,7 @@ else
         sleep {settings.worker_retry_s}
     done
 fi
-# The operator's marker for its view (wait.sh line 199): the container exits 0
+# The operator's marker (wait.sh line 199, under its view's path): the container exits 0
 # whatever the launcher's command did.
 touch /tmp/flux-operator-complete.txt
 """

@@ -212,3 +212,17 @@ def test_run_json_names_the_image_only_where_cells_run_in_it(
         assert record["flux_view"]
     else:  # the flux on hand ran it: no image to name
         assert record["image"] is None and "image_digest" not in record
+
+
+def test_a_cell_whose_lost_capacity_did_not_come_back_stops_the_sweep(tmp_path: Path) -> None:
+    """RunResult.stop (a node's replacement not Ready within its bound): the cell is
+    recorded as it ended, and no later cell is handed to the backend."""
+
+    def handler(cell: Cell, rendered: Rendered, timeout: float | None) -> RunResult:
+        return RunResult("", rc=137, error="node lost", stop="the replacement did not come")
+
+    backend = FakeBackend(handler)
+    summary = _run(_plan(tmp_path, ("kary:1", "kary:2", "kary:3")), backend)
+    assert len(backend.calls) == 1 and summary.not_started == 2
+    assert summary.stopped_because == "the replacement did not come"
+    assert read_record(tmp_path / "4/kary-1/0").state == "failed"

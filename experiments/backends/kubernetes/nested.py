@@ -30,6 +30,10 @@ What can go wrong, and what happens:
   restart `OnFailure`, and a restarted rank 0 reruns the driver from its first
   cell) or rank 0's log rotated past what kary read: the cell fails with the
   reason and the group is broken (deleted; the next cell starts a new one);
+- a rank's node died (Flux lost the rank; the API may show its pod Running for
+  minutes yet): the cell fails with the ranks, and kary waits (bounded,
+  recorded) for their replacement pods before the next cell starts a new
+  group (node_lost);
 - a cell's nested job started but its entrypoint printed nothing within
   `join_s`: some nested broker never joined; the cell is a start failure;
 - a rank lost its node to preemption (pod_watch, preemption: the node deleted,
@@ -79,6 +83,12 @@ from experiments.backends.kubernetes.nested_group import (
     frames_lost,
     limit_seconds,
 )
+from experiments.backends.kubernetes.node_lost import (
+    NODE_LOST_WAIT_S,
+    await_replacement,
+    lost_ranks,
+    node_lost,
+)
 from experiments.backends.kubernetes.objects import rank_zero
 from experiments.backends.kubernetes.pod_watch import PodWatch, StartFailure
 from experiments.backends.kubernetes.preemption import Preempted, preempted_result
@@ -104,6 +114,7 @@ class NestedLayout:
     cluster: ClusterContext
     log_every_s: float = 10.0
     grace_s: float = 120.0
+    replacement_s: float = NODE_LOST_WAIT_S
     queued: list[QueuedCell] = field(default_factory=list)
     group: Group | None = None
 
@@ -421,6 +432,10 @@ class NestedLayout:
         lost = group.pods.loss.find(pods, cluster.nodes)
         if lost is not None:
             return self._preempted(group, cell, lost, provenance), True
+        ranks = lost_ranks(end)
+        if ranks:  # its node died: not the next cells' start failures (node_lost)
+            waited = await_replacement(cluster, name, group.identity, ranks, self.replacement_s)
+            return self._failed(node_lost(result, name, cell.id, waited), name, pods), True
         return self._failed(result, name, pods), broken
 
     def _failed(self, result: RunResult, name: str, pods: list[dict[str, Any]]) -> RunResult:
