@@ -28,8 +28,12 @@ What can go wrong, and what happens:
   failure of that kind: the runner stops after the same kind twice;
 - a pod of the group replaced, a container restarted (the operator's Jobs
   restart `OnFailure`, and a restarted rank 0 reruns the driver from its first
-  cell) or rank 0's log rotated past what kary read: the cell fails with the
-  reason and the group is broken (deleted; the next cell starts a new one);
+  cell) or rank 0's log rotated past frames kary had not read: the cell fails
+  with the reason and the group is broken (deleted; the next cell starts a new
+  one);
+- rank 0's log rotated (the kubelet does at `containerLogMaxSize`): routine;
+  the group goes on when its numbered frames follow on (log_follow), and a cell
+  whose end frame counts more lines than the log kept fails, not timed;
 - a cell's nested job started but its entrypoint printed nothing within
   `join_s`: some nested broker never joined; the cell is a start failure;
 - a rank lost its node to preemption (pod_watch, preemption: the node deleted,
@@ -78,6 +82,7 @@ from experiments.backends.kubernetes.nested_group import (
     cell_text,
     frames_lost,
     limit_seconds,
+    lines_lost,
 )
 from experiments.backends.kubernetes.objects import rank_zero
 from experiments.backends.kubernetes.pod_watch import PodWatch, StartFailure
@@ -400,6 +405,9 @@ class NestedLayout:
         errors += cell_problems(
             text, pods, name, CellCheck(cell.id, cluster.limits.allow_shared_nodes), provenance
         )
+        lost_lines = lines_lost(frame)
+        if lost_lines is not None:
+            errors.append(lost_lines)
         if seen.broken is not None and (errors or rc):
             errors.append(f"MiniCluster {name} broke during cell {cell.id}: {seen.broken}")
         if kind:

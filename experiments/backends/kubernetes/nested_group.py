@@ -26,6 +26,7 @@ __all__ = [
     "cell_text",
     "frames_lost",
     "limit_seconds",
+    "lines_lost",
 ]
 
 
@@ -71,6 +72,8 @@ class Group:
             "created": self.created,
             "cells": len(self.cell_ids),
             "cell_index": self.cell_ids.index(cell_id),
+            # Rotations of rank 0's log that lost no frame, so far (log_follow).
+            "log_rotations": self.follower.rotations if self.follower is not None else 0,
         }
 
 
@@ -94,6 +97,19 @@ def frames_lost(frames: Frames, order: tuple[str, ...], cell_id: str) -> str | N
             "it: its lines were lost before kary read them (the kubelet rotated the log)"
         )
     return None
+
+
+def lines_lost(frame: CellFrame) -> str | None:
+    """Why the cell's log cannot be trusted whole: its end frame counts more lines than
+    the log holds between its job and end frames.  The log was rotated past lines kary
+    had not read (with no frame among them: log_follow lets such a rotation pass)."""
+    lost = frame.lines_lost
+    if not lost or frame.end is None:
+        return None
+    return (
+        f"rank 0's log lacks {lost} of the {frame.end.get('lines')} lines cell {frame.cell}'s "
+        "job printed: the kubelet rotated the log past lines kary had not read"
+    )
 
 
 def cell_ended(frames: Frames, cell_id: str) -> bool:
