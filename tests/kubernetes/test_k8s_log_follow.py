@@ -63,3 +63,11 @@ def test_a_rotation_that_took_frames_or_a_driver_started_again_is_lost() -> None
         with pytest.raises(LogLost, match=f"after frame 1 it shows frame {first_new}"):
             follower._merge(_served((S3, _frame(first_new))))
         assert follower.lines == [_frame(1, "begin"), "step"]  # nothing of it kept
+
+
+def test_a_rotated_log_still_empty_is_judged_once_when_its_lines_come() -> None:
+    follower = _follower()
+    follower._merge(_served((S1, _frame(1, "begin"))))
+    follower._merge([])  # rotated: the new file has nothing yet
+    follower._merge(_served((S3, _frame(2))))
+    assert follower.lines == [_frame(1, "begin"), _frame(2)] and follower.rotations == 1

@@ -139,6 +139,8 @@ class LogFollower:
                     skipped += 1
                     continue  # the lines of the last stamp kary had, read before
             new.append((stamp, at, line))
+        if rotated and not new:
+            return  # the new file is still empty: judged when its lines come
         self._check_sequence([line for _, _, line in new])
         if rotated:
             self.rotations += 1
