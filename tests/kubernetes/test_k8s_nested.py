@@ -24,6 +24,7 @@ from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.cli import app
 from experiments.formats.labels import current_owner
 from experiments.formats.nested_frame import format_frame, frame_sequence, split_frames
+from experiments.model.log_budget import cell_log_bytes
 from experiments.model.plan import Cell
 from experiments.model.render import RenderOptions, render_cell
 from experiments.model.render_nested import NestedCell, render_nested
@@ -81,6 +82,22 @@ def test_kubernetes_runs_a_node_counts_cells_in_one_minicluster_by_default(
     again = _run(raw, "--exact-nodes", "4", *TOPOS)
     assert again.exit_code == 0, again.output
     assert len(apiserver.cluster.created) == 1
+
+
+def test_a_node_counts_cells_split_where_their_log_would_pass_the_rotation_budget(
+    apiserver: Any, fast: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Room for two cells' logs in a group (issue 44, item 1): three cells of a node
+    count make two MiniClusters, in plan order, so rank 0's log never passes the
+    kubelet's rotation size under kary."""
+    two = 2 * cell_log_bytes("distribute", 4, 1, 1)
+    monkeypatch.setattr("experiments.backends.kubernetes.nested_group.group_budget", lambda: two)
+    raw = tmp_path / "raw"
+    result = _run(raw, "--exact-nodes", "4", *TOPOS)
+    assert result.exit_code == 0, result.output
+    groups = [_nested_cells(body) for body in apiserver.cluster.created]
+    assert groups == [["4/kary-1/0", "4/kary-2/0"], ["4/kary-3/0"]]
+    assert {r["state"] for r in _records(raw).values()} == {"succeeded"}
 
 
 def test_per_cell_stays_behind_a_flag(apiserver: Any, fast: None, tmp_path: Path) -> None:

@@ -83,6 +83,7 @@ from experiments.backends.kubernetes.nested_group import (
     frames_lost,
     limit_seconds,
     lines_lost,
+    within_log_budget,
 )
 from experiments.backends.kubernetes.objects import rank_zero
 from experiments.backends.kubernetes.pod_watch import PodWatch, StartFailure
@@ -194,7 +195,8 @@ class NestedLayout:
         return self.group
 
     def _still_to_run(self, cell: Cell, rendered: Rendered, limit: float) -> list[QueuedCell]:
-        """This cell and the queued cells of its node count after it, in order."""
+        """This cell and the queued cells of its node count after it, in order, as many as
+        keep the group's log under its rotation budget."""
         ids = [q.cell.id for q in self.queued]
         if cell.id not in ids:
             return [QueuedCell(cell, rendered, limit)]
@@ -204,7 +206,7 @@ class NestedLayout:
             if queued.cell.nodes != cell.nodes:
                 break
             same.append(queued)
-        return same
+        return within_log_budget(same)
 
     # -- one cell -------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from experiments.backends.kubernetes.group_health import Look
 from experiments.backends.kubernetes.log_follow import LogFollower
 from experiments.backends.kubernetes.pod_watch import PodWatch
 from experiments.formats.nested_frame import CellFrame, Frames, split_frames
+from experiments.model.log_budget import cell_log_bytes, group_budget, split_by_budget
 from experiments.model.render_nested import NestedMiniCluster
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ __all__ = [
     "frames_lost",
     "limit_seconds",
     "lines_lost",
+    "within_log_budget",
 ]
 
 
@@ -121,3 +123,15 @@ def limit_seconds(queued: QueuedCell, fallback: float) -> int:
     """The cell's limit in whole seconds for `flux batch --time-limit`, rounded up (a
     limit of 0 would be no limit at all)."""
     return max(1, math.ceil(queued.timeout if queued.timeout is not None else fallback))
+
+
+def within_log_budget(cells: list[QueuedCell], budget: int | None = None) -> list[QueuedCell]:
+    """The leading cells whose log, together, stays within a group's budget (half the
+    kubelet's rotation size, model/log_budget): the rest go to the next group, so a
+    node count's long sweep does not rotate rank 0's log under kary."""
+    sizes = [
+        cell_log_bytes(q.cell.experiment, q.cell.nodes, len(q.cell.sizes), len(q.cell.strategies))
+        for q in cells
+    ]
+    groups = split_by_budget(sizes, group_budget() if budget is None else budget)
+    return cells[: groups[0]] if groups else cells
