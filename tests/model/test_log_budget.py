@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
+
+from benchmark_scripts import load_benchmark
 
 from experiments import Sweep, api
 from experiments.model.log_budget import (
@@ -13,6 +17,7 @@ from experiments.model.log_budget import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "benchmarks" / "results"
 
 
 def test_groups_split_where_the_next_cell_would_pass_the_budget() -> None:
@@ -44,3 +49,17 @@ def test_the_seeds_30_node_nested_group_stays_under_the_rotation_budget() -> Non
     # A cell's log grows with the nodes, sizes and strategies it prints for.
     assert cell_log_bytes("distribute", 256, 10, 3) > cell_log_bytes("distribute", 30, 10, 1)
     assert cell_log_bytes("ping", 256, 10, 0) > cell_log_bytes("ping", 30, 10, 0)
+
+
+def test_the_shipped_fit_is_the_benchmarks_on_its_committed_samples() -> None:
+    """One set of figures: what kary predicts is benchmarks/cell_log_bytes.py's fit of the
+    samples it measured, and the committed table is that script's output."""
+    bench = load_benchmark("cell_log_bytes")
+    samples = json.loads((RESULTS / "cell-log-bytes-emulator.json").read_text())["samples"]
+    for experiment in ("distribute", "ping"):
+        coef = bench.fit(samples, experiment)
+        for nodes, sizes, strategies in ((4, 1, 1), (30, 10, 1), (256, 10, 3)):
+            expected = math.ceil(bench.predict(coef, experiment, nodes, sizes, strategies) - 1e-6)
+            assert abs(cell_log_bytes(experiment, nodes, sizes, strategies) - expected) <= 1
+    table = (RESULTS / "cell-log-bytes-emulator.txt").read_text()
+    assert table == bench.report(samples) + "\n"
