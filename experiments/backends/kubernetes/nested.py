@@ -3,7 +3,9 @@
 The runner hands the backend its cells in run order (`queue`), a node count's
 together.  At the first cell of a node count, `NestedLayout` creates one
 MiniCluster (model/render_nested) whose rank 0 runs the nested driver over
-every queued cell of that node count: each cell a `flux batch` over all pods
+every queued cell of that node count (as many as keep its log under half the
+kubelet's rotation size, model/log_budget; the rest get the next one): each
+cell a `flux batch` over all pods
 with the cell's own entrypoint and tbon.topo, framed in rank 0's log by
 KARY-NESTED lines (formats/nested_frame).  `run(cell)` then waits until the
 log shows the cell's end frame and hands back the cell's part of the log, so
