@@ -36,6 +36,7 @@ from experiments.estimate.parameters import GIB
 from experiments.estimate.spot_reruns import RERUNS_PART
 from experiments.estimate.time_model import Estimate
 from experiments.formats.run_record import NESTED, PER_CELL
+from experiments.model.log_budget import cell_log_bytes, group_budget, split_by_budget
 
 __all__ = ["LEVERS_FILE", "LayoutEstimate", "Levers", "layout_estimates", "load_levers"]
 
@@ -200,17 +201,29 @@ def layout_estimates(estimate: Estimate, levers: Levers | None = None) -> list[L
     )
     groups: dict[int, set[int]] = defaultdict(set)
     cells_per_nodes: dict[int, int] = defaultdict(int)
+    log_bytes: dict[int, list[int]] = defaultdict(list)
     for cell_time in estimate.cells:
-        groups[cell_time.cell.nodes].update(cell_time.cell.sizes)
-        cells_per_nodes[cell_time.cell.nodes] += 1
-    cluster_starts = sum(model.run_overhead_s + model.broker_start_s * n for n in groups)
+        cell = cell_time.cell
+        groups[cell.nodes].update(cell.sizes)
+        cells_per_nodes[cell.nodes] += 1
+        log_bytes[cell.nodes].append(
+            cell_log_bytes(cell.experiment, cell.nodes, len(cell.sizes), len(cell.strategies))
+        )
+    # A node count's cells split where their log would pass the group's rotation budget
+    # (backends/kubernetes/nested_group.within_log_budget): a MiniCluster each.
+    miniclusters = {n: len(split_by_budget(b, group_budget())) for n, b in log_bytes.items()}
+    cluster_starts = sum(
+        (model.run_overhead_s + model.broker_start_s * n) * miniclusters[n] for n in groups
+    )
     nested_starts = sum(levers.nested_start_s(n) * k for n, k in cells_per_nodes.items())
     # What the per-cell overhead spends on MiniCluster starts, all of which nesting replaces.
     per_cell_starts = sum(
         (model.run_overhead_s + model.broker_start_s * n) * k for n, k in cells_per_nodes.items()
     )
     generate_once = sum(
-        model.generate_s_per_gb * size / GIB for sizes in groups.values() for size in sizes
+        model.generate_s_per_gb * size / GIB * miniclusters[n]
+        for n, sizes in groups.items()
+        for size in sizes
     )
     layouts = [per_cell]
     for name, mmap in ((NESTED, False), (NESTED_MMAP, True)):
@@ -235,6 +248,12 @@ def layout_estimates(estimate: Estimate, levers: Levers | None = None) -> list[L
                 low += value * low_share * ratio.low / ratio.median
                 high += value * high_share * ratio.high / ratio.median
         notes = _assumptions(levers, groups, cells_per_nodes, mmap)
+        split = {n: k for n, k in miniclusters.items() if k > 1}
+        if split:
+            notes.append(
+                "split so a group's log stays under half the kubelet's log rotation size: "
+                + ", ".join(f"{k} MiniClusters at {n} nodes" for n, k in sorted(split.items()))
+            )
         notes.append(
             f"generation at the per-cell model's {model.generate_s_per_gb:.2f} s/GB "
             f"(measured here: {levers.generate_s_per_gb:.2f} s/GB)"

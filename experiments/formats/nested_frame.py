@@ -5,17 +5,27 @@ count, one after another, as nested Flux instances, and rank 0's log (the only
 output kary can read without exec) holds them all.  templates/nested_driver.sh.j2
 prints, per cell,
 
-    KARY-NESTED {"event": "begin", "cell": "30/kary:2/0"}
-    KARY-NESTED {"event": "job", "cell": "30/kary:2/0", "jobid": "f2AbC..."}
+    KARY-NESTED {"event": "begin", "seq": 1, "cell": "30/kary:2/0"}
+    KARY-NESTED {"event": "job", "seq": 2, "cell": "30/kary:2/0", "jobid": "f2AbC..."}
     ... the cell's own output (its KARY lines, flux overlay status, ...) ...
-    KARY-NESTED {"event": "end", "cell": "30/kary:2/0", "rc": 0, "result": "COMPLETED",
-                 "hosts": "mc-0-[0-29]", "seconds": 81.2}
+    KARY-NESTED {"event": "end", "seq": 3, "cell": "30/kary:2/0", "rc": 0,
+                 "result": "COMPLETED", "hosts": "mc-0-[0-29]", "seconds": 81.2,
+                 "lines": 212}
 
-and `{"event": "finished"}` after the last cell.  `end` may carry `error` (the
-job could not be submitted) instead of a job's rc; `result` is Flux's
-(COMPLETED, FAILED, TIMEOUT, CANCELED).  `split_frames` is the one reader:
-the text between a cell's begin and end lines is that cell's log, exactly as
-rank 0 of a per-cell MiniCluster would have printed it.
+and `{"event": "finished", "seq": N}` after the last cell.  `end` may carry
+`error` (the job could not be submitted) instead of a job's rc; `result` is
+Flux's (COMPLETED, FAILED, TIMEOUT, CANCELED).  `split_frames` is the one
+reader: the text between a cell's begin and end lines is that cell's log,
+exactly as rank 0 of a per-cell MiniCluster would have printed it.
+
+Two fields let kary tell a routine log rotation from a loss (issue 44, item 1:
+the kubelet rotates a container's log at `containerLogMaxSize`, 10 MiB by
+default, and the API then serves the new file only).  `seq` counts the
+driver's frames from 1 over its life, so a gap (or a restart at 1) says frames
+were lost (`frame_sequence`); `lines` is how many lines the cell's job printed
+(counted as they passed), so a cell that lost lines between its frames says so
+(`CellFrame.lines_lost`).  A driver rendered before them prints neither, and
+kary then treats any rotation as a loss, as it did.
 """
 
 from __future__ import annotations
@@ -25,7 +35,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FRAME_PREFIX", "TIMEOUT_RESULT", "CellFrame", "Frames", "format_frame", "split_frames"]
+__all__ = [
+    "FRAME_PREFIX",
+    "TIMEOUT_RESULT",
+    "CellFrame",
+    "Frames",
+    "format_frame",
+    "frame_sequence",
+    "split_frames",
+]
 
 FRAME_PREFIX = "KARY-NESTED"
 # Flux's result for a job its time limit ended.
@@ -42,6 +60,8 @@ class CellFrame:
     text: str = ""
     jobid: str | None = None
     end: dict[str, Any] | None = None
+    # Lines of text after the job frame: what the job printed, as far as the log holds it.
+    printed: int = 0
 
     @property
     def ended(self) -> bool:
@@ -50,6 +70,15 @@ class CellFrame:
     @property
     def timed_out(self) -> bool:
         return self.end is not None and self.end.get("result") == TIMEOUT_RESULT
+
+    @property
+    def lines_lost(self) -> int:
+        """How many of the lines the end frame says the job printed the log lacks (0 when
+        it holds them all, or the driver did not count)."""
+        counted = self.end.get("lines") if self.end is not None else None
+        if not isinstance(counted, int) or isinstance(counted, bool):
+            return 0
+        return max(0, counted - self.printed)
 
 
 @dataclass
@@ -60,9 +89,11 @@ class Frames:
     finished: bool = False
 
 
-def format_frame(event: str, cell: str | None = None, **fields: Any) -> str:
+def format_frame(event: str, cell: str | None = None, seq: int | None = None, **fields: Any) -> str:
     """A frame line exactly as the driver prints it (tests build their logs with it)."""
     record: dict[str, Any] = {"event": event}
+    if seq is not None:
+        record["seq"] = seq
     if cell is not None:
         record["cell"] = cell
     record.update(fields)
@@ -78,20 +109,24 @@ def split_frames(log: str) -> Frames:
     frames = Frames({})
     current: CellFrame | None = None
     lines: list[str] = []
+    job_seen = False  # the current cell's job frame came: its lines are the job's
     for line in log.splitlines(keepends=True):
         record = _record(line)
         if record is None:
             if current is not None:
                 lines.append(line)
+                if job_seen:
+                    current.printed += 1
             continue
         event, cell = record.get("event"), record.get("cell")
         if event == "finished":
             frames.finished = True
         elif event == "begin" and isinstance(cell, str):
-            current, lines = CellFrame(cell), []
+            current, lines, job_seen = CellFrame(cell), [], False
             frames.cells[cell] = current
         elif current is not None and cell == current.cell:
             if event == "job":
+                job_seen = True
                 current.jobid = str(record.get("jobid") or "") or None
             elif event == "end":
                 current.text, current.end = "".join(lines), record
@@ -99,6 +134,15 @@ def split_frames(log: str) -> Frames:
     if current is not None:  # the cell still running: what it printed so far
         current.text = "".join(lines)
     return frames
+
+
+def frame_sequence(line: str) -> int | None:
+    """The `seq` of a frame line; None for any other line (or a frame without one)."""
+    if FRAME_PREFIX not in line:
+        return None
+    record = _record(line)
+    seq = record.get("seq") if record is not None else None
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
 
 
 def _record(line: str) -> dict[str, Any] | None:

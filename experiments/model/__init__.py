@@ -5,7 +5,8 @@
   `faults`, `places` (backends and the flux backend's places), `layout`,
   `axes` and `cell_filter` (--only), `validate` (names, images, paths, node
   counts), `cluster_spec` (a --cluster file), `disk` (the disk a sweep needs on
-  a node, checked against the cluster file's), `operator` (the Flux Operator);
+  a node, checked against the cluster file's), `operator` (the Flux Operator),
+  `log_budget` (what a nested group prints against the kubelet's log rotation);
 - TBON topologies (`topology`) and design sets (`designs`);
 - the plan of cells (`plan`) and the templates rendered for each (`render`,
   `render_nested`); a billed sweep's smoke cells (`smoke`).
@@ -22,6 +23,7 @@ __all__ = [
     "faults",
     "layout",
     "links",
+    "log_budget",
     "operator",
     "places",
     "plan",

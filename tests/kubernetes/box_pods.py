@@ -90,7 +90,8 @@ class PodSettings:
     disk_bytes: int = 2 << 30
     # Per rank, a disk of another size (rank -> bytes).
     disks: dict[int, int] = field(default_factory=dict)
-    rotate_bytes: int | None = None
+    # Rank 0's log rotates past this many bytes: the kubelet's containerLogMaxSize default.
+    rotate_bytes: int | None = 10 * 2**20
     pending_s: float = 2.0  # a lost pod's replacement stays Pending this long
     # Per rank, seconds its pod stays Pending before its first container starts (the
     # image pull on its node): not Ready, so its name does not resolve meanwhile.

@@ -18,11 +18,13 @@ from strict_schema import crd_schema, validate_strictly
 from typer.testing import CliRunner
 
 from experiments.backends.base import BackendError, QueuedCell
+from experiments.backends.kubernetes.nested_group import lines_lost
 from experiments.backends.kubernetes.objects import rank_zero
 from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.cli import app
 from experiments.formats.labels import current_owner
-from experiments.formats.nested_frame import format_frame, split_frames
+from experiments.formats.nested_frame import format_frame, frame_sequence, split_frames
+from experiments.model.log_budget import cell_log_bytes
 from experiments.model.plan import Cell
 from experiments.model.render import RenderOptions, render_cell
 from experiments.model.render_nested import NestedCell, render_nested
@@ -80,6 +82,22 @@ def test_kubernetes_runs_a_node_counts_cells_in_one_minicluster_by_default(
     again = _run(raw, "--exact-nodes", "4", *TOPOS)
     assert again.exit_code == 0, again.output
     assert len(apiserver.cluster.created) == 1
+
+
+def test_a_node_counts_cells_split_where_their_log_would_pass_the_rotation_budget(
+    apiserver: Any, fast: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Room for two cells' logs in a group (issue 44, item 1): three cells of a node
+    count make two MiniClusters, in plan order, so rank 0's log never passes the
+    kubelet's rotation size under kary."""
+    two = 2 * cell_log_bytes("distribute", 4, 1, 1)
+    monkeypatch.setattr("experiments.backends.kubernetes.nested_group.group_budget", lambda: two)
+    raw = tmp_path / "raw"
+    result = _run(raw, "--exact-nodes", "4", *TOPOS)
+    assert result.exit_code == 0, result.output
+    groups = [_nested_cells(body) for body in apiserver.cluster.created]
+    assert groups == [["4/kary-1/0", "4/kary-2/0"], ["4/kary-3/0"]]
+    assert {r["state"] for r in _records(raw).values()} == {"succeeded"}
 
 
 def test_per_cell_stays_behind_a_flag(apiserver: Any, fast: None, tmp_path: Path) -> None:
@@ -292,13 +310,17 @@ def test_the_driver_frames_each_cell_as_the_reader_expects(tmp_path: Path) -> No
     cells = [NestedCell(f"4/kary-{k}/0", f"kary:{k}", 60, "echo hi\n") for k in (1, 2, 3, 4)]
     out = _run_driver(tmp_path, cells)
     lines = out.splitlines()
-    assert lines[0] == format_frame("begin", "4/kary-1/0")
-    assert lines[1] == format_frame("job", "4/kary-1/0", jobid="f1", flux_version="0.88.0")
-    assert lines[-1] == format_frame("finished")
+    assert lines[0] == format_frame("begin", "4/kary-1/0", seq=1)
+    assert lines[1] == format_frame("job", "4/kary-1/0", seq=2, jobid="f1", flux_version="0.88.0")
+    assert lines[-1] == format_frame("finished", seq=12)
+    # Frames numbered 1, 2, ... over the driver's life: a gap would say frames were lost.
+    assert [frame_sequence(line) for line in lines if "KARY-NESTED" in line] == list(range(1, 13))
     frames = split_frames(out)
     assert list(frames.cells) == [c.cell_id for c in cells] and frames.finished
     first, second, third, fourth = frames.cells.values()
     assert first.text == "out of f1\n" and first.end is not None
+    # The job's lines, counted as they passed: the log holds them all.
+    assert first.end["lines"] == 1 and first.printed == 1 and first.lines_lost == 0
     assert {k: first.end[k] for k in ("rc", "result", "hosts")} == {
         "rc": 0,
         "result": "COMPLETED",
@@ -358,3 +380,28 @@ def test_split_frames_keeps_a_running_cell_and_ignores_what_is_not_a_frame() -> 
     assert frames.cells["a"].timed_out and frames.cells["a"].text == "KARY-NESTED {not json\n"
     assert not frames.cells["b"].ended and frames.cells["b"].text == "partial output\n"
     assert not frames.finished
+
+
+def test_a_cell_whose_log_lacks_lines_its_end_frame_counts_says_how_many() -> None:
+    """A rotation with no frame among the lines it took: the frames follow on, and only
+    the count in the end frame shows the cell's log is not whole (issue 44, item 1)."""
+    log = "\n".join(
+        [
+            format_frame("begin", "a", seq=1),
+            "before the job: the driver's, not counted",
+            format_frame("job", "a", seq=2, jobid="f1"),
+            "KARY one",
+            format_frame("end", "a", seq=3, rc=0, result="COMPLETED", lines=3),
+            format_frame("begin", "b", seq=4),
+            format_frame("job", "b", seq=5, jobid="f2"),
+            "KARY one",
+            format_frame("end", "b", seq=6, rc=0, result="COMPLETED", lines=1),
+        ]
+    )
+    frames = split_frames(log + "\n")
+    assert frames.cells["a"].lines_lost == 2 and frames.cells["b"].lines_lost == 0
+    assert lines_lost(frames.cells["a"]) == (
+        "rank 0's log lacks 2 of the 3 lines cell a's job printed: the kubelet rotated "
+        "the log past lines kary had not read"
+    )
+    assert lines_lost(frames.cells["b"]) is None

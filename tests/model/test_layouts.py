@@ -106,6 +106,23 @@ def test_nesting_pays_the_minicluster_once_and_each_blob_once_per_node_count() -
     assert any("--mmap: create x0.50" in a for a in mmap.assumptions)
 
 
+def test_a_node_count_split_for_its_log_pays_a_minicluster_and_blobs_per_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A group's log holds one cell here (issue 44, item 1): the nested estimate starts
+    and generates as the backend will run it, a MiniCluster per cell, and says why."""
+    estimate = _eks30_plan().estimate
+    _, whole, _ = layout_estimates(estimate, FAKE)
+    monkeypatch.setattr("experiments.estimate.layouts.group_budget", lambda: 1)
+    _, split, _ = layout_estimates(estimate, FAKE)
+    model = estimate.model
+    minicluster = model.run_overhead_s + model.broker_start_s * 30
+    assert split.parts["overhead"] - whole.parts["overhead"] == pytest.approx(2 * minicluster)
+    assert split.parts["generate"] == pytest.approx(3 * whole.parts["generate"])
+    assert any("3 MiniClusters at 30 nodes" in a for a in split.assumptions)
+    assert not any("MiniClusters at" in a for a in whole.assumptions)
+
+
 def test_kary_plan_shows_every_layout_on_a_cluster_and_json_carries_them(tmp_path: Path) -> None:
     args = [
         "plan", "--cluster", "clusters/eks-30.yaml", "--exact-nodes", "30",

@@ -3,7 +3,9 @@
 The runner hands the backend its cells in run order (`queue`), a node count's
 together.  At the first cell of a node count, `NestedLayout` creates one
 MiniCluster (model/render_nested) whose rank 0 runs the nested driver over
-every queued cell of that node count: each cell a `flux batch` over all pods
+every queued cell of that node count (as many as keep its log under half the
+kubelet's rotation size, model/log_budget; the rest get the next one): each
+cell a `flux batch` over all pods
 with the cell's own entrypoint and tbon.topo, framed in rank 0's log by
 KARY-NESTED lines (formats/nested_frame).  `run(cell)` then waits until the
 log shows the cell's end frame and hands back the cell's part of the log, so
@@ -28,8 +30,12 @@ What can go wrong, and what happens:
   failure of that kind: the runner stops after the same kind twice;
 - a pod of the group replaced, a container restarted (the operator's Jobs
   restart `OnFailure`, and a restarted rank 0 reruns the driver from its first
-  cell) or rank 0's log rotated past what kary read: the cell fails with the
-  reason and the group is broken (deleted; the next cell starts a new one);
+  cell) or rank 0's log rotated past frames kary had not read: the cell fails
+  with the reason and the group is broken (deleted; the next cell starts a new
+  one);
+- rank 0's log rotated (the kubelet does at `containerLogMaxSize`): routine;
+  the group goes on when its numbered frames follow on (log_follow), and a cell
+  whose end frame counts more lines than the log kept fails, not timed;
 - a rank's node died (Flux lost the rank; the API may show its pod Running for
   minutes yet): the cell fails with the ranks, and kary waits (bounded,
   recorded) for their replacement pods before the next cell starts a new
@@ -82,6 +88,9 @@ from experiments.backends.kubernetes.nested_group import (
     cell_text,
     frames_lost,
     limit_seconds,
+    lines_lost,
+    unfinished_error,
+    within_log_budget,
 )
 from experiments.backends.kubernetes.node_lost import (
     NODE_LOST_WAIT_S,
@@ -200,7 +209,8 @@ class NestedLayout:
         return self.group
 
     def _still_to_run(self, cell: Cell, rendered: Rendered, limit: float) -> list[QueuedCell]:
-        """This cell and the queued cells of its node count after it, in order."""
+        """This cell and the queued cells of its node count after it, in order, as many as
+        keep the group's log under its rotation budget."""
         ids = [q.cell.id for q in self.queued]
         if cell.id not in ids:
             return [QueuedCell(cell, rendered, limit)]
@@ -210,7 +220,7 @@ class NestedLayout:
             if queued.cell.nodes != cell.nodes:
                 break
             same.append(queued)
-        return same
+        return within_log_budget(same)
 
     # -- one cell -------------------------------------------------------------------
 
@@ -376,20 +386,10 @@ class NestedLayout:
             )
             return self._failed(failed, name, pods), True
         if frame.end is None:
-            if outcome is None:
-                error = (
-                    f"cell {cell.id} did not end within {limit:g} s (+{self.grace_s:g} s) in "
-                    f"MiniCluster {name}, which was deleted"
-                )
-                result = RunResult(text, None, True, error, provenance, None, group.manifest.yaml)
-            else:
-                why = (
-                    outcome[1] if isinstance(outcome, tuple) and outcome[1] else "its driver ended"
-                )
-                error = f"MiniCluster {name} ended before cell {cell.id} did: {why}"
-                if log_error:
-                    error += f"; {log_error}"
-                result = RunResult(text, None, False, error, provenance, None, group.manifest.yaml)
+            error, timed_out = unfinished_error(
+                cell.id, name, limit, self.grace_s, outcome, log_error
+            )
+            result = RunResult(text, None, timed_out, error, provenance, None, group.manifest.yaml)
             return self._failed(result, name, pods), True
         end = frame.end
         provenance["flux"] = {
@@ -411,6 +411,9 @@ class NestedLayout:
         errors += cell_problems(
             text, pods, name, CellCheck(cell.id, cluster.limits.allow_shared_nodes), provenance
         )
+        lost_lines = lines_lost(frame)
+        if lost_lines is not None:
+            errors.append(lost_lines)
         if seen.broken is not None and (errors or rc):
             errors.append(f"MiniCluster {name} broke during cell {cell.id}: {seen.broken}")
         if kind:

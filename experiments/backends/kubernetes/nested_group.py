@@ -13,6 +13,7 @@ from experiments.backends.kubernetes.group_health import Look
 from experiments.backends.kubernetes.log_follow import LogFollower
 from experiments.backends.kubernetes.pod_watch import PodWatch
 from experiments.formats.nested_frame import CellFrame, Frames, split_frames
+from experiments.model.log_budget import cell_log_bytes, group_budget, split_by_budget
 from experiments.model.render_nested import NestedMiniCluster
 
 if TYPE_CHECKING:
@@ -26,6 +27,9 @@ __all__ = [
     "cell_text",
     "frames_lost",
     "limit_seconds",
+    "lines_lost",
+    "unfinished_error",
+    "within_log_budget",
 ]
 
 
@@ -71,6 +75,8 @@ class Group:
             "created": self.created,
             "cells": len(self.cell_ids),
             "cell_index": self.cell_ids.index(cell_id),
+            # Rotations of rank 0's log that lost no frame, so far (log_follow).
+            "log_rotations": self.follower.rotations if self.follower is not None else 0,
         }
 
 
@@ -96,6 +102,19 @@ def frames_lost(frames: Frames, order: tuple[str, ...], cell_id: str) -> str | N
     return None
 
 
+def lines_lost(frame: CellFrame) -> str | None:
+    """Why the cell's log cannot be trusted whole: its end frame counts more lines than
+    the log holds between its job and end frames.  The log was rotated past lines kary
+    had not read (with no frame among them: log_follow lets such a rotation pass)."""
+    lost = frame.lines_lost
+    if not lost or frame.end is None:
+        return None
+    return (
+        f"rank 0's log lacks {lost} of the {frame.end.get('lines')} lines cell {frame.cell}'s "
+        "job printed: the kubelet rotated the log past lines kary had not read"
+    )
+
+
 def cell_ended(frames: Frames, cell_id: str) -> bool:
     frame = frames.cells.get(cell_id)
     return frame is not None and frame.ended
@@ -105,3 +124,38 @@ def limit_seconds(queued: QueuedCell, fallback: float) -> int:
     """The cell's limit in whole seconds for `flux batch --time-limit`, rounded up (a
     limit of 0 would be no limit at all)."""
     return max(1, math.ceil(queued.timeout if queued.timeout is not None else fallback))
+
+
+def within_log_budget(cells: list[QueuedCell], budget: int | None = None) -> list[QueuedCell]:
+    """The leading cells whose log, together, stays within a group's budget (half the
+    kubelet's rotation size, model/log_budget): the rest go to the next group, so a
+    node count's long sweep does not rotate rank 0's log under kary."""
+    sizes = [
+        cell_log_bytes(q.cell.experiment, q.cell.nodes, len(q.cell.sizes), len(q.cell.strategies))
+        for q in cells
+    ]
+    groups = split_by_budget(sizes, group_budget() if budget is None else budget)
+    return cells[: groups[0]] if groups else cells
+
+
+def unfinished_error(
+    cell_id: str,
+    name: str,
+    limit: float,
+    grace_s: float,
+    outcome: object,
+    log_error: str | None,
+) -> tuple[str, bool]:
+    """Why a cell whose end frame never came failed, and whether that is a timeout:
+    no outcome means its limit (and grace) passed; else the group's driver ended."""
+    if outcome is None:
+        return (
+            f"cell {cell_id} did not end within {limit:g} s (+{grace_s:g} s) in "
+            f"MiniCluster {name}, which was deleted",
+            True,
+        )
+    why = outcome[1] if isinstance(outcome, tuple) and outcome[1] else "its driver ended"
+    error = f"MiniCluster {name} ended before cell {cell_id} did: {why}"
+    if log_error:
+        error += f"; {log_error}"
+    return error, False
