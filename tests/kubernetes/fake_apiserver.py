@@ -64,6 +64,7 @@ from strict_schema import unknown_fields
 from experiments.formats.nested_frame import format_frame
 
 GROUP_PATH = "/apis/flux-framework.org/v1alpha2"
+REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 OPERATOR_IMAGE = "ghcr.io/flux-framework/flux-operator:latest"
 OPERATOR_DIGEST = "sha256:" + "ab" * 32
 IMAGE_DIGEST = "sha256:" + "cd" * 32
@@ -172,6 +173,10 @@ class FakeCluster:
     lost: dict[str, float] = field(default_factory=dict)
     events: list[tuple[float, Any]] = field(default_factory=list)
     pending_preemption: Preemption | None = None
+    # RBAC this kubeconfig lacks, as `VERB RESOURCE[/SUBRESOURCE]` ("list nodes",
+    # "get pods/log"): a SelfSubjectAccessReview of it is denied, and listing nodes
+    # when "list nodes" is here answers 403 Forbidden, as a real API server does.
+    denied: set[str] = field(default_factory=set)
 
     def preempt(self, plan: Preemption) -> None:
         """The next MiniCluster made loses a node (see Preemption)."""
@@ -583,7 +588,13 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self._miniclusters(method, parts[4], parts[6] if len(parts) > 6 else None, body, query)
             return
+        if path == REVIEW_PATH and method == "POST":
+            self._review(body)
+            return
         if path == "/api/v1/nodes":
+            if "list nodes" in cluster.denied:
+                self._forbidden("list", "nodes")
+                return
             self._send(200, _list("NodeList", list(cluster.nodes), cluster.resource_version))
             return
         if parts[:2] == ["apis", "apps"] and parts[-1] == "operator-controller-manager":
@@ -699,6 +710,26 @@ class _Handler(BaseHTTPRequestHandler):
             self._jobs(parts[4], query)
             return
         self._status(404, "NotFound", f"fake apiserver: no route for {method} {path}")
+
+    def _review(self, body: Any) -> None:
+        """A SelfSubjectAccessReview: allowed unless the cluster denies it."""
+        asked = ((body or {}).get("spec") or {}).get("resourceAttributes") or {}
+        what = asked.get("resource", "") + (
+            f"/{asked['subresource']}" if asked.get("subresource") else ""
+        )
+        allowed = f"{asked.get('verb')} {what}" not in self.cluster.denied
+        review = {**body, "status": {"allowed": allowed}}
+        if not allowed:
+            review["status"]["reason"] = "no RBAC policy matched"
+        self._send(201, review)
+
+    def _forbidden(self, verb: str, resource: str) -> None:
+        self._status(
+            403,
+            "Forbidden",
+            f'{resource} is forbidden: User "kary-test" cannot {verb} resource "{resource}" '
+            'in API group "" at the cluster scope',
+        )
 
     def _unknown_fields(self, body: Any, query: dict[str, str]) -> bool:
         """Answer 422 for unknown fields under Strict (True); prune them otherwise."""

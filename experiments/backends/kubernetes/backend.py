@@ -50,6 +50,7 @@ from experiments.backends.kubernetes.nested import NestedLayout
 from experiments.backends.kubernetes.nodes import NodeCatalog
 from experiments.backends.kubernetes.objects import CRD_RESOURCES, VERSION
 from experiments.backends.kubernetes.per_cell import PerCellLayout
+from experiments.backends.kubernetes.permissions import check_permissions
 from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.backends.kubernetes.preemption import await_workers
 from experiments.errors import UserError
@@ -166,7 +167,8 @@ class KubernetesBackend(Backend):
     # -- up / down ---------------------------------------------------------------
 
     def up(self) -> None:
-        """Connect, check the API answers and the MiniCluster CRD exists, note cluster facts."""
+        """Connect, check the API answers, the MiniCluster CRD exists and kary holds the
+        permissions it uses (permissions.py), note cluster facts."""
         if self._api is not None:
             return
         # A dead API should fail in seconds, not after a long backoff.
@@ -186,6 +188,9 @@ class KubernetesBackend(Backend):
         try:
             version = api.call("answer", api.version.get_code, expect=VERSION)
             self._check_crd(api)
+            # Before anything is made: a missing verb would fail a cell late, or
+            # (nodes) silently turn off preemption detection.
+            check_permissions(api, self.namespace)
         except ApiUnavailable as err:
             api.close()
             raise UserError(f"cannot reach the Kubernetes cluster: {err}") from None
