@@ -40,6 +40,7 @@ from experiments.backends.kubernetes.objects import (
     image_digest,
     log_container,
     rank_zero,
+    tools_from_log,
 )
 from experiments.backends.kubernetes.pod_watch import (
     PodWatch,
@@ -258,7 +259,8 @@ def _exit_code(pod0: Obj | None) -> int | None:
 
 
 def _image_facts(pod0: Obj | None, log: str) -> dict[str, Any]:
-    """The image rank 0 ran (and its digest), and the Flux version its log reports."""
+    """The image rank 0 ran (and its digest), and the Flux version, scheduler and
+    tools its log reports."""
     facts: dict[str, Any] = {}
     for status in (dig(pod0, "status", "containerStatuses") or [])[:1]:
         facts["image"] = status.get("image")
@@ -267,6 +269,7 @@ def _image_facts(pod0: Obj | None, log: str) -> dict[str, Any]:
     version = flux_version_from_log(log)
     if version:
         facts["flux_version"] = version
+    facts.update(tools_from_log(log))
     return facts
 
 
