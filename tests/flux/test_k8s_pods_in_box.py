@@ -40,7 +40,7 @@ from box_pods import (  # noqa: E402
     start_script,
 )
 from emulator_helpers import processes_mentioning  # noqa: E402
-from fake_apiserver import FakeApiServer, FakeCluster, write_kubeconfig  # noqa: E402
+from fake_apiserver import PINNED_VIEW, FakeApiServer, FakeCluster, write_kubeconfig  # noqa: E402
 from template_edits import template_with  # noqa: E402
 from unavailable import unavailable  # noqa: E402
 
@@ -55,6 +55,8 @@ from experiments.model.topology import build_tree, overlay_parents  # noqa: E402
 TOPOS = ["--topo", "kary:1", "--topo", "kary:2"]
 CELLS = ["4/kary-1/0", "4/kary-2/0"]
 WAITING = "KARY-TEST-WAITING"  # what a stalled cell prints before it sleeps
+RUN = ["run", "--backend", "kubernetes", "--exact-nodes", "4", "--no-smoke"]
+RUN += ["--flux-view", PINNED_VIEW]  # a billed run's view, by digest (model/pins.py)
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +132,7 @@ def _kary(*args: str, fault: Callable[[], None] | None = None) -> tuple[int, str
         side.start()
     result = CliRunner().invoke(
         app,
-        ["run", "--backend", "kubernetes", "--exact-nodes", "4", "--no-smoke", *args, "--yes"],
+        [*RUN, *args, "--yes"],
     )
     if side is not None:
         side.join(timeout=60)

@@ -42,12 +42,15 @@ Watches, 5xx, logs and raw bodies are each a few lines below.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import io
 import json
 import re
+import shutil
 import socket
 import tarfile
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -57,6 +60,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import yaml
 from box_pods import BoxPods, PodSettings
 from fake_operator_flux import FluxPods
 from strict_schema import unknown_fields
@@ -65,9 +69,12 @@ from experiments.formats.nested_frame import format_frame
 
 GROUP_PATH = "/apis/flux-framework.org/v1alpha2"
 REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
-OPERATOR_IMAGE = "ghcr.io/flux-framework/flux-operator:latest"
 OPERATOR_DIGEST = "sha256:" + "ab" * 32
+# The controller as `kary cluster up` leaves it when the cluster file pins it by digest.
+OPERATOR_IMAGE = f"ghcr.io/flux-framework/flux-operator@{OPERATOR_DIGEST}"
 IMAGE_DIGEST = "sha256:" + "cd" * 32
+# A flux view pinned by digest, as a billed run needs one (model/pins.py): not a real build.
+PINNED_VIEW = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble@sha256:" + "ef" * 32
 OPERATOR_IMAGE_ID = f"ghcr.io/flux-framework/flux-operator@{OPERATOR_DIGEST}"
 
 
@@ -177,6 +184,8 @@ class FakeCluster:
     # "get pods/log"): a SelfSubjectAccessReview of it is denied, and listing nodes
     # when "list nodes" is here answers 403 Forbidden, as a real API server does.
     denied: set[str] = field(default_factory=set)
+    # The operator's controller image as its deployment names it.
+    operator_image: str = OPERATOR_IMAGE
 
     def preempt(self, plan: Preemption) -> None:
         """The next MiniCluster made loses a node (see Preemption)."""
@@ -614,7 +623,7 @@ class _Handler(BaseHTTPRequestHandler):
                                         "name": "kube-rbac-proxy",
                                         "image": "gcr.io/kubebuilder/kube-rbac-proxy:v0.11.0",
                                     },
-                                    {"name": "manager", "image": OPERATOR_IMAGE},
+                                    {"name": "manager", "image": cluster.operator_image},
                                 ]
                             }
                         },
@@ -893,6 +902,19 @@ class FakeApiServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(timeout=5)
+
+
+def pinned_cluster_file(source: Path) -> Path:
+    """A copy of cluster file `source` that pins the operator (as a billed `--up` needs)
+    to the fake API server's OPERATOR_IMAGE; in a folder removed when the tests end."""
+    folder = Path(tempfile.mkdtemp(prefix="kary-pinned-"))
+    atexit.register(shutil.rmtree, folder, True)
+    raw = yaml.safe_load(source.read_text())
+    meta = raw["metadata"] if raw.get("kind") == "ClusterConfig" else raw
+    meta.setdefault("annotations", {})["kary/operator-image"] = OPERATOR_IMAGE
+    copy = folder / source.name
+    copy.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return copy
 
 
 def write_kubeconfig(

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_apiserver import PINNED_VIEW
 from typer.testing import CliRunner
 
 from experiments.backends.kubernetes.api import RetryPolicy
@@ -58,6 +59,7 @@ def test_kary_run_exits_2_when_nodes_may_not_be_listed(
         [
             "run", "--backend", "kubernetes", "--exact-nodes", "4", "--topo", "kary:1",
             "--sizes", "1M", "--data-dir", str(raw), "--yes", "--no-smoke",
+            "--flux-view", PINNED_VIEW,
         ],
     )  # fmt: skip
     assert result.exit_code == 2, result.output

@@ -50,12 +50,14 @@ from experiments.backends.kubernetes.pod_watch import (
 )
 from experiments.backends.kubernetes.preemption import Preempted, preempted_result
 from experiments.formats.kary_line import meta_record
-from experiments.model.operator import OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE
+from experiments.model.operator import OPERATOR_CONTAINER, OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE
+from experiments.model.pins import OPERATOR_PIN_KEY, is_pinned, require_pinned
 from experiments.redact import redact
 
 __all__ = [
     "CellCheck",
     "cell_problems",
+    "check_operator_pinned",
     "collect_result",
     "diagnostics",
     "operator_facts",
@@ -65,6 +67,21 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
+
+
+def check_operator_pinned(image: str | None) -> None:
+    """A UserError when the operator's controller runs a tag (the manifest's `:latest`,
+    pulled Always: any restart may run another build) rather than a digest."""
+    if image is None or is_pinned(image):
+        return
+    repo = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
+    require_pinned(
+        image,
+        "the Flux Operator's controller image",
+        f"pin it with `kubectl -n {OPERATOR_NAMESPACE} set image deployment/{OPERATOR_DEPLOYMENT} "
+        f"{OPERATOR_CONTAINER}={repo}@sha256:DIGEST` (or name it in the cluster file as "
+        f"metadata.annotations {OPERATOR_PIN_KEY} before `kary cluster up`)",
+    )
 
 
 def operator_facts(api: KubeApi) -> dict[str, Any]:
