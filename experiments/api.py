@@ -53,7 +53,7 @@ from experiments.plan_view import format_duration
 from experiments.planned import PlannedSweep, cells_text, faults_line, stderr_line
 from experiments.smoke import plan_smoke, run_smoke
 
-__all__ = ["PlannedSweep", "Sweep", "load_sweep", "plan", "run"]
+__all__ = ["PlannedSweep", "Sweep", "check_pins", "load_sweep", "plan", "run"]
 
 
 def plan(sweep: Sweep) -> PlannedSweep:
@@ -168,7 +168,7 @@ def study_settings(checked: CheckedSweep, render: RenderOptions) -> StudySetting
     )
 
 
-def _check_pins(planned: PlannedSweep) -> None:
+def check_pins(planned: PlannedSweep) -> None:
     """A billed run's flux view, and the operator `--up` installs, named by digest
     (model/pins.py): else a one-line UserError before anything is made."""
     render = planned.render
@@ -225,7 +225,7 @@ def run(
     guard = planned.guard(max_cost, max_hours, echo)
     guard.cap.check_plan(planned.cost_usd_high, high_end=True, note=planned.capacity_note())
     if planned.billed:
-        _check_pins(planned)
+        check_pins(planned)
     to_run, ledger = planned.ledger.to_run, planned.ledger
     if not to_run:
         message = f"nothing to run: {cells_text(len(ledger.done))} done"

@@ -96,7 +96,7 @@ def operator_facts(api: KubeApi) -> dict[str, Any]:
     containers = dig(deployment, "spec", "template", "spec", "containers") or []
     if not containers:
         return {}
-    manager = next((c for c in containers if c.get("name") == "manager"), containers[-1])
+    manager = next((c for c in containers if c.get("name") == OPERATOR_CONTAINER), containers[-1])
     facts: dict[str, Any] = {"operator_image": manager.get("image")}
     pods = api.call_or_none(
         "list the operator pods",
