@@ -35,6 +35,8 @@ from experiments.formats.cell_layout import sweep_copy_path
 from experiments.machine_probes import here_now
 from experiments.model.cell_filter import parse_only
 from experiments.model.identity import StudySettings
+from experiments.model.operator import OPERATOR_IMAGE
+from experiments.model.pins import OPERATOR_PIN_KEY, require_pinned
 from experiments.model.places import UNBILLED, describe_backend
 from experiments.model.plan import Cell, ExperimentSpec, plan_experiment
 from experiments.model.render import (
@@ -46,11 +48,12 @@ from experiments.model.render import (
 from experiments.model.sweep import Sweep, load_sweep
 from experiments.model.sweep_check import CheckedSweep, check_cells, check_sweep
 from experiments.model.sweep_file import SweepFile
+from experiments.model.validate import image_ref
 from experiments.plan_view import format_duration
 from experiments.planned import PlannedSweep, cells_text, faults_line, stderr_line
 from experiments.smoke import plan_smoke, run_smoke
 
-__all__ = ["PlannedSweep", "Sweep", "load_sweep", "plan", "run"]
+__all__ = ["PlannedSweep", "Sweep", "check_pins", "load_sweep", "plan", "run"]
 
 
 def plan(sweep: Sweep) -> PlannedSweep:
@@ -98,6 +101,7 @@ def plan(sweep: Sweep) -> PlannedSweep:
     render = RenderOptions(
         name=sweep.name,
         image=checked.image,
+        flux_view=image_ref(sweep.flux_view, "--flux-view") if sweep.flux_view else None,
         verify=verify,
         node_selector=dict(cluster.node_selector) if cluster else {},
         tolerations=tuple(cluster.tolerations) if cluster else (),
@@ -164,6 +168,27 @@ def study_settings(checked: CheckedSweep, render: RenderOptions) -> StudySetting
     )
 
 
+def check_pins(planned: PlannedSweep) -> None:
+    """A billed run's flux view, and the operator `--up` installs, named by digest
+    (model/pins.py): else a one-line UserError before anything is made."""
+    render = planned.render
+    view = flux_view_for(render.image, render.flux_view)
+    if view is not None:
+        require_pinned(
+            view,
+            "the flux view",
+            "pass --flux-view REPO@sha256:DIGEST (a sweep file: flux_view)",
+        )
+    cluster = planned.cluster
+    if planned.sweep.up and cluster is not None and cluster.operator_image is None:
+        require_pinned(
+            OPERATOR_IMAGE,
+            "the Flux Operator's controller image",
+            f"name it in {cluster.path} as metadata.annotations {OPERATOR_PIN_KEY}: "
+            "ghcr.io/flux-framework/flux-operator@sha256:DIGEST",
+        )
+
+
 def run(
     sweep: Sweep | PlannedSweep,
     *,
@@ -199,6 +224,8 @@ def run(
     # --up/--down and --max-cost: checked now, before anything starts or is billed.
     guard = planned.guard(max_cost, max_hours, echo)
     guard.cap.check_plan(planned.cost_usd_high, high_end=True, note=planned.capacity_note())
+    if planned.billed:
+        check_pins(planned)
     to_run, ledger = planned.ledger.to_run, planned.ledger
     if not to_run:
         message = f"nothing to run: {cells_text(len(ledger.done))} done"

@@ -89,6 +89,15 @@ Template = Annotated[
     Path | None, typer.Option("--template", help="Folder with your own templates.")
 ]
 Image = Annotated[str, typer.Option("--image", help="Container image with Flux.")]
+FluxView = Annotated[
+    str | None,
+    typer.Option(
+        "--flux-view",
+        metavar="REF@sha256:DIGEST",
+        help="The Flux Operator's flux view the pods take Flux from (default: the image's, "
+        "ubuntu's flux-view-ubuntu:tag-noble); a billed run needs it pinned by digest.",
+    ),
+]
 Verify = Annotated[
     bool | None,
     typer.Option("--verify/--no-verify", help="sha256 every copy (default: on locally)."),

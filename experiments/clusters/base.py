@@ -20,7 +20,12 @@ from experiments.clusters.lease import Lease
 from experiments.clusters.shell import Command, Shell
 from experiments.errors import UserError
 from experiments.model.cluster_spec import ClusterSpec
-from experiments.model.operator import OPERATOR_DEPLOYMENT, OPERATOR_MANIFEST, OPERATOR_NAMESPACE
+from experiments.model.operator import (
+    OPERATOR_CONTAINER,
+    OPERATOR_DEPLOYMENT,
+    OPERATOR_MANIFEST,
+    OPERATOR_NAMESPACE,
+)
 from experiments.tool_output import read_json
 
 __all__ = [
@@ -118,12 +123,36 @@ def _number(text: str) -> int | None:
     return int(digits) if digits else None
 
 
-def operator_steps(shell: Shell) -> list[Step]:
-    """Install the Flux Operator into the current kubectl context and wait for it."""
+def operator_steps(shell: Shell, pin: str | None = None) -> list[Step]:
+    """Install the Flux Operator into the current kubectl context and wait for it.
+
+    `pin` (the cluster file's kary/operator-image, by digest) replaces the manifest's
+    controller image, `:latest` pulled Always, before the wait: the rollout then waits
+    for the pinned build.  Without one, the controller stays on `:latest` and a billed
+    run refuses it (backends/kubernetes/backend.py)."""
+    pinning = [
+        command_step(
+            shell,
+            Command(
+                (
+                    "kubectl",
+                    "-n",
+                    OPERATOR_NAMESPACE,
+                    "set",
+                    "image",
+                    f"deployment/{OPERATOR_DEPLOYMENT}",
+                    f"{OPERATOR_CONTAINER}={pin}",
+                ),
+                60,
+                "pin the operator",
+            ),
+        )
+    ]
     return [
         command_step(
             shell, Command(("kubectl", "apply", "-f", OPERATOR_MANIFEST), 300, "install operator")
         ),
+        *(pinning if pin else []),
         command_step(
             shell,
             Command(

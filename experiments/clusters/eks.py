@@ -124,7 +124,7 @@ class EksProvider(Provider):
         )
         steps.append(command_step(self.shell, kubeconfig))
         if operator:
-            steps += operator_steps(self.shell)
+            steps += operator_steps(self.shell, self.spec.operator_image)
         return steps
 
     def tools(self, operator: bool) -> list[tuple[str, str]]:

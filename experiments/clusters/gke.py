@@ -265,7 +265,7 @@ class GkeProvider(Provider):
             )
         )  # fmt: skip
         if operator:
-            steps += operator_steps(self.shell)
+            steps += operator_steps(self.shell, self.spec.operator_image)
         return steps
 
     def tools(self, operator: bool) -> list[tuple[str, str]]:

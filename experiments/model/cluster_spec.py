@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from experiments.errors import UserError
 from experiments.files import read_document
+from experiments.model.pins import OPERATOR_PIN_KEY, require_pinned
 
 __all__ = [
     "CAPACITIES",
@@ -121,6 +122,8 @@ class ClusterSpec(BaseModel):
     capacity: Capacity = ON_DEMAND
     # NAT gateways the provider's tooling makes with the cluster (eksctl: one by default).
     nat_gateways: int = 0
+    # The operator's controller image by digest (annotation kary/operator-image, model/pins.py).
+    operator_image: str | None = None
 
     @property
     def spot(self) -> bool:
@@ -164,6 +167,8 @@ class GkeSpec(BaseModel):
     disk_type: GkeDiskType | None = Field(default=None, alias="diskType")
     # The default pool on Spot VMs (gcloud's --spot).
     spot: bool = False
+    # For kary, not gcloud (as eksctl ignores metadata.annotations): kary/operator-image.
+    annotations: dict[str, str] = Field(default_factory=dict)
 
     @property
     def region(self) -> str:
@@ -264,6 +269,7 @@ def _eks_spec(raw: dict[str, Any], path: Path) -> ClusterSpec:
         disk=_eks_disk(workers, path),
         capacity=SPOT if workers.get("spot") else ON_DEMAND,
         nat_gateways=_eks_nat_gateways(raw, path),
+        operator_image=_operator_pin(meta.get("annotations"), path),
     )
 
 
@@ -371,6 +377,14 @@ def _gke_disk(gke: GkeSpec) -> Disk | None:
     )
 
 
+def _operator_pin(annotations: Any, path: Path) -> str | None:
+    """The annotation naming the operator's image: absent, or pinned by digest."""
+    ref = (annotations or {}).get(OPERATOR_PIN_KEY) if isinstance(annotations, dict) else None
+    if ref is None:
+        return None
+    return require_pinned(str(ref), f"{path}: {OPERATOR_PIN_KEY}", "name it as repo@sha256:DIGEST")
+
+
 def load_cluster_spec(path: Path) -> ClusterSpec:
     """Load and validate a cluster file; any problem is one UserError line."""
     path = Path(path)
@@ -407,6 +421,7 @@ def load_cluster_spec(path: Path) -> ClusterSpec:
             node_selector={GKE_NODEPOOL_LABEL: "default-pool"},
             disk=_gke_disk(gke),
             capacity=SPOT if gke.spot else ON_DEMAND,
+            operator_image=_operator_pin(gke.annotations, path),
         )
     raise UserError(
         f"cluster file {path}: kind must be ClusterConfig (eksctl) or GKECluster, "

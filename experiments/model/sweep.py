@@ -65,6 +65,8 @@ class Sweep:
     history: Path | None = None
     template: Path | None = None
     image: str = DEFAULT_IMAGE
+    # The operator's flux view (None: the image's, render.flux_view_for); billed: by digest.
+    flux_view: str | None = None
     verify: bool | None = None
     chunksize: str | int | None = None
     mmap: bool | None = None

@@ -60,6 +60,7 @@ FILE_KEYS = (
     "verify",
     "smoke",
     "image",
+    "flux_view",
     "link_bandwidth",
     "link_latency",
     "root_link_bandwidth",
@@ -247,8 +248,8 @@ def _plain(key: str, raw: Any) -> Any:
         raise UserError(f"{key} must be text, not {raw!r}")
     if key == "name":
         return dns1123_name(raw, "name")
-    if key == "image":
-        return image_ref(raw, "image")
+    if key in ("image", "flux_view"):
+        return image_ref(raw, key)
     if key == "experiment" and raw not in EXPERIMENTS:
         raise UserError(f"unknown experiment {raw!r}: choose from {', '.join(EXPERIMENTS)}")
     if key == "order" and raw not in ("given", "random"):

@@ -193,6 +193,10 @@ def run_race(
         echo(f"kary race: already decided: {answer_line(race)}")
         return RaceOutcome(race)
     planned.check_cost(max_cost)
+    if base.billed:
+        from experiments.api import check_pins
+
+        check_pins(base)  # as `kary run` does: a billed race names its Flux by digest
     if base.billed and not yes:
         from experiments.confirm import confirm_billed
 

@@ -19,16 +19,19 @@ from experiments.cli import app
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kubernetes"))
 from fake_apiserver import (
+    PINNED_VIEW,
     FakeApiServer,
     FakeCluster,
     Preemption,
     Scenario,
     fake_nodes,
+    pinned_cluster_file,
     write_kubeconfig,
 )
 from fast_backend import ONE_STEP_LOG, fast_backend
 
-EKS_30 = Path(__file__).resolve().parents[2] / "clusters" / "eks-30.yaml"
+# eks-30.yaml with the operator pinned by digest, as a billed --up needs.
+EKS_30 = pinned_cluster_file(Path(__file__).resolve().parents[2] / "clusters" / "eks-30.yaml")
 CONTEXT = "arn:aws:eks:us-east-2:123456789012:cluster/kary-topology-30"
 
 
@@ -51,6 +54,7 @@ def test_replacements_that_never_come_stop_the_run_with_a_resume_hint(
     spot_cluster.preempt(Preemption(rank=1, after_s=0.4, replaced_after_s=None))
     raw = tmp_path / "raw"
     args = ["run", "--cluster", str(EKS_30), "--exact-nodes", "4", "--sizes", "1M"]
+    args += ["--flux-view", PINNED_VIEW]
     args += ["--topo", "kary:1", "--topo", "kary:2", "--topo", "kary:3", "--data-dir", str(raw)]
     result = CliRunner().invoke(app, [*args, "--yes", "--no-smoke", "--preemption-wait", "1"])
     assert result.exit_code == 1, result.output

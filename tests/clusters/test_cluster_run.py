@@ -18,13 +18,21 @@ from experiments.backends.kubernetes.api import RetryPolicy
 from experiments.cli import app
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kubernetes"))
-from fake_apiserver import FakeApiServer, FakeCluster, Scenario, write_kubeconfig
+from fake_apiserver import (
+    PINNED_VIEW,
+    FakeApiServer,
+    FakeCluster,
+    Scenario,
+    pinned_cluster_file,
+    write_kubeconfig,
+)
 
 runner = CliRunner()
-EKS_30 = Path(__file__).resolve().parents[2] / "clusters" / "eks-30.yaml"
+# eks-30.yaml with the operator pinned by digest, as a billed --up needs.
+EKS_30 = pinned_cluster_file(Path(__file__).resolve().parents[2] / "clusters" / "eks-30.yaml")
 NAME = "kary-topology-30"
 CONTEXT = f"arn:aws:eks:us-east-2:123456789012:cluster/{NAME}"
-SWEEP = ["--exact-nodes", "4", "--topo", "kary:2", "--sizes", "1M"]
+SWEEP = ["--exact-nodes", "4", "--topo", "kary:2", "--sizes", "1M", "--flux-view", PINNED_VIEW]
 BENCHMARK_LOG = (
     'KARY {"meta": "cell", "cell": "4/kary-2/0", "flux_version": "0.66.0"}\n'
     'KARY {"event": "create-archive", "size": "1M", "size_bytes": 1048576, "seconds": 0.5, '
@@ -91,6 +99,22 @@ def test_mincrit_with_an_image_whose_flux_is_too_old_is_refused_before_anything(
         f"kary: error: --topo mincrit needs flux-core 0.75 or later, but --image {seed} has "
         "Flux 0.66.0: choose an image with newer Flux or drop mincrit\n"
     )
+    assert fake_cloud.calls() == []
+
+
+def test_up_with_an_operator_on_a_tag_is_refused_before_anything(
+    tmp_path: Path, fake_cloud: Any
+) -> None:
+    bare = Path(__file__).resolve().parents[2] / "clusters" / "eks-30.yaml"  # names no pin
+    args = ["run", "--cluster", str(bare), *SWEEP, "--data-dir", str(tmp_path / "raw")]
+    result = runner.invoke(app, [*args, "--up", "--down", "--yes"])
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        "kary: error: the Flux Operator's controller image "
+        "ghcr.io/flux-framework/flux-operator:latest is not pinned by digest"
+    )
+    assert f"name it in {bare} as metadata.annotations kary/operator-image: " in line
     assert fake_cloud.calls() == []
 
 

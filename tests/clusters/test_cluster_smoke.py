@@ -22,13 +22,24 @@ from experiments.cli import app
 from experiments.formats.run_record import RunRecord, write_record
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kubernetes"))
-from fake_apiserver import FakeApiServer, FakeCluster, Scenario, write_kubeconfig
+from fake_apiserver import (
+    PINNED_VIEW,
+    FakeApiServer,
+    FakeCluster,
+    Scenario,
+    pinned_cluster_file,
+    write_kubeconfig,
+)
 
 runner = CliRunner()
-EKS_30 = Path(__file__).resolve().parents[2] / "clusters" / "eks-30.yaml"
+# eks-30.yaml with the operator pinned by digest, as a billed --up needs.
+EKS_30 = pinned_cluster_file(Path(__file__).resolve().parents[2] / "clusters" / "eks-30.yaml")
 NAME = "kary-topology-30"
 CONTEXT = f"arn:aws:eks:us-east-2:123456789012:cluster/{NAME}"
-SWEEP = ["--exact-nodes", "4", "--topo", "kary:1", "--topo", "kary:2", "--sizes", "1M"]
+SWEEP = [
+    "--exact-nodes", "4", "--topo", "kary:1", "--topo", "kary:2", "--sizes", "1M",
+    "--flux-view", PINNED_VIEW,
+]  # fmt: skip
 STUDY_CELLS = ["4/kary-1/0", "4/kary-2/0"]
 # Every size the smoke and the study run, each one timed step: the fake rank 0 prints it
 # for whichever cell its MiniCluster carries ({cell}).

@@ -134,6 +134,14 @@ COMMANDS: dict[str, dict[tuple[str, ...], Spec]] = {
             },
         ),
         ("version",): Spec(0, {"--client": False, "-o": True, "--output": True}),
+        # kubectl_set_image: set image (-f FILENAME | TYPE NAME) CONTAINER=IMAGE ...
+        ("set", "image"): Spec(
+            2,
+            {
+                "--all": False, "--dry-run": True, "-f": True, "--filename": True,
+                "-l": True, "--selector": True, "--local": False, "-o": True, "--output": True,
+            },
+        ),
     },
     "aws": {
         # The kubeconfig eksctl writes runs this; kary itself never calls aws.

@@ -375,6 +375,9 @@ def kubectl(argv: list[str]) -> None:
     if "rollout" in argv:
         print('deployment "operator-controller-manager" successfully rolled out')
         return
+    if "set" in argv and "image" in argv:
+        print("deployment.apps/operator-controller-manager image updated")
+        return
     _fail(f"fake kubectl: unsupported {argv}", 99)
 
 

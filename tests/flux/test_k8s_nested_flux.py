@@ -29,12 +29,13 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "kubernetes"))
 sys.path.insert(0, str(REPO / "tests" / "emulator"))
 from emulator_helpers import processes_mentioning  # noqa: E402
-from fake_apiserver import FakeApiServer, FakeCluster, write_kubeconfig  # noqa: E402
+from fake_apiserver import PINNED_VIEW, FakeApiServer, FakeCluster, write_kubeconfig  # noqa: E402
 from template_edits import template_with  # noqa: E402
 
 KARY = [sys.executable, "-c", "from experiments.cli import main; main()"]
 # The layout is under test here, not the smoke cell a billed sweep runs first.
 RUN = [*KARY, "run", "--backend", "kubernetes", "--exact-nodes", "4", "--no-smoke"]
+RUN += ["--flux-view", PINNED_VIEW]  # a billed run's view, by digest (model/pins.py)
 TOPOS = ["--topo", "kary:1", "--topo", "kary:2", "--topo", "kary:3"]
 CELLS = ["4/kary-1/0", "4/kary-2/0", "4/kary-3/0"]
 

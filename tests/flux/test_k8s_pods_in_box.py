@@ -41,7 +41,7 @@ from box_pods import (  # noqa: E402
     start_script,
 )
 from emulator_helpers import processes_mentioning  # noqa: E402
-from fake_apiserver import FakeApiServer, FakeCluster, write_kubeconfig  # noqa: E402
+from fake_apiserver import PINNED_VIEW, FakeApiServer, FakeCluster, write_kubeconfig  # noqa: E402
 from template_edits import template_with  # noqa: E402
 from unavailable import unavailable  # noqa: E402
 
@@ -56,6 +56,8 @@ from experiments.model.topology import build_tree, overlay_parents  # noqa: E402
 TOPOS = ["--topo", "kary:1", "--topo", "kary:2"]
 CELLS = ["4/kary-1/0", "4/kary-2/0"]
 WAITING = "KARY-TEST-WAITING"  # what a stalled cell prints before it sleeps
+RUN = ["run", "--backend", "kubernetes", "--exact-nodes", "4", "--no-smoke"]
+RUN += ["--flux-view", PINNED_VIEW]  # a billed run's view, by digest (model/pins.py)
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +133,7 @@ def _kary(*args: str, fault: Callable[[], None] | None = None) -> tuple[int, str
         side.start()
     result = CliRunner().invoke(
         app,
-        ["run", "--backend", "kubernetes", "--exact-nodes", "4", "--no-smoke", *args, "--yes"],
+        [*RUN, *args, "--yes"],
     )
     if side is not None:
         side.join(timeout=60)
@@ -180,6 +182,10 @@ def test_both_layouts_run_on_pods_in_a_box_and_parse_to_ok_rows(
         # The seed's content store (the operator's kept statedir; kary's per-cell one).
         assert record["content_store"]["journal_mode"] == "WAL", record
         assert record["content_store"]["synchronous"] == "NORMAL", record
+        # What timed it besides Flux (issue 44): the box's view has flux-core alone, on
+        # PATH after the image's as the operator puts it, so its instances run sched-simple.
+        assert record["scheduler"] == "sched-simple", record
+        assert record["tools"]["hasher"].startswith(("OpenSSL ", "sha256sum ")), record
         # The tree Flux built over the pods is the cell's topology, rank by rank.
         log = (data / cell / "topology-experiment.out").read_text()
         overlay = log.split("TOPOLOGY diagram\n", 1)[1].split("TOPOLOGY description", 1)[0]
@@ -376,6 +382,11 @@ def test_the_box_starts_brokers_as_the_operators_wait_script_does() -> None:
     assert "flux R encode --hosts=mc-[0] --local" in script  # config.go generateRange
     assert 'host="mc-[0]"' in broker_config("mc", "default", 1)
     assert 'host="mc-[0-3]"' in broker_config("mc", "default", 4)
+    # components.sh lines 30, 66-67, 80: the view's bin after the image's PATH, its
+    # python3 removed, and Fluxion's rc dir as the operator names it.
+    view = "viewroot=/nonexistent/view\nviewbin=${viewroot}/bin\nexport PATH=$PATH:${viewbin}\n"
+    assert script.startswith(f"#!/bin/bash\n{view}rm -rf $viewroot/bin/python3\n")
+    assert "\nexport FLUX_RC_EXTRA=$viewroot/etc/flux/rc1.d\n" in script
 
 
 def test_a_peer_resolves_only_once_ready_and_the_workers_retry_until_then(

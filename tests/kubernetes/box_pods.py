@@ -75,6 +75,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pod_view import make_view, pods_path, view_script
+
 from experiments.backends.flux.session_guard import stop_guard
 
 REPO = Path(__file__).resolve().parents[2]
@@ -143,7 +145,7 @@ def start_script(body: dict[str, Any], settings: PodSettings, folder: Path) -> s
     user_timeout = settings.tcp_user_timeout_s
     tcp_user_timeout = f"-Stbon.tcp_user_timeout={user_timeout:g}s" if user_timeout else ""
     return f"""#!/bin/bash
-configroot={CONFIG_ROOT}
+{view_script(folder / "view")}configroot={CONFIG_ROOT}
 cfg="${{configroot}}/etc/flux/config"
 command="{container["command"]}"
 mkdir -p $configroot/curve $configroot/etc/flux/config $configroot/etc/flux/system
@@ -221,12 +223,13 @@ class BoxPods:
             [flux, "keygen", str(self.folder / "curve.cert")], check=True, capture_output=True
         )
         (self.folder / "broker.toml").write_text(broker_config(self.name, namespace, self.size))
+        self.view = make_view(self.folder, flux)  # Flux comes from it (pod_view.py)
         (self.folder / "pod.sh").write_text(start_script(body, settings, self.folder))
         for i in range(self.size):
             (self.folder / f"pod-{i}").mkdir()
         os.mkfifo(self.folder / "control")
         env = {
-            "PATH": f"{Path(flux).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "PATH": pods_path(),
             "PYTHONPATH": str(REPO),
             "LANG": "C.UTF-8",
             "HOME": "/root",
@@ -354,9 +357,8 @@ class BoxPods:
     def drain(self, rank: int) -> str:
         """`flux resource drain RANK` in the MiniCluster's own instance (from rank 0)."""
         uri = f"local://{CONFIG_ROOT}/run/flux/local"
-        return self.exec(
-            0, ["flux", "proxy", uri, "flux", "resource", "drain", str(rank), "kary-test"]
-        )
+        flux = f"{self.view}/bin/flux"  # kubectl exec has the image's PATH, not the view's
+        return self.exec(0, [flux, "proxy", uri, flux, "resource", "drain", str(rank), "kary-test"])
 
     def rotate_log(self) -> None:
         """The kubelet rotates rank 0's log now: the API serves only what comes next."""

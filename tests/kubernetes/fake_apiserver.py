@@ -42,12 +42,15 @@ Watches, 5xx, logs and raw bodies are each a few lines below.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import io
 import json
 import re
+import shutil
 import socket
 import tarfile
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -57,6 +60,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import yaml
 from box_pods import BoxPods, PodSettings
 from fake_operator_flux import FluxPods
 from strict_schema import unknown_fields
@@ -64,9 +68,13 @@ from strict_schema import unknown_fields
 from experiments.formats.nested_frame import format_frame
 
 GROUP_PATH = "/apis/flux-framework.org/v1alpha2"
-OPERATOR_IMAGE = "ghcr.io/flux-framework/flux-operator:latest"
+REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 OPERATOR_DIGEST = "sha256:" + "ab" * 32
+# The controller as `kary cluster up` leaves it when the cluster file pins it by digest.
+OPERATOR_IMAGE = f"ghcr.io/flux-framework/flux-operator@{OPERATOR_DIGEST}"
 IMAGE_DIGEST = "sha256:" + "cd" * 32
+# A flux view pinned by digest, as a billed run needs one (model/pins.py): not a real build.
+PINNED_VIEW = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble@sha256:" + "ef" * 32
 OPERATOR_IMAGE_ID = f"ghcr.io/flux-framework/flux-operator@{OPERATOR_DIGEST}"
 
 
@@ -172,6 +180,12 @@ class FakeCluster:
     lost: dict[str, float] = field(default_factory=dict)
     events: list[tuple[float, Any]] = field(default_factory=list)
     pending_preemption: Preemption | None = None
+    # RBAC this kubeconfig lacks, as `VERB RESOURCE[/SUBRESOURCE]` ("list nodes",
+    # "get pods/log"): a SelfSubjectAccessReview of it is denied, and listing nodes
+    # when "list nodes" is here answers 403 Forbidden, as a real API server does.
+    denied: set[str] = field(default_factory=set)
+    # The operator's controller image as its deployment names it.
+    operator_image: str = OPERATOR_IMAGE
 
     def preempt(self, plan: Preemption) -> None:
         """The next MiniCluster made loses a node (see Preemption)."""
@@ -583,7 +597,13 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self._miniclusters(method, parts[4], parts[6] if len(parts) > 6 else None, body, query)
             return
+        if path == REVIEW_PATH and method == "POST":
+            self._review(body)
+            return
         if path == "/api/v1/nodes":
+            if "list nodes" in cluster.denied:
+                self._forbidden("list", "nodes")
+                return
             self._send(200, _list("NodeList", list(cluster.nodes), cluster.resource_version))
             return
         if parts[:2] == ["apis", "apps"] and parts[-1] == "operator-controller-manager":
@@ -603,7 +623,7 @@ class _Handler(BaseHTTPRequestHandler):
                                         "name": "kube-rbac-proxy",
                                         "image": "gcr.io/kubebuilder/kube-rbac-proxy:v0.11.0",
                                     },
-                                    {"name": "manager", "image": OPERATOR_IMAGE},
+                                    {"name": "manager", "image": cluster.operator_image},
                                 ]
                             }
                         },
@@ -699,6 +719,26 @@ class _Handler(BaseHTTPRequestHandler):
             self._jobs(parts[4], query)
             return
         self._status(404, "NotFound", f"fake apiserver: no route for {method} {path}")
+
+    def _review(self, body: Any) -> None:
+        """A SelfSubjectAccessReview: allowed unless the cluster denies it."""
+        asked = ((body or {}).get("spec") or {}).get("resourceAttributes") or {}
+        what = asked.get("resource", "") + (
+            f"/{asked['subresource']}" if asked.get("subresource") else ""
+        )
+        allowed = f"{asked.get('verb')} {what}" not in self.cluster.denied
+        review = {**body, "status": {"allowed": allowed}}
+        if not allowed:
+            review["status"]["reason"] = "no RBAC policy matched"
+        self._send(201, review)
+
+    def _forbidden(self, verb: str, resource: str) -> None:
+        self._status(
+            403,
+            "Forbidden",
+            f'{resource} is forbidden: User "kary-test" cannot {verb} resource "{resource}" '
+            'in API group "" at the cluster scope',
+        )
 
     def _unknown_fields(self, body: Any, query: dict[str, str]) -> bool:
         """Answer 422 for unknown fields under Strict (True); prune them otherwise."""
@@ -862,6 +902,19 @@ class FakeApiServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(timeout=5)
+
+
+def pinned_cluster_file(source: Path) -> Path:
+    """A copy of cluster file `source` that pins the operator (as a billed `--up` needs)
+    to the fake API server's OPERATOR_IMAGE; in a folder removed when the tests end."""
+    folder = Path(tempfile.mkdtemp(prefix="kary-pinned-"))
+    atexit.register(shutil.rmtree, folder, True)
+    raw = yaml.safe_load(source.read_text())
+    meta = raw["metadata"] if raw.get("kind") == "ClusterConfig" else raw
+    meta.setdefault("annotations", {})["kary/operator-image"] = OPERATOR_IMAGE
+    copy = folder / source.name
+    copy.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return copy
 
 
 def write_kubeconfig(

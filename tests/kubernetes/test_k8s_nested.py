@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from fake_apiserver import Scenario, _nested_cells
+from fake_apiserver import PINNED_VIEW, Scenario, _nested_cells
 from fast_backend import fast_backend
 from strict_schema import crd_schema, validate_strictly
 from typer.testing import CliRunner
@@ -50,7 +50,9 @@ def fast(apiserver: Any, monkeypatch: pytest.MonkeyPatch) -> None:
 def _run(raw: Path, *args: str) -> Any:
     # The layouts are under test here, not the smoke cell a billed sweep runs first.
     args = (*args, "--sizes", "1M", "--data-dir", str(raw), "--yes", "--no-smoke")
-    return CliRunner().invoke(app, ["run", "--backend", "kubernetes", *args])
+    return CliRunner().invoke(
+        app, ["run", "--backend", "kubernetes", "--flux-view", PINNED_VIEW, *args]
+    )
 
 
 def _records(raw: Path) -> dict[str, dict[str, Any]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from fake_apiserver import Preemption, Scenario, _nested_cells, fake_nodes
+from fake_apiserver import PINNED_VIEW, Preemption, Scenario, _nested_cells, fake_nodes
 from fast_backend import ONE_STEP_LOG, fast_backend
 from typer.testing import CliRunner
 
@@ -37,7 +37,9 @@ def fast(apiserver: Any, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _run(raw: Path, *args: str) -> Any:
     args = (*args, "--sizes", "1M", "--data-dir", str(raw), "--yes", "--no-smoke")
-    return CliRunner().invoke(app, ["run", "--backend", "kubernetes", *args])
+    return CliRunner().invoke(
+        app, ["run", "--backend", "kubernetes", "--flux-view", PINNED_VIEW, *args]
+    )
 
 
 def _record(raw: Path, cell: str) -> dict[str, Any]:

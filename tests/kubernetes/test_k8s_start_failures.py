@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_apiserver import Scenario
+from fake_apiserver import PINNED_VIEW, Scenario
 from fast_backend import ONE_STEP_LOG, fast_backend
 from typer.testing import CliRunner
 
@@ -233,6 +233,7 @@ def test_a_sweep_stops_after_the_same_start_failure_twice(
             "run", "--backend", "kubernetes", "--exact-nodes", "4", "--topo", "kary:1",
             "--topo", "kary:2", "--topo", "kary:3", "--sizes", "1M", "--data-dir", str(raw),
             "--yes", "--no-smoke",  # the runner's own rule, not the smoke cell's
+            "--flux-view", PINNED_VIEW,
         ],
     )  # fmt: skip
     assert time.monotonic() - started < 30

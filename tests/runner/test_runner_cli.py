@@ -41,6 +41,9 @@ def test_a_local_run_records_the_cell_then_has_nothing_left(tmp_path: Path) -> N
     assert "nothing to run: 1 cell done" in again.stderr
 
 
+VIEW = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble"
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
@@ -96,7 +99,8 @@ def test_a_local_run_records_the_cell_then_has_nothing_left(tmp_path: Path) -> N
             "(a box) or the emulator (local), not kubernetes",
         ),
         (
-            ["--backend", "kubernetes"],
+            # A pinned view (not a real build): else the view's tag is refused first.
+            ["--backend", "kubernetes", "--flux-view", f"{VIEW}@sha256:{'ef' * 32}"],
             "this run is billed and there is no terminal to confirm it: "
             "check the plan above and add --yes",
         ),

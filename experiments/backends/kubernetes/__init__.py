@@ -5,7 +5,8 @@
   `per_cell` (a MiniCluster per cell), over one `context`;
 - their steps: `api` (the client and its retries), `minicluster` (the manifest,
   create, delete, reap), `job_watch` (the operator's Job), `pod_watch` (pods that
-  cannot start), `collect` (rank 0's log, provenance, diagnostics) and
+  cannot start), `collect` (rank 0's log, provenance, diagnostics),
+  `permissions` (the RBAC verbs checked before anything is made) and
   `objects` (the API's JSON read into facts).
 """
 

@@ -95,6 +95,7 @@ class KubeApi:
         self.apps = client.AppsV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
         self.version = client.VersionApi(api_client)
+        self.authz = client.AuthorizationV1Api(api_client)
 
     @property
     def host(self) -> str:

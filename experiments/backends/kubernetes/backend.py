@@ -39,7 +39,7 @@ from experiments.backends.kubernetes.api import (
     api_message,
     connect,
 )
-from experiments.backends.kubernetes.collect import operator_facts
+from experiments.backends.kubernetes.collect import check_operator_pinned, operator_facts
 from experiments.backends.kubernetes.context import ClusterContext
 from experiments.backends.kubernetes.minicluster import (
     NotOurs,
@@ -51,6 +51,7 @@ from experiments.backends.kubernetes.nested import NestedLayout
 from experiments.backends.kubernetes.nodes import NodeCatalog
 from experiments.backends.kubernetes.objects import CRD_RESOURCES, VERSION
 from experiments.backends.kubernetes.per_cell import PerCellLayout
+from experiments.backends.kubernetes.permissions import check_permissions
 from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.backends.kubernetes.preemption import await_workers
 from experiments.errors import UserError
@@ -167,7 +168,9 @@ class KubernetesBackend(Backend):
     # -- up / down ---------------------------------------------------------------
 
     def up(self) -> None:
-        """Connect, check the API answers and the MiniCluster CRD exists, note cluster facts."""
+        """Connect, check the API answers, the MiniCluster CRD exists, kary holds the
+        permissions it uses (permissions.py) and the operator runs a build pinned by
+        digest (collect.check_operator_pinned), note cluster facts."""
         if self._api is not None:
             return
         # A dead API should fail in seconds, not after a long backoff.
@@ -187,6 +190,11 @@ class KubernetesBackend(Backend):
         try:
             version = api.call("answer", api.version.get_code, expect=VERSION)
             self._check_crd(api)
+            # Before anything is made: a missing verb would fail a cell late, or
+            # (nodes) silently turn off preemption detection.
+            check_permissions(api, self.namespace)
+            operator = operator_facts(api)
+            check_operator_pinned(operator.get("operator_image"))
         except ApiUnavailable as err:
             api.close()
             raise UserError(f"cannot reach the Kubernetes cluster: {err}") from None
@@ -198,7 +206,7 @@ class KubernetesBackend(Backend):
         self._facts = {"kubernetes_version": version.get("gitVersion")}
         if self.cluster is None and api.context:
             self.cluster = api.context
-        self._facts.update(operator_facts(api))
+        self._facts.update(operator)
         if self._nodes.refresh(api):
             self._ready_at_up = self._nodes.ready_workers()
         try:

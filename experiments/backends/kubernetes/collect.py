@@ -40,6 +40,7 @@ from experiments.backends.kubernetes.objects import (
     image_digest,
     log_container,
     rank_zero,
+    tools_from_log,
 )
 from experiments.backends.kubernetes.pod_watch import (
     PodWatch,
@@ -49,12 +50,14 @@ from experiments.backends.kubernetes.pod_watch import (
 )
 from experiments.backends.kubernetes.preemption import Preempted, preempted_result
 from experiments.formats.kary_line import meta_record
-from experiments.model.operator import OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE
+from experiments.model.operator import OPERATOR_CONTAINER, OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE
+from experiments.model.pins import OPERATOR_PIN_KEY, is_pinned, require_pinned
 from experiments.redact import redact
 
 __all__ = [
     "CellCheck",
     "cell_problems",
+    "check_operator_pinned",
     "collect_result",
     "diagnostics",
     "operator_facts",
@@ -64,6 +67,21 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
+
+
+def check_operator_pinned(image: str | None) -> None:
+    """A UserError when the operator's controller runs a tag (the manifest's `:latest`,
+    pulled Always: any restart may run another build) rather than a digest."""
+    if image is None or is_pinned(image):
+        return
+    repo = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
+    require_pinned(
+        image,
+        "the Flux Operator's controller image",
+        f"pin it with `kubectl -n {OPERATOR_NAMESPACE} set image deployment/{OPERATOR_DEPLOYMENT} "
+        f"{OPERATOR_CONTAINER}={repo}@sha256:DIGEST` (or name it in the cluster file as "
+        f"metadata.annotations {OPERATOR_PIN_KEY} before `kary cluster up`)",
+    )
 
 
 def operator_facts(api: KubeApi) -> dict[str, Any]:
@@ -78,7 +96,7 @@ def operator_facts(api: KubeApi) -> dict[str, Any]:
     containers = dig(deployment, "spec", "template", "spec", "containers") or []
     if not containers:
         return {}
-    manager = next((c for c in containers if c.get("name") == "manager"), containers[-1])
+    manager = next((c for c in containers if c.get("name") == OPERATOR_CONTAINER), containers[-1])
     facts: dict[str, Any] = {"operator_image": manager.get("image")}
     pods = api.call_or_none(
         "list the operator pods",
@@ -258,7 +276,8 @@ def _exit_code(pod0: Obj | None) -> int | None:
 
 
 def _image_facts(pod0: Obj | None, log: str) -> dict[str, Any]:
-    """The image rank 0 ran (and its digest), and the Flux version its log reports."""
+    """The image rank 0 ran (and its digest), and the Flux version, scheduler and
+    tools its log reports."""
     facts: dict[str, Any] = {}
     for status in (dig(pod0, "status", "containerStatuses") or [])[:1]:
         facts["image"] = status.get("image")
@@ -267,6 +286,7 @@ def _image_facts(pod0: Obj | None, log: str) -> dict[str, Any]:
     version = flux_version_from_log(log)
     if version:
         facts["flux_version"] = version
+    facts.update(tools_from_log(log))
     return facts
 
 

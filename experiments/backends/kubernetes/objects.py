@@ -32,6 +32,7 @@ __all__ = [
     "log_container",
     "pod_index",
     "rank_zero",
+    "tools_from_log",
 ]
 
 Obj = dict[str, Any]
@@ -215,3 +216,23 @@ def flux_version_from_log(log: str) -> str | None:
         return str(meta["flux_version"])
     found = _FLUX_VERSION.search(log)
     return found.group(1) if found else None
+
+
+def tools_from_log(log: str) -> dict[str, Any]:
+    """For run.json, from the entrypoint's `KARY {"meta": "tools"}` line: `scheduler`
+    (the instance's loaded sched-* modules, e.g. `sched-simple`) and `tools` (each
+    timed tool's version line: the hasher, the direct strategy's client)."""
+    meta = meta_record(log, "tools")
+    if meta is None:
+        return {}
+    facts: dict[str, Any] = {}
+    if meta.get("scheduler"):
+        facts["scheduler"] = str(meta["scheduler"])
+    tools = {
+        str(key): str(value)
+        for key, value in meta.items()
+        if key not in ("meta", "scheduler") and value
+    }
+    if tools:
+        facts["tools"] = tools
+    return facts
