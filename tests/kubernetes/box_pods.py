@@ -67,6 +67,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from box_kubelet import evicted_status, read_eviction
+
 from experiments.backends.flux.session_guard import stop_guard
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,6 +92,8 @@ class PodSettings:
     worker_retry_s: int = 15  # the operator sleeps 15 s between a worker's tries
     # More environment for every pod's containers (the spec's own env, in effect).
     env: dict[str, str] = field(default_factory=dict)
+    # The fake kubelet evicts a pod under this share of its disk free (box_kubelet.py).
+    eviction_free_percent: float | None = None
 
 
 def operator_hostlist(name: str, size: int) -> str:
@@ -182,6 +186,7 @@ class _PodState:
     containers: int = 0  # containers started in this pod so far
     pending_until: float | None = None
     exit_code: int | None = None  # the latest container's, once it exited
+    evicted: dict[str, int] | None = None  # what the fake kubelet saw (box_kubelet.py)
 
 
 class BoxPods:
@@ -229,6 +234,7 @@ class BoxPods:
                 {str(REPO), str(Path(flux).resolve().parents[1]), sys.prefix, str(self.folder)}
             ),
             "env": env,
+            "eviction_free_percent": settings.eviction_free_percent,
         }
         (self.folder / "pods.json").write_text(json.dumps(spec))
         # The guard's parent-death signal follows the thread that started it, and the fake
@@ -318,6 +324,7 @@ class BoxPods:
                 "phase": phase,
                 "state": state,
                 "restarts": pod.restarts,
+                **(evicted_status(pod.evicted) if pod.evicted else {}),
             }
 
     # -- faults ---------------------------------------------------------------------
@@ -465,7 +472,8 @@ class BoxPods:
                     self._read_rank_zero(number)
                 with self.lock:
                     pod.exit_code = code
-                if code != 0 and pod.pending_until is None:
+                    pod.evicted = read_eviction(self.folder / f"pod-{index}")
+                if code != 0 and pod.pending_until is None and pod.evicted is None:
                     with self.lock:
                         pod.restarts += 1
                     started[index] += 1
