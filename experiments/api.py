@@ -39,6 +39,7 @@ from experiments.model.operator import OPERATOR_IMAGE
 from experiments.model.pins import OPERATOR_PIN_KEY, require_pinned
 from experiments.model.places import UNBILLED, describe_backend
 from experiments.model.plan import Cell, ExperimentSpec, plan_experiment
+from experiments.model.pod_resources import pod_requests
 from experiments.model.render import (
     RenderOptions,
     check_image_runs,
@@ -105,6 +106,7 @@ def plan(sweep: Sweep) -> PlannedSweep:
         verify=verify,
         node_selector=dict(cluster.node_selector) if cluster else {},
         tolerations=tuple(cluster.tolerations) if cluster else (),
+        requests=pod_requests(cluster) or {},
     )
     settings = study_settings(checked, render)
     ledger = read_ledger(

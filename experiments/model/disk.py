@@ -15,11 +15,23 @@ Where the bytes go (templates/entrypoint.sh.j2, nested_driver.sh.j2), on rank 0:
   Content is addressed by hash: two strategies archiving the same blob store it
   once, so a size counts once per cell.  `direct` archives nothing; `--mmap`
   maps the blob instead of copying it (flux archive create --mmap).
-- **margin**: the images the node pulls, an allowance for the node's own use
-  (OS, kubelet and containerd state, system pods' images, logs), and the share
-  the kubelet keeps free: it evicts pods once less than 10% of the node's file
-  system is free (its default hard threshold nodefs.available<10%), so the
-  rest must fit in 90% of the disk.
+- **flux view**: the operator's init container copies the view's tree from its
+  image into the pod's flux-view emptyDir, and the main container copies its
+  software tree again into /opt/software (flux-operator 0d75cef8,
+  pkg/flux/view.go: `cp -R ${view}/* $viewroot/view; cp -R /opt/software
+  $viewroot/`; pkg/flux/templates/components.sh, wait-view: `cp -R
+  ${viewbase}/software /opt/software`): two copies on the node's disk beside
+  the image itself (FLUX_VIEW_TREE_BYTES).
+- **images** the node pulls, and **the node's own** use of its disk (OS, kubelet
+  and containerd state, system pods' images, logs).
+- **the kubelet's eviction reserve**: the kubelet evicts pods once its disk's
+  free share falls under its hard thresholds, by default nodefs.available<10%
+  and imagefs.available<15% (Kubernetes docs, "Node-pressure Eviction").  The
+  workers kary's cluster files make (EKS AL2023, GKE COS) keep images, the
+  containers' writable layers and the pods' emptyDirs on one file system, so
+  the imagefs signal watches the same disk and its 15% binds first: the rest
+  must fit in 85% of the disk (EVICTION_FREE_SHARE; the nested driver keeps
+  the same share free before each cell).
 
 Every other rank holds one extracted size at a time (the clean step removes
 it; its content cache is in memory), plus the same margin.  Nested, rank 0's
@@ -48,11 +60,14 @@ from experiments.formats.run_record import NESTED, PER_CELL
 from experiments.model.cluster_spec import EKS_NODEGROUP_LABEL, ClusterSpec
 from experiments.model.places import FreeDisk
 from experiments.model.plan import Cell
-from experiments.model.render import DEFAULT_IMAGE, image_info, images_pulled
+from experiments.model.render import DEFAULT_IMAGE, flux_view_for, image_info, images_pulled
 
 __all__ = [
     "CLOSE_SHARE",
+    "EVICTION_FREE_PERCENT",
     "EVICTION_FREE_SHARE",
+    "FLUX_VIEW_COPIES",
+    "FLUX_VIEW_TREE_BYTES",
     "SYSTEM_BYTES",
     "DiskNeed",
     "LocalDiskNeed",
@@ -69,8 +84,19 @@ GIB = 2**30
 # measurement (the OS partitions, kubelet and containerd state, the system
 # pods' images, logs: a few GB each on GKE's COS and EKS's AL2023 nodes).
 SYSTEM_BYTES = 10 * GIB
-# The kubelet's default hard eviction threshold: nodefs.available<10%.
-EVICTION_FREE_SHARE = 0.10
+# The kubelet's default hard eviction thresholds (Kubernetes docs, "Node-pressure
+# Eviction"): nodefs.available<10%, imagefs.available<15%.  On one file system (as
+# on the workers kary's cluster files make) the stricter binds: 15% (module doc).
+NODEFS_EVICTION_PERCENT = 10
+IMAGEFS_EVICTION_PERCENT = 15
+EVICTION_FREE_PERCENT = max(NODEFS_EVICTION_PERCENT, IMAGEFS_EVICTION_PERCENT)
+EVICTION_FREE_SHARE = EVICTION_FREE_PERCENT / 100
+# The flux view's tree as the operator copies it (module doc): an estimate, not a
+# measurement: three times the view image's estimated 500 MB compressed pull
+# (render.IMAGES), gzip's usual ratio on binaries and shared libraries.
+FLUX_VIEW_TREE_BYTES = 1_500_000_000
+# Copies of it on the node: the flux-view emptyDir, and /opt/software in the container.
+FLUX_VIEW_COPIES = 2
 # An image kary's catalog does not list: estimate/defaults.py's UNKNOWN_IMAGE_BYTES.
 _UNKNOWN_IMAGE_BYTES = 2_000_000_000
 # Strategies that put the blob in the content store: all but `direct` (HTTP).
@@ -97,12 +123,13 @@ class DiskNeed:
     images: int
     system: int
     eviction_reserve: int  # rank 0's share the kubelet keeps free
+    view: int  # the operator's copies of the flux view on the node
     other_ranks: int  # each other rank's whole need, its margin included
     peak: str  # where rank 0's peak is: "the 30-node group", "cell 30/kary-16/0"
 
     @property
     def margin(self) -> int:
-        return self.images + self.system + self.eviction_reserve
+        return self.view + self.images + self.system + self.eviction_reserve
 
     @property
     def rank0(self) -> int:
@@ -113,13 +140,21 @@ class DiskNeed:
             "blob cache": self.blob_cache,
             "scratch": self.scratch,
             "content store": self.content_store,
-            "margin": self.margin,
+            "flux view copies": self.view,
+            "images": self.images,
+            "the node's own": self.system,
+            "the kubelet's eviction reserve": self.eviction_reserve,
         }
 
     def text(self) -> str:
-        """`134 GB on rank 0 (nested, the 30-node group: blob cache 55 GB + ...)`."""
+        """`146 GB on rank 0 (nested, the 30-node group: blob cache 55 GB + ... + the
+        kubelet's eviction reserve 22 GB, 15% of 146 GB)`."""
         parts = " + ".join(f"{name} {format_gb(size)}" for name, size in self.parts().items())
-        return f"{format_gb(self.rank0)} on rank 0 ({self.layout}, {self.peak}: {parts})"
+        whole = format_gb(self.rank0)
+        return (
+            f"{whole} on rank 0 ({self.layout}, {self.peak}: {parts}, "
+            f"{EVICTION_FREE_PERCENT}% of {whole})"
+        )
 
 
 def _image_bytes(image: str | None) -> int:
@@ -128,6 +163,12 @@ def _image_bytes(image: str | None) -> int:
         info.pull_bytes if (info := image_info(ref)) is not None else _UNKNOWN_IMAGE_BYTES
         for ref in images_pulled(image or DEFAULT_IMAGE)
     )
+
+
+def _view_bytes(image: str | None) -> int:
+    """What the operator's copies of the flux view take on a node: none for an image
+    that has Flux itself (render.flux_view_for)."""
+    return FLUX_VIEW_COPIES * FLUX_VIEW_TREE_BYTES if flux_view_for(image or DEFAULT_IMAGE) else 0
 
 
 def _sizes(cell: Cell) -> set[int]:
@@ -142,8 +183,9 @@ def _archived(cell: Cell) -> int:
 
 
 def _with_margin(payload: int, images: int) -> tuple[int, int]:
-    """(whole need, eviction reserve): payload + images + system must fit below the
-    kubelet's threshold, in (1 - EVICTION_FREE_SHARE) of the disk."""
+    """(whole need, eviction reserve): payload + images (the view's copies among them)
+    + system must fit below the kubelet's threshold, in (1 - EVICTION_FREE_SHARE) of
+    the disk."""
     used = payload + images + SYSTEM_BYTES
     whole = math.ceil(used / (1 - EVICTION_FREE_SHARE))
     return whole, whole - used
@@ -199,13 +241,14 @@ def disk_need(cells: Sequence[Cell], layout: str, image: str | None = None) -> D
     """The disk `cells` need per node in `layout` (nested or per-cell), at rank 0's peak."""
     peaks = _peaks(cells, layout)
     images = _image_bytes(image)
+    view = _view_bytes(image)
     peak = max(peaks, key=lambda p: p.rank0_payload, default=None)
     cache, scratch, store = (
         (peak.blob_cache, peak.scratch, peak.content_store) if peak else (0, 0, 0)
     )
-    _, reserve = _with_margin(cache + scratch + store, images)
+    _, reserve = _with_margin(cache + scratch + store, images + view)
     largest = max((p.largest for p in peaks), default=0)
-    other, _ = _with_margin(largest, images)
+    other, _ = _with_margin(largest, images + view)
     return DiskNeed(
         layout=layout,
         blob_cache=cache,
@@ -214,6 +257,7 @@ def disk_need(cells: Sequence[Cell], layout: str, image: str | None = None) -> D
         images=images,
         system=SYSTEM_BYTES,
         eviction_reserve=reserve,
+        view=view,
         other_ranks=other,
         peak=peak.where if peak else "no cells",
     )

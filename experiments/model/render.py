@@ -197,6 +197,8 @@ class RenderOptions:
     # spec.pod.tolerations, each {key, operator, value?, effect}.
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: tuple[dict[str, str], ...] = ()
+    # The container's resources.requests (model/pod_resources.py); empty: none.
+    requests: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -429,6 +431,7 @@ def render_cell(
             direct_port=DIRECT_PORT if direct else None,
             node_selector=options.node_selector,
             tolerations=options.tolerations,
+            requests=options.requests,
         )
     except jinja2.TemplateNotFound as err:
         raise UserError(f"template {err.name} not found in {folder}") from None

@@ -34,6 +34,7 @@ import yaml
 from experiments.errors import UserError
 from experiments.formats.blobs import DEFAULT_BLOB, check_blob, kept_blob_name
 from experiments.formats.nested_frame import FRAME_PREFIX
+from experiments.model.disk import EVICTION_FREE_PERCENT
 from experiments.model.render import (
     MINCRIT_MIN_FLUX,
     NESTED_DRIVER_TEMPLATE,
@@ -102,6 +103,7 @@ def render_nested(
     cells: Sequence[NestedCell],
     start_timeout_s: int = START_TIMEOUT_S,
     disk_margin_bytes: int = DISK_MARGIN_BYTES,
+    eviction_free_percent: int = EVICTION_FREE_PERCENT,
 ) -> NestedMiniCluster:
     """The nested MiniCluster of `nodes` pods running `cells`, from a cell's MiniCluster
     `base` (left as it is; see the module doc)."""
@@ -145,6 +147,7 @@ def render_nested(
             "nested_state": posixpath.join(parent, "kary-nested"),
             "start_s": int(start_timeout_s),
             "disk_margin": int(disk_margin_bytes),
+            "eviction_percent": int(eviction_free_percent),
             "kept_blob_name": kept_blob_name,
         },
     )

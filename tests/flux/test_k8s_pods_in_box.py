@@ -13,6 +13,7 @@ CI runs as root with flux-core built: there these tests fail rather than skip.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -223,6 +224,7 @@ def _stalled_run(
     scratch: Path,
     faults: list[Callable[[BoxPods], None]],
     topos: tuple[str, ...] = ("kary:1", "kary:2", "kary:3"),
+    layout: str = "nested",
     **settings: Any,
 ) -> tuple[FakeApiServer, int, str, Path]:
     """A nested sweep of `topos` at 1M whose first len(faults) cells wait 3 s first; the
@@ -242,7 +244,7 @@ def _stalled_run(
     topo_args = [arg for topo in topos for arg in ("--topo", topo)]
     rc, said = _kary(
         *topo_args, "--sizes", "1M", "--template", str(template), "--data-dir", str(data),
-        fault=when_stalled,
+        "--layout", layout, fault=when_stalled,
     )  # fmt: skip
     return server, rc, said, data
 
@@ -367,6 +369,40 @@ def test_a_full_worker_disk_fails_the_cell_not_its_timings(
     # No distribution is a timing by kary's one rule (formats/kary_line.step_timings).
     timed = [step for step, why in step_timings(log) if why is None]
     assert not [step for step in timed if str(step["event"]).startswith("distribute")], timed
+
+
+def _fill_past_the_kubelet_s_threshold(box: BoxPods) -> None:
+    with contextlib.suppress(RuntimeError):  # the kubelet kills the filler with the pod
+        box.fill_disk(2)
+
+
+@pytest.mark.parametrize("layout", ["nested", "per-cell"])
+def test_a_pod_the_kubelet_evicts_for_its_disk_fails_the_cell_with_the_kubelet_s_reason(
+    make_cluster: Callable[..., FakeApiServer], scratch: Path, layout: str
+) -> None:
+    """Issue 44, item 2: the box's kubelet evicts a pod under 15% of its disk free, as a
+    real one does (imagefs.available<15%), long before the disk is full: the pod shows
+    Failed with reason Evicted, and kary fails the cell with the kubelet's reason."""
+    server, rc, said, data = _stalled_run(
+        make_cluster,
+        scratch,
+        [_fill_past_the_kubelet_s_threshold],
+        ("kary:1",),
+        layout=layout,
+        eviction_free_percent=15,
+    )
+    assert rc == 1, said
+    status = _box(server, 0).pod_status(2)
+    assert (status["phase"], status["reason"]) == ("Failed", "Evicted"), status
+    record = _record(data, CELLS[0])
+    assert record["state"] == "failed" and "start_failure" not in record, record
+    assert "rank 2's pod" in record["error"], record["error"]
+    assert (
+        "was evicted by its node's kubelet: The node was low on resource: ephemeral-storage"
+        in record["error"]
+    ), record["error"]
+    assert "preemption" not in record["error"], record["error"]
+    _no_timing(data, CELLS[0])
 
 
 def test_the_box_starts_brokers_as_the_operators_wait_script_does() -> None:

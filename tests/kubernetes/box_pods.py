@@ -75,6 +75,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from box_kubelet import evicted_status, read_eviction
 from pod_view import make_view, pods_path, view_script
 
 from experiments.backends.flux.session_guard import stop_guard
@@ -103,6 +104,8 @@ class PodSettings:
     env: dict[str, str] = field(default_factory=dict)
     # `-Stbon.tcp_user_timeout` on a test's clock (flux-core's 20 s; box_node_death.py).
     tcp_user_timeout_s: float | None = None
+    # The fake kubelet evicts a pod under this share of its disk free (box_kubelet.py).
+    eviction_free_percent: float | None = None
 
 
 def operator_hostlist(name: str, size: int) -> str:
@@ -198,6 +201,7 @@ class _PodState:
     containers: int = 0  # containers started in this pod so far
     pending_until: float | None = None
     exit_code: int | None = None  # the latest container's, once it exited
+    evicted: dict[str, int] | None = None  # what the fake kubelet saw (box_kubelet.py)
 
 
 class BoxPods:
@@ -246,6 +250,7 @@ class BoxPods:
                 {str(REPO), str(Path(flux).resolve().parents[1]), sys.prefix, str(self.folder)}
             ),
             "env": env,
+            "eviction_free_percent": settings.eviction_free_percent,
         }
         (self.folder / "pods.json").write_text(json.dumps(spec))
         # The guard's parent-death signal follows the thread that started it, and the fake
@@ -335,6 +340,7 @@ class BoxPods:
                 "phase": phase,
                 "state": state,
                 "restarts": pod.restarts,
+                **(evicted_status(pod.evicted) if pod.evicted else {}),
             }
 
     # -- faults ---------------------------------------------------------------------
@@ -481,7 +487,8 @@ class BoxPods:
                     self._read_rank_zero(number)
                 with self.lock:
                     pod.exit_code = code
-                if code != 0 and pod.pending_until is None:
+                    pod.evicted = read_eviction(self.folder / f"pod-{index}")
+                if code != 0 and pod.pending_until is None and pod.evicted is None:
                     with self.lock:
                         pod.restarts += 1
                     started[index] += 1

@@ -339,6 +339,7 @@ class FakeCluster:
                     }
                 ]
             pod_name, uid, restarts = f"{name}-{index}-x{index}z", f"uid-{name}-{index}", 0
+            evicted: dict[str, str] = {}  # an evicted pod's reason and message
             created = run["created"]
             box = run.get("pods")
             if isinstance(box, BoxPods):
@@ -346,6 +347,8 @@ class FakeCluster:
                 pod_name, uid, created = seen["name"], seen["uid"], seen["created"]
                 phase, restarts = seen["phase"], seen.get("restarts", 0)
                 state = seen.get("state")
+                conditions = conditions + seen.get("conditions", [])
+                evicted = {key: seen[key] for key in ("reason", "message") if key in seen}
             pod = {
                 "metadata": {
                     "name": pod_name,
@@ -363,6 +366,7 @@ class FakeCluster:
                 },
                 "status": {
                     "phase": phase,
+                    **evicted,
                     "conditions": conditions,
                     "containerStatuses": [
                         {

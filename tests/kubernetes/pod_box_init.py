@@ -47,6 +47,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from box_kubelet import disk_pressure, write_eviction
+
 from experiments.box.init import BRIDGE
 from experiments.proctable import descendants
 
@@ -124,6 +126,7 @@ class _Holder:
         self.container: int | None = None
         self.count = 0
         self.execs: dict[int, str] = {}
+        self.evicted = False
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, signal.SIG_DFL)
         _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -173,6 +176,18 @@ class _Holder:
                     line, buffered = buffered.split(b"\n", 1)
                     self._handle(json.loads(line))
             self._reap()
+            self._kubelet_look()
+
+    def _kubelet_look(self) -> None:
+        """The fake kubelet (box_kubelet.py): evict the pod once its disk runs low."""
+        percent = self.spec.get("eviction_free_percent")
+        if percent is None or self.container is None or self.evicted:
+            return
+        seen = disk_pressure("/tmp", percent)
+        if seen is not None:
+            self.evicted = True
+            write_eviction(self.pod_dir, seen)
+            self._kill_all()
 
     def _handle(self, request: list[Any]) -> None:
         verb = request[0]

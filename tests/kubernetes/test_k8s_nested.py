@@ -287,7 +287,14 @@ def _run_driver(tmp_path: Path, cells: list[NestedCell], **env_extra: str) -> st
     fake.write_text(_FAKE_FLUX)
     fake.chmod(0o755)
     base = render_cell(4, "kary:1", [2**20], ["all"], "4/kary-1/0").minicluster_yaml
-    nested = render_nested(yaml.safe_load(base), 4, cells, start_timeout_s=5, disk_margin_bytes=0)
+    nested = render_nested(
+        yaml.safe_load(base),
+        4,
+        cells,
+        start_timeout_s=5,
+        disk_margin_bytes=0,
+        eviction_free_percent=0,
+    )
     (tmp_path / "driver.sh").write_text(nested.driver_sh)
     for k in range(len(cells)):
         (tmp_path / f"cell-{k}.sh").write_text("echo hi\n")

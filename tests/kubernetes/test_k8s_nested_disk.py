@@ -4,8 +4,11 @@ The plan counts a node count's blobs once in rank 0's blob cache; the driver, be
 each cell, asks for each size again only when no blob of it is kept.  Both must read
 the kept blob by one name (formats/blobs.kept_blob_name), else from the second cell on
 the driver asks for every size twice and refuses a disk the plan accepted: the seed's
-30-node sweep (1-10 GB) on 150 GB, where the plan says 134 GB and the second cell
+30-node sweep (1-10 GB) on 150 GB, where the plan said 134 GB and the second cell
 found about 84 GiB free against 111 GiB asked.
+
+The driver also keeps free the share of the disk the kubelet evicts under (issue 44,
+item 2): 15% of the disk, long before its own 1 GiB margin runs out.
 
 The driver runs on a fake `flux` whose job runs the cell's script (here: the rendered
 entrypoint's own kary_keep_blob over sparse blobs of each size), and a fake `df` that
@@ -53,6 +56,16 @@ echo "fake $FAKE_DISK 0 $((FAKE_DISK - FAKE_USED - ${cache:-0})) 0% /"
 """
 
 
+def _fake_bin(tmp_path: Path) -> Path:
+    """A folder of the fake `flux` and `df` above, to put first on PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in (("flux", _FAKE_FLUX), ("df", _FAKE_DF)):
+        (bin_dir / name).write_text(body)
+        (bin_dir / name).chmod(0o755)
+    return bin_dir
+
+
 def _keep_function(entrypoint: str) -> str:
     match = re.search(r"^kary_keep_blob\(\) \{\n.*?^\}\n", entrypoint, re.M | re.S)
     assert match is not None
@@ -80,15 +93,11 @@ def test_a_disk_the_plan_accepts_passes_the_driver_s_check_on_the_second_cell(
         ExperimentSpec(exact_nodes=30, topos=["kary:1", "kary:2"], backend="kubernetes")
     ).cells
     need = disk_need(cells, "nested")
-    # The plan accepts the disk: 134 GB on rank 0 fits 150.
+    # The plan accepts the disk: 146 GB on rank 0 fits 150.
     assert need.rank0 <= DISK_GB * GIB
     check_disk(load_cluster_spec(cluster_file), need)
 
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, body in (("flux", _FAKE_FLUX), ("df", _FAKE_DF)):
-        (bin_dir / name).write_text(body)
-        (bin_dir / name).chmod(0o755)
+    bin_dir = _fake_bin(tmp_path)
     nested_cells = []
     for k, cell in enumerate(cells):
         entrypoint = render_cell(
@@ -108,7 +117,7 @@ def test_a_disk_the_plan_accepts_passes_the_driver_s_check_on_the_second_cell(
         KARY_NESTED_STATE=str(tmp_path / "state"),
         FAKE_JOB=str(tmp_path / "job"),
         FAKE_DISK=str(DISK_GB * GIB),
-        FAKE_USED=str(need.images + need.system),
+        FAKE_USED=str(need.images + need.system + need.view),
     )
     out = subprocess.run(
         ["bash", str(tmp_path / "driver.sh")], capture_output=True, text=True, env=env, check=True
@@ -122,3 +131,33 @@ def test_a_disk_the_plan_accepts_passes_the_driver_s_check_on_the_second_cell(
     # ... so the second cell, with 55 GB kept, asks for its content store only, and runs.
     assert second.end is not None and second.end.get("kind") != "disk", second.end
     assert second.end["rc"] == 0
+
+
+def test_the_driver_keeps_the_kubelet_s_eviction_reserve_free(tmp_path: Path) -> None:
+    """On a 200 GiB disk with 20 GiB free a 1 GiB cell fits kary's own margin (it needs
+    2 GiB + 1 GiB) but would take the disk under the kubelet's 15% (30 GiB): the kubelet
+    would evict the pod mid-cell, so the driver refuses the cell at its start."""
+    disk, free = 200 * GIB, 20 * GIB
+    cell = NestedCell("30/kary-1/0", "kary:1", 600, "echo CELL-RAN\n", (GIB,))
+    base = render_cell(30, "kary:1", [GIB], ["all"], cell.cell_id).minicluster_yaml
+    (tmp_path / "cell-0.sh").write_text(cell.entrypoint_sh)
+    driver = render_nested(yaml.safe_load(base), 30, [cell]).driver_sh
+    (tmp_path / "driver.sh").write_text(driver)
+    env = dict(
+        os.environ,
+        PATH=f"{_fake_bin(tmp_path)}:{os.environ['PATH']}",
+        KARY_BLOB_CACHE=str(tmp_path / "blobs"),
+        KARY_NESTED_STATE=str(tmp_path / "state"),
+        FAKE_JOB=str(tmp_path / "job"),
+        FAKE_DISK=str(disk),
+        FAKE_USED=str(disk - free),
+    )
+    out = subprocess.run(
+        ["bash", str(tmp_path / "driver.sh")], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    end = split_frames(out).cells[cell.cell_id].end
+    assert end is not None and end.get("kind") == "disk", out
+    assert "CELL-RAN" not in out
+    assert end["eviction_reserve_bytes"] == 30 * GIB
+    assert end["need_bytes"] == 2 * GIB + (1 << 30) + 30 * GIB
+    assert "the kubelet's eviction reserve" in end["error"]

@@ -23,7 +23,13 @@ from experiments.backends.kubernetes.api import ApiUnavailable, api_message
 from experiments.backends.kubernetes.context import ClusterContext
 from experiments.backends.kubernetes.log_follow import LogFollower, LogLost
 from experiments.backends.kubernetes.minicluster import job_pods
-from experiments.backends.kubernetes.objects import dig, log_container, pod_index, rank_zero
+from experiments.backends.kubernetes.objects import (
+    dig,
+    eviction,
+    log_container,
+    pod_index,
+    rank_zero,
+)
 
 __all__ = ["GroupBroken", "Look", "check_identity", "look_at"]
 
@@ -37,7 +43,11 @@ class GroupBroken(Exception):
 def check_identity(name: str, identity: dict[int, tuple[str, int]], pods: list[Obj]) -> None:
     """GroupBroken when a rank's pod is not the one first seen, or its containers
     restarted: a replaced broker left the instance, and a restarted rank 0 reruns the
-    driver from its first cell (the operator's Jobs restart `OnFailure`)."""
+    driver from its first cell (the operator's Jobs restart `OnFailure`); an evicted pod
+    first, by name, before its replacement is seen as one."""
+    evicted = eviction(pods, name)
+    if evicted is not None:
+        raise GroupBroken(evicted)
     for pod in pods:
         rank = pod_index(pod, name)
         if rank is None or dig(pod, "metadata", "deletionTimestamp"):

@@ -99,7 +99,7 @@ from experiments.backends.kubernetes.node_lost import (
     node_lost,
 )
 from experiments.backends.kubernetes.objects import rank_zero
-from experiments.backends.kubernetes.pod_watch import PodWatch, StartFailure
+from experiments.backends.kubernetes.pod_watch import PodEvicted, PodWatch, StartFailure
 from experiments.backends.kubernetes.preemption import Preempted, preempted_result
 from experiments.formats.kary_line import meta_record
 from experiments.formats.nested_frame import CellFrame, split_frames
@@ -300,7 +300,7 @@ class NestedLayout:
             # Seen before the cell's end frame was read, maybe: _result looks again and
             # delivers a cell that ended; else the cell is preempted.
             outcome = "a rank lost its node"
-        except GroupBroken as broken:
+        except (GroupBroken, PodEvicted) as broken:  # an evicted pod breaks the group
             return self._broken(group, cell, str(broken), provenance), True
         try:
             return self._result(group, cell, limit, outcome, provenance, seen)

@@ -26,6 +26,7 @@ __all__ = [
     "describe_pods",
     "dig",
     "event_lines",
+    "eviction",
     "flux_version_from_log",
     "image_digest",
     "job_outcome",
@@ -150,6 +151,22 @@ def container_state(status: Obj) -> str:
     if "running" in state and state["running"] is not None:
         return "running"
     return "unknown"
+
+
+def eviction(pods: list[Obj], name: str) -> str | None:
+    """`rank 2's pod P was evicted by its node's kubelet: The node was low on ...` for the
+    first pod of MiniCluster `name` the kubelet evicted, else None.  An evicted pod is
+    Failed with reason Evicted and the kubelet's message (Kubernetes docs, "Node-pressure
+    Eviction"): its node ran low on disk or memory, mostly of the cell's own doing."""
+    for pod in pods:
+        if dig(pod, "status", "reason") != "Evicted":
+            continue
+        message = str(dig(pod, "status", "message") or "").strip() or "no message"
+        return (
+            f"rank {pod_index(pod, name)}'s pod {dig(pod, 'metadata', 'name')} was evicted "
+            f"by its node's kubelet: {message}"
+        )
+    return None
 
 
 def describe_pods(pods: list[Obj], name: str) -> list[Obj]:

@@ -29,7 +29,7 @@ from experiments.backends.kubernetes.minicluster import (
     create_minicluster,
     delete_minicluster,
 )
-from experiments.backends.kubernetes.pod_watch import PodWatch, StartFailure
+from experiments.backends.kubernetes.pod_watch import PodEvicted, PodWatch, StartFailure
 from experiments.backends.kubernetes.preemption import Preempted
 
 if TYPE_CHECKING:
@@ -92,6 +92,8 @@ class PerCellLayout:
                 )
             except (StartFailure, Preempted) as failure:
                 outcome = failure
+            except PodEvicted as evicted:
+                outcome = ("Failed", str(evicted))
             except _Overdue:
                 outcome = None
             check = CellCheck(cell.id, cluster.limits.allow_shared_nodes)

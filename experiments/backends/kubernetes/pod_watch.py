@@ -26,7 +26,9 @@ Given the cluster's NodeCatalog, each look also lists the nodes and raises
 `Preempted` (preemption.py) when a rank lost its node: before any of the
 above, since a preempted rank's replacement pod is Pending, or lands beside
 another rank.  `preemption()` is the same look, unhurried, for a cell that
-ended without its result.
+ended without its result.  Then a pod the kubelet evicted (node pressure: its
+disk or memory ran low) raises `PodEvicted`: the cell failed, with the
+kubelet's reason, not a start failure and not a preemption.
 """
 
 from __future__ import annotations
@@ -42,11 +44,12 @@ from kubernetes.client.exceptions import ApiException
 from experiments.backends.kubernetes.api import ApiUnavailable, KubeApi
 from experiments.backends.kubernetes.minicluster import job_pods
 from experiments.backends.kubernetes.nodes import NodeCatalog
-from experiments.backends.kubernetes.objects import dig, log_container, pod_index
+from experiments.backends.kubernetes.objects import dig, eviction, log_container, pod_index
 from experiments.backends.kubernetes.preemption import NodeLoss, Preempted
 from experiments.formats.kary_line import meta_record
 
 __all__ = [
+    "PodEvicted",
     "PodWatch",
     "StartFailure",
     "StartLimits",
@@ -170,6 +173,11 @@ def pod_problem(
     return None
 
 
+class PodEvicted(Exception):
+    """A pod of the cell was evicted by its node's kubelet (objects.eviction): the cell
+    failed, and the Job would only replace the pod, without the cell's broker in it."""
+
+
 class PodWatch:
     """check(): raise StartFailure when the cell's pods cannot run it (see the module doc)."""
 
@@ -207,6 +215,9 @@ class PodWatch:
         lost = self._lost(pods)
         if lost is not None:
             raise lost
+        evicted = eviction(pods, self.name)
+        if evicted is not None:
+            raise PodEvicted(evicted)
         problem = pod_problem(pods, self.name, self.size, now - self.created, self.limits)
         if problem is not None:
             raise problem
