@@ -3,10 +3,13 @@
 - `decide`: the test after each block (Friedman, Conover or paired tests with Holm,
   TOST for a tie); pure.
 - `size_trend`: across sizes, a survivor's ratio to the best as a line in log size.
+- `futility`: stop a race its budget would likely not decide (conditional power).
+- `spread`: how much a run varies between repeats, from history, for the plan.
 - `engine`: the race as a state machine (lanes, blocks, voids, budget), and `replay`
   on sampled times, which the plan and benchmarks/race_replay.py use.
 - `plan`: best, expected and worst case, beside a plain sweep and the uniform design.
 - `run`: `kary race`'s blocks as cells of the raw tree, judged and decided.
+- `blocks`: a block's cells, whether each is a timing, and its printed line.
 - `answer`: what a race found, in words.
 
 race.json is experiments/formats/race_state.py's.
@@ -14,4 +17,14 @@ race.json is experiments/formats/race_state.py's.
 
 from __future__ import annotations
 
-__all__ = ["answer", "decide", "engine", "plan", "run", "size_trend"]
+__all__ = [
+    "answer",
+    "blocks",
+    "decide",
+    "engine",
+    "futility",
+    "plan",
+    "run",
+    "size_trend",
+    "spread",
+]

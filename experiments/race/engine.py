@@ -50,6 +50,9 @@ class Block:
     order: list[str]  # the survivors, in the order they run
     times: dict[str, float] | None = None  # seconds, when every cell was a timing
     void: str | None = None  # why the block is no block (a cell failed, ...)
+    # Cells that ran, where fewer than `order` (a void block stops at its first
+    # failed cell); None: all of them.
+    ran: int | None = None
 
     @property
     def done(self) -> bool:
@@ -200,7 +203,7 @@ class Race:
 
     def runs(self) -> int:
         """Cells run, voided blocks' included (they were paid for)."""
-        return sum(len(b.order) for b in self.blocks if b.done)
+        return sum(len(b.order) if b.ran is None else b.ran for b in self.blocks if b.done)
 
     def node_seconds(self) -> float:
         """Timed seconds times nodes, over complete blocks (a voided block's cells did

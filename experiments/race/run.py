@@ -33,14 +33,12 @@ from experiments.errors import UserError
 from experiments.execution.ledger import read_ledger
 from experiments.execution.progress import Reporter, SilentReporter
 from experiments.execution.runner import run_plan
-from experiments.formats.events import strategy_events
-from experiments.formats.kary_line import step_timings
 from experiments.formats.race_state import RaceFile, read_race, write_race
-from experiments.formats.run_record import LOG_NAME, read_record
 from experiments.model.plan import Cell, Plan
 from experiments.model.render import template_hash
 from experiments.model.sweep import Sweep
 from experiments.planned import PlannedSweep, stderr_line
+from experiments.race.blocks import answer_line, block_cells, block_line, judge_block, judge_cell
 from experiments.race.engine import Block, Race
 from experiments.race.plan import RacePlan, plan_race_cost
 from experiments.race.rules import BY_SIZE, TIE, WINNER, RaceRules
@@ -232,17 +230,20 @@ def run_race(
                     race.stop_for_budget(stop)
                     _save(planned, race)
                     return RaceOutcome(race, stopped_because=stop)
-                summary = _run_block(planned, race, block, timeout, reporter, make_backend)
+                voided: list[str] = []
+                summary = _run_block(planned, race, block, timeout, reporter, make_backend, voided)
                 spent_runs += len(summary.outcomes)
                 if summary.interrupted:
                     _save(planned, race)
                     echo("kary race: interrupted; the same command resumes the race")
                     return RaceOutcome(race, interrupted=True)
                 times, void = judge_block(data_dir, planned, block)
+                if voided:
+                    block.ran = len(block.order) - voided.count("")
                 decision = race.record(block, times, void)
                 _save(planned, race)
                 echo(block_line(race, block, decision))
-                if summary.stopped_because:
+                if summary.stopped_because and not voided:
                     return RaceOutcome(race, stopped_because=summary.stopped_because)
     except KeyboardInterrupt:
         _save(planned, race)
@@ -295,7 +296,7 @@ def _resume_or_start(planned: RacePlan, data_dir: Path) -> Race:
     differing = [
         f"{name} {kept.settings.get(name)!r}, now {value!r}"
         for name, value in settings.items()
-        if kept.settings.get(name) != value
+        if _as_kept(name, kept.settings.get(name), value) != value
     ]
     if differing:
         raise UserError(
@@ -303,6 +304,15 @@ def _resume_or_start(planned: RacePlan, data_dir: Path) -> Race:
             "resumes it; start another race in another --data-dir"
         )
     return Race.from_json(kept.race)
+
+
+def _as_kept(name: str, kept: Any, now: Any) -> Any:
+    """A kept setting as it compares with today's: a rule added to kary since the race
+    began (a race.json without it) takes today's value, since no decision of the race
+    so far could have used it."""
+    if name == "rules" and isinstance(kept, dict) and isinstance(now, dict):
+        return {**now, **kept}
+    return kept
 
 
 def _save(planned: RacePlan, race: Race) -> None:
@@ -327,17 +337,6 @@ def _budget_reason(
     return None
 
 
-def block_cells(planned: RacePlan, block: Block) -> list[Cell]:
-    """The block's cells, in its order: one size each, the block's iteration."""
-    template = planned.template_cell
-    return [
-        dataclasses.replace(
-            template, topo=topo, iteration=block.iteration, sizes=(block.size_bytes,)
-        )
-        for topo in block.order
-    ]
-
-
 def _run_block(
     planned: RacePlan,
     race: Race,
@@ -345,7 +344,11 @@ def _run_block(
     timeout: float | None,
     reporter: Reporter | None,
     make_backend: Callable[[str, Any], Any] | None,
+    voided: list[str],
 ) -> Any:
+    """Run the block's cells; stop at the first that is no timing (the block is void
+    with it, so the rest would be paid for nothing).  `voided` gets, when it stopped,
+    the reason, then an empty string per cell left unrun."""
     from experiments.backends import make_backend as backend_named
 
     base = planned.base
@@ -376,73 +379,19 @@ def _run_block(
         cluster=cluster.name if cluster else None,
         instance_type=cluster.instance_type if cluster else None,
         settings=base.settings,
+        before_cell=lambda index, _cell: _void_so_far(planned, block, cells, index, voided),
     )
 
 
-def judge_block(
-    data_dir: Path, planned: RacePlan, block: Block
-) -> tuple[dict[str, float] | None, str | None]:
-    """The block's timings from the raw tree, or why it is void (the first cell that is
-    no timing: not succeeded, a distribution that is not a timing, or a CPU-bound box)."""
-    event = strategy_events(planned.strategy).distribute_event()
-    times: dict[str, float] = {}
-    for cell in block_cells(planned, block):
-        folder = cell.raw_dir(data_dir)
-        record = read_record(folder)
-        if record is None or record.state != "succeeded":
-            state = record.state if record else "not run"
-            why = f": {record.error}" if record and record.error else ""
-            return None, f"{cell.id} {state}{why}"
-        box = (record.model_extra or {}).get("box") or {}
-        if isinstance(box, dict) and box.get("cpu_bound") and not planned.allow_cpu_bound:
-            return None, f"{cell.id} was CPU-bound in the box (its time measures the cores)"
-        try:
-            log = (folder / LOG_NAME).read_text()
-        except OSError as err:
-            return None, f"{cell.id}: its log is not readable ({err.strerror})"
-        found = [
-            (step, problem)
-            for step, problem in step_timings(log)
-            if step.get("event") == event and step.get("size_bytes") == block.size_bytes
-        ]
-        if len(found) != 1:
-            return None, f"{cell.id}: {len(found)} {event} steps at this size, not 1"
-        step, problem = found[0]
-        if problem is not None:
-            return None, f"{cell.id}: {event} is no timing ({problem})"
-        times[cell.topo] = float(step["seconds"])
-    return times, None
-
-
-def block_line(race: Race, block: Block, decision: Any) -> str:
-    """One line per finished block: its times or why it was void, then what was decided."""
-    from experiments.formats.cell_layout import format_size
-
-    head = f"kary race: block {block.iteration} ({format_size(block.size_bytes)}"
-    head += f", {block.lane})" if race.mode != "across-sizes" else ")"
-    if block.void:
-        return f"{head}: void, runs again: {block.void}"
-    times = (
-        ", ".join(f"{c} {block.times[c]:.2f}s" for c in sorted(block.times)) if block.times else ""
-    )
-    if decision is None:
-        return f"{head}: {times}"
-    lane = race.lane(block.lane)
-    what = decision.test if decision.p is None else f"{decision.test}: p = {decision.p:.3g}"
-    dropped = (
-        "; dropped "
-        + ", ".join(
-            f"{c.candidate} (p adj {c.p_adjusted:.3g})" for c in decision.comparisons if c.dropped
-        )
-        if decision.dropped
-        else ""
-    )
-    return (
-        f"{head}: {times}; {what}{dropped}; {len(lane.survivors)} left: {', '.join(lane.survivors)}"
-    )
-
-
-def answer_line(race: Race) -> str:
-    from experiments.race.answer import answer_text
-
-    return answer_text(race)
+def _void_so_far(
+    planned: RacePlan, block: Block, cells: list[Cell], index: int, voided: list[str]
+) -> str | None:
+    """Before cell `index`: why the block is already void (a cell before it is no
+    timing), so the runner stops; None to go on."""
+    if index == 0:
+        return None
+    _, why = judge_cell(planned.data_dir, planned, cells[index - 1], block.size_bytes)
+    if why is None:
+        return None
+    voided[:] = [why] + [""] * (len(cells) - index)
+    return f"block {block.iteration} is void ({why}): its other cells are not run"

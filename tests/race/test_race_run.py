@@ -117,6 +117,14 @@ def test_a_race_never_drops_on_a_voided_block_and_runs_it_again(tmp_path: Path) 
     assert any("void, runs again" in line for line in lines)
     assert race.lanes[0].decisions[-1].blocks == len(race.lanes[0].blocks)
     assert race.lanes[0].outcome == WINNER
+    # The void block stopped at its failed cell: the cells after it never ran, and
+    # the race counts only the runs it paid for.
+    failed_at = void.order.index("kary:2")
+    assert failed_at < len(void.order) - 1  # a cell came after it in the order
+    ran = [(tmp_path / "4" / topo.replace(":", "-") / "1").is_dir() for topo in void.order]
+    assert ran == [i <= failed_at for i in range(len(void.order))]
+    assert void.ran == failed_at + 1
+    assert race.runs() == sum(len(b.order) for b in race.blocks if b.times) + failed_at + 1
 
 
 def test_a_race_resumes_after_ctrl_c_reusing_the_cells_it_ran(tmp_path: Path) -> None:
@@ -227,3 +235,24 @@ def test_parse_keeps_the_race_and_the_report_shows_it(tmp_path: Path) -> None:
     assert "4/kary-2/1 failed" in page
     assert "(3 of them in voided blocks)" in page
     assert "uniform design that could reach the same confidence 45" in page
+
+
+def test_a_race_kept_before_a_rule_existed_resumes_with_todays(tmp_path: Path) -> None:
+    # race.json written before --futility: its rules lack the key, which is no change
+    # of the race (no decision so far used it); a changed zone still is (above).
+    means = {"kary:1": 1.0, "kary:2": 1.8, "kary:3": 3.0}
+    sweep = _sweep(tmp_path, list(means))
+    first = run_race(
+        plan_race(sweep, RaceRules(), ACROSS),
+        make_backend=_backend(means, stop_at=4),
+        echo=lambda _: None,
+    )
+    assert first.interrupted
+    path = tmp_path / "race.json"
+    kept = json.loads(path.read_text())
+    del kept["settings"]["rules"]["futility"]
+    path.write_text(json.dumps(kept))
+    again = run_race(
+        plan_race(sweep, RaceRules(), ACROSS), make_backend=_backend(means), echo=lambda _: None
+    )
+    assert again.race.lanes[0].outcome == WINNER
