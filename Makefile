@@ -40,10 +40,11 @@ types: setup
 # pytest exits 5 when it collected nothing: that is a broken suite, not a pass.
 # -n: the suite on TEST_WORKERS processes (pytest-xdist; CI's machine has 2 cores).
 # TEST_WORKERS=0 runs it serially, in this process, as `pytest -q` does.
+# --durations: the 25 slowest tests of every run, where the suite's time goes.
 TEST_WORKERS ?= 2
 
 test: setup
-	$(BIN)/pytest -q -n $(TEST_WORKERS); rc=$$?; \
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --durations=25; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 check: lint types test figures
