@@ -48,6 +48,7 @@ from unavailable import unavailable  # noqa: E402
 
 from analysis.tables.parsed_dir import load_parsed  # noqa: E402
 from analysis.tree import parse_tree  # noqa: E402
+from experiments.backends.kubernetes.nested import NestedLayout  # noqa: E402
 from experiments.backends.kubernetes.pod_watch import StartLimits  # noqa: E402
 from experiments.cli import app  # noqa: E402
 from experiments.execution.outcome import overlay_mismatch  # noqa: E402
@@ -114,7 +115,13 @@ def fast_looks(monkeypatch: pytest.MonkeyPatch, scratch: Path) -> None:
         "experiments.backends.kubernetes.backend.StartLimits",
         functools.partial(StartLimits, check_every_s=0.05),
     )
-    monkeypatch.setattr("experiments.backends.kubernetes.nested.NestedLayout.log_every_s", 0.5)
+
+    # The backend hands the layout its own log_every_s (10 s): the class default alone
+    # would not reach it, and a test's faults would race kary's 10 s looks.
+    def layout(*args: Any, **kwargs: Any) -> NestedLayout:
+        return NestedLayout(*args, **{**kwargs, "log_every_s": 0.5})
+
+    monkeypatch.setattr("experiments.backends.kubernetes.backend.NestedLayout", layout)
 
 
 def _kary(*args: str, fault: Callable[[], None] | None = None) -> tuple[int, str]:
