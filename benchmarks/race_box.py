@@ -4,7 +4,7 @@
         --plain benchmarks/results/box-topologies-n16.json --speed 100Mbit
 
 A race's results folder holds what the run left: race.json (the race, kept by
-`kary parse` beside its tables), runs.csv (the parsed cells, with run.json's
+`kary parse` beside its tables), runs.csv (the parsed cells, read by formats/parsed, with run.json's
 times, template hash and kary commit) and plan.json (`kary race ... --dry-run
 --json` at the same commit: the race's own plan).  Printed:
 
@@ -44,6 +44,7 @@ import pandas as pd  # noqa: E402
 from provenance import Made, made_by, or_refused  # noqa: E402
 
 from experiments.formats.cell_layout import format_size  # noqa: E402
+from experiments.formats.parsed.load import load_parsed  # noqa: E402
 from experiments.formats.race_state import read_race  # noqa: E402
 from experiments.plan_view import format_duration  # noqa: E402
 from experiments.race.answer import answer_text  # noqa: E402
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"race_box.py: {args.results} holds no race.json", file=sys.stderr)
         return 2
     race = Race.from_json(kept.race)
-    runs = pd.read_csv(args.results / "runs.csv")
+    runs = load_parsed(args.results).runs
     plan = json.loads((args.results / "plan.json").read_text())
     rules = race.rules
     lines = [

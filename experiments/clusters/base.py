@@ -130,44 +130,26 @@ def operator_steps(shell: Shell, pin: str | None = None) -> list[Step]:
     controller image, `:latest` pulled Always, before the wait: the rollout then waits
     for the pinned build.  Without one, the controller stays on `:latest` and a billed
     run refuses it (backends/kubernetes/backend.py)."""
+
+    def kubectl(args: tuple[str, ...], timeout: int, what: str) -> Step:
+        return command_step(shell, Command(("kubectl", *args), timeout, what))
+
+    deployment = f"deployment/{OPERATOR_DEPLOYMENT}"
+    in_namespace = ("-n", OPERATOR_NAMESPACE)
     pinning = [
-        command_step(
-            shell,
-            Command(
-                (
-                    "kubectl",
-                    "-n",
-                    OPERATOR_NAMESPACE,
-                    "set",
-                    "image",
-                    f"deployment/{OPERATOR_DEPLOYMENT}",
-                    f"{OPERATOR_CONTAINER}={pin}",
-                ),
-                60,
-                "pin the operator",
-            ),
+        kubectl(
+            (*in_namespace, "set", "image", deployment, f"{OPERATOR_CONTAINER}={pin}"),
+            60,
+            "pin the operator",
         )
     ]
     return [
-        command_step(
-            shell, Command(("kubectl", "apply", "-f", OPERATOR_MANIFEST), 300, "install operator")
-        ),
+        kubectl(("apply", "-f", OPERATOR_MANIFEST), 300, "install operator"),
         *(pinning if pin else []),
-        command_step(
-            shell,
-            Command(
-                (
-                    "kubectl",
-                    "-n",
-                    OPERATOR_NAMESPACE,
-                    "rollout",
-                    "status",
-                    f"deployment/{OPERATOR_DEPLOYMENT}",
-                    "--timeout=300s",
-                ),
-                360,
-                "wait for the operator",
-            ),
+        kubectl(
+            (*in_namespace, "rollout", "status", deployment, "--timeout=300s"),
+            360,
+            "wait for the operator",
         ),
     ]
 
