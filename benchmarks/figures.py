@@ -118,6 +118,13 @@ def seed_study_race() -> Figure:
     return Figure("race-plan-seed", command, f"files alone ({_PLAN_INPUTS})", env=_PLAN_DAY)
 
 
+# How a box race's figure was made (race_box.py reads what the race left).
+_BOX_RACE = (
+    "a race on this 2-core VM, root, flux-core 0.88 in the box, nothing else running "
+    "(race.json, runs.csv and the race's plan.json kept in benchmarks/results/)"
+)
+
+
 FIGURES = [
     seed_study_plan("plan-layouts", "clusters/eks-30.yaml", 10),
     seed_study_race(),
@@ -132,8 +139,13 @@ FIGURES = [
         "race-box-n8",
         [PYTHON, "benchmarks/race_box.py", "benchmarks/results/race-box-n8-100Mbit",
          "--plain", "benchmarks/results/box-topologies-n8.json", "--speed", "100Mbit"],
-        "a race on this 2-core VM, root, flux-core 0.88 in the box, nothing else running "
-        "(race.json, runs.csv and the race's plan.json kept in benchmarks/results/)",
+        _BOX_RACE,
+    ),
+    Figure(
+        "race-box-n16-across",
+        [PYTHON, "benchmarks/race_box.py", "benchmarks/results/race-box-n16-100Mbit-across",
+         "--plain", "benchmarks/results/box-topologies-n16.json", "--speed", "100Mbit"],
+        _BOX_RACE,
     ),
     seed_study_plan(
         "plan-spot", "clusters/eks-30-spot.yaml", 10, "--blob", "random", "--layout", "nested"

@@ -63,9 +63,10 @@ def block_rows(race: Race) -> list[str]:
     decisions = {d.blocks: d for lane in race.lanes for d in lane.decisions}
     complete = 0
     for block in race.blocks:
-        head = f"| {block.iteration} | {format_size(block.size_bytes)} | {len(block.order)} |"
+        ran = len(block.order) if block.ran is None else block.ran  # a void one stopped early
+        head = f"| {block.iteration} | {format_size(block.size_bytes)} | {ran} |"
         if not block.times:
-            rows.append(f"{head} | | | void: {block.void} |")
+            rows.append(f"{head} | | void: {block.void} |")
             continue
         complete += 1
         fast = min(block.times, key=block.times.__getitem__)

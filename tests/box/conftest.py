@@ -22,12 +22,13 @@ HERE = Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every box test runs `alone` under pytest -n (tests/conftest.py): a box's
-    distributions are held within x1.6 of their links' bound, which an unloaded machine
-    meets; a box start reaps dead runs' boxes machine-wide (test_box_cleanup's stand-in
-    init is one); and the cleanup test finds a box's processes by name in /proc."""
+    """The cleanup tests run `alone` under pytest -n (tests/conftest.py): they find a
+    box's processes by name in /proc and reap dead runs' boxes machine-wide, so another
+    box beside them would be counted or touched.  The other box tests share the machine:
+    a cell's time is held only to its links' floor from below, which no load breaks
+    (docs/box.md), and whether a cell is CPU-bound is the model's call, not a measure."""
     for item in items:
-        if HERE in item.path.resolve().parents:
+        if item.path.resolve() == HERE / "test_box_cleanup.py":
             item.add_marker(pytest.mark.alone)
 
 
