@@ -481,6 +481,11 @@ def test_a_restarted_container_finds_a_fresh_tmp_and_the_operators_volume_kept(
     """The operator mounts nothing on /tmp: a restarted container's /tmp is a new writable
     layer; its emptyDir (CONFIG_ROOT here) outlives the container."""
     seen: list[str] = []
+    servers: list[FakeApiServer] = []
+
+    def make(**settings: Any) -> FakeApiServer:
+        servers.append(make_cluster(**settings))
+        return servers[-1]
 
     def restart_a_worker(box: BoxPods) -> None:
         box.exec(1, ["sh", "-c", f"touch /tmp/kary-layer {CONFIG_ROOT}/kary-volume"])
@@ -490,7 +495,10 @@ def test_a_restarted_container_finds_a_fresh_tmp_and_the_operators_volume_kept(
             assert time.monotonic() < deadline, "the worker's container never restarted"
             time.sleep(0.05)
         listing = f"ls -d /tmp/kary-layer {CONFIG_ROOT}/kary-volume 2>/dev/null; true"
-        seen.append(box.exec(1, ["sh", "-c", listing]))
+        # kary deletes the MiniCluster once it sees the restart, and its pods with it:
+        # the API holds that request (it takes the cluster's lock) until the look is done.
+        with servers[0].cluster.lock:
+            seen.append(box.exec(1, ["sh", "-c", listing]))
 
-    _stalled_run(make_cluster, scratch, [restart_a_worker], ("kary:1",))
+    _stalled_run(make, scratch, [restart_a_worker], ("kary:1",))
     assert seen == [f"{CONFIG_ROOT}/kary-volume\n"]

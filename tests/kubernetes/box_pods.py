@@ -445,10 +445,12 @@ class BoxPods:
     def _start(self, index: int, new_pod: bool = False) -> None:
         """Start the pod's next container (a new pod's first: `new_pod`, a fresh disk)."""
         with self.lock:
+            # Sent before the count shows it: a test that waits for the count and then
+            # execs in the pod reaches the new container, not the one before it.
+            self._send(["start", index, "new-pod" if new_pod else "container"])
             pod = self.pods[index]
             pod.containers += 1
             pod.exit_code = None
-        self._send(["start", index, "new-pod" if new_pod else "container"])
 
     def _watch(self) -> None:
         """Container exits (restart OnFailure), replacements, and rank 0's log lines."""
