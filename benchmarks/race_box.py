@@ -63,8 +63,7 @@ def block_rows(race: Race) -> list[str]:
     decisions = {d.blocks: d for lane in race.lanes for d in lane.decisions}
     complete = 0
     for block in race.blocks:
-        ran = len(block.order) if block.ran is None else block.ran  # a void one stopped early
-        head = f"| {block.iteration} | {format_size(block.size_bytes)} | {ran} |"
+        head = f"| {block.iteration} | {format_size(block.size_bytes)} | {block.cells_run} |"
         if not block.times:
             rows.append(f"{head} | | void: {block.void} |")
             continue

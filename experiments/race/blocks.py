@@ -20,7 +20,7 @@ from experiments.model.plan import Cell
 from experiments.race.engine import Block, Race
 from experiments.race.plan import RacePlan
 
-__all__ = ["answer_line", "block_cells", "block_line", "judge_block", "judge_cell"]
+__all__ = ["block_cells", "block_line", "judge_block", "judge_cell"]
 
 
 def block_cells(planned: RacePlan, block: Block) -> list[Cell]:
@@ -107,9 +107,3 @@ def block_line(race: Race, block: Block, decision: Any) -> str:
     return (
         f"{head}: {times}; {what}{dropped}; {len(lane.survivors)} left: {', '.join(lane.survivors)}"
     )
-
-
-def answer_line(race: Race) -> str:
-    from experiments.race.answer import answer_text
-
-    return answer_text(race)

@@ -58,6 +58,11 @@ class Block:
     def done(self) -> bool:
         return self.times is not None or self.void is not None
 
+    @property
+    def cells_run(self) -> int:
+        """The cells this attempt ran (and paid for)."""
+        return len(self.order) if self.ran is None else self.ran
+
 
 @dataclass
 class Lane:
@@ -203,7 +208,7 @@ class Race:
 
     def runs(self) -> int:
         """Cells run, voided blocks' included (they were paid for)."""
-        return sum(len(b.order) if b.ran is None else b.ran for b in self.blocks if b.done)
+        return sum(b.cells_run for b in self.blocks if b.done)
 
     def node_seconds(self) -> float:
         """Timed seconds times nodes, over complete blocks (a voided block's cells did

@@ -38,7 +38,8 @@ from experiments.model.plan import Cell, Plan
 from experiments.model.render import template_hash
 from experiments.model.sweep import Sweep
 from experiments.planned import PlannedSweep, stderr_line
-from experiments.race.blocks import answer_line, block_cells, block_line, judge_block, judge_cell
+from experiments.race.answer import answer_text
+from experiments.race.blocks import block_cells, block_line, judge_block, judge_cell
 from experiments.race.engine import Block, Race
 from experiments.race.plan import RacePlan, plan_race_cost
 from experiments.race.rules import BY_SIZE, TIE, WINNER, RaceRules
@@ -188,7 +189,7 @@ def run_race(
     data_dir = planned.data_dir
     race = _resume_or_start(planned, data_dir)
     if race.finished:
-        echo(f"kary race: already decided: {answer_line(race)}")
+        echo(f"kary race: already decided: {answer_text(race)}")
         return RaceOutcome(race)
     planned.check_cost(max_cost)
     if base.billed:
@@ -249,7 +250,7 @@ def run_race(
         _save(planned, race)
         echo("kary race: interrupted; the same command resumes the race")
         return RaceOutcome(race, interrupted=True)
-    echo(f"kary race: {answer_line(race)}")
+    echo(f"kary race: {answer_text(race)}")
     return RaceOutcome(race)
 
 
