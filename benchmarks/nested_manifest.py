@@ -36,23 +36,27 @@ CONFIGMAP_BYTES = 2**20
 BUNDLE = "base64 -d <<'KARY_BUNDLE_EOF'"
 
 
+def seed_study(history: Path | None = None) -> Sweep:
+    """The study the README prices: 16 topologies at 30 nodes, 1-10 GB, one MiniCluster
+    (tests/model/test_log_budget.py plans the same one)."""
+    return Sweep(
+        cluster=REPO / "clusters" / "eks-30-spot.yaml",
+        exact_nodes=30,
+        min_size_gb=1,
+        max_size_gb=10,
+        iterations=1,
+        blob="random",
+        layout="nested",
+        history=history,
+        data_dir=Path("/nonexistent/kary-nested-manifest"),  # nothing is read or written
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--history", type=Path, help="parsed sweeps the plan fits (kary plan's)")
     args = parser.parse_args(argv)
-    planned = api.plan(
-        Sweep(
-            cluster=REPO / "clusters" / "eks-30-spot.yaml",
-            exact_nodes=30,
-            min_size_gb=1,
-            max_size_gb=10,
-            iterations=1,
-            blob="random",
-            layout="nested",
-            history=args.history,
-            data_dir=Path("/nonexistent/kary-nested-manifest"),  # nothing is read or written
-        )
-    )
+    planned = api.plan(seed_study(args.history))
     cells = planned.ledger.to_run
     seconds = {c.cell.id: c.seconds for c in planned.estimate.cells}
     rendered = [

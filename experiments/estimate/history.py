@@ -9,6 +9,7 @@ median of its (event, size) in its sweep is taken as a failure and dropped.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -91,8 +92,39 @@ def load_sweeps(history: Path, totals: Mapping[str, float] | None = None) -> lis
     return [s for s in sweeps if s.cells]
 
 
+# Sweeps already read, by folder and its files' identity: one `kary race` or `kary plan`
+# fits the same --history several times (the sweep's estimate, the race's, its spread).
+# A Sweep is frozen, so sharing one is safe; a rewritten file reads afresh.
+_READ: dict[tuple[object, ...], Sweep] = {}
+
+
 def load_sweep(folder: Path, total_wall: float | None = None, what: str = "--history") -> Sweep:
     """One parsed directory as a sweep; UserError (one line, led by `what`) if it is not one."""
+    key = _folder_key(Path(folder), total_wall)
+    if key is not None and key in _READ:
+        return _READ[key]
+    sweep = _load_sweep(folder, total_wall, what)
+    if key is not None:
+        _READ[key] = sweep
+    return sweep
+
+
+def _folder_key(folder: Path, total_wall: float | None) -> tuple[object, ...] | None:
+    """The folder and every file in it, by inode, size and change time; None if unlistable."""
+    try:
+        files = tuple(
+            sorted(
+                (entry.name, entry.inode(), entry.stat().st_size, entry.stat().st_mtime_ns)
+                for entry in os.scandir(folder)
+                if entry.is_file()
+            )
+        )
+    except OSError:
+        return None
+    return (str(folder.resolve()), total_wall, files)
+
+
+def _load_sweep(folder: Path, total_wall: float | None, what: str) -> Sweep:
     try:
         parsed = load_parsed(folder)
     except UserError as err:

@@ -10,6 +10,7 @@ the box, its cores did not bound it; the first cell that is not voids the block.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from experiments.model.plan import Cell
 from experiments.race.engine import Block, Race
 from experiments.race.plan import RacePlan
 
-__all__ = ["block_cells", "block_line", "judge_block", "judge_cell"]
+__all__ = ["Verdict", "block_cells", "block_line", "judge_block", "judge_cell"]
 
 
 def block_cells(planned: RacePlan, block: Block) -> list[Cell]:
@@ -34,23 +35,26 @@ def block_cells(planned: RacePlan, block: Block) -> list[Cell]:
     ]
 
 
+Verdict = tuple[float | None, str | None]
+
+
 def judge_block(
-    data_dir: Path, planned: RacePlan, block: Block
+    data_dir: Path, planned: RacePlan, block: Block, judged: Mapping[str, Verdict] | None = None
 ) -> tuple[dict[str, float] | None, str | None]:
     """The block's timings from the raw tree, or why it is void (the first cell that is
-    no timing: judge_cell)."""
+    no timing: judge_cell).  `judged` holds verdicts already read this block, by cell id
+    (the run judges each cell before the next starts), so no file is read twice."""
     times: dict[str, float] = {}
     for cell in block_cells(planned, block):
-        seconds, why = judge_cell(data_dir, planned, cell, block.size_bytes)
+        known = (judged or {}).get(cell.id)
+        seconds, why = known or judge_cell(data_dir, planned, cell, block.size_bytes)
         if why is not None or seconds is None:
             return None, why
         times[cell.topo] = seconds
     return times, None
 
 
-def judge_cell(
-    data_dir: Path, planned: RacePlan, cell: Cell, size_bytes: int
-) -> tuple[float | None, str | None]:
+def judge_cell(data_dir: Path, planned: RacePlan, cell: Cell, size_bytes: int) -> Verdict:
     """A race cell's distribution seconds, or why it is no timing: not succeeded, a
     distribution that is not a timing (formats.kary_line.step_timings, the rule `kary
     parse` uses), or a CPU-bound box."""

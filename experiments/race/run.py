@@ -39,7 +39,7 @@ from experiments.model.render import template_hash
 from experiments.model.sweep import Sweep
 from experiments.planned import PlannedSweep, stderr_line
 from experiments.race.answer import answer_text
-from experiments.race.blocks import block_cells, block_line, judge_block, judge_cell
+from experiments.race.blocks import Verdict, block_cells, block_line, judge_block, judge_cell
 from experiments.race.engine import Block, Race
 from experiments.race.plan import RacePlan, plan_race_cost
 from experiments.race.rules import BY_SIZE, TIE, WINNER, RaceRules
@@ -232,13 +232,16 @@ def run_race(
                     _save(planned, race)
                     return RaceOutcome(race, stopped_because=stop)
                 voided: list[str] = []
-                summary = _run_block(planned, race, block, timeout, reporter, make_backend, voided)
+                judged: dict[str, Verdict] = {}
+                summary = _run_block(
+                    planned, race, block, timeout, reporter, make_backend, voided, judged
+                )
                 spent_runs += len(summary.outcomes)
                 if summary.interrupted:
                     _save(planned, race)
                     echo("kary race: interrupted; the same command resumes the race")
                     return RaceOutcome(race, interrupted=True)
-                times, void = judge_block(data_dir, planned, block)
+                times, void = judge_block(data_dir, planned, block, judged)
                 if voided:
                     block.ran = len(block.order) - voided.count("")
                 decision = race.record(block, times, void)
@@ -346,10 +349,11 @@ def _run_block(
     reporter: Reporter | None,
     make_backend: Callable[[str, Any], Any] | None,
     voided: list[str],
+    judged: dict[str, Verdict],
 ) -> Any:
     """Run the block's cells; stop at the first that is no timing (the block is void
     with it, so the rest would be paid for nothing).  `voided` gets, when it stopped,
-    the reason, then an empty string per cell left unrun."""
+    the reason, then an empty string per cell left unrun; `judged` each verdict read."""
     from experiments.backends import make_backend as backend_named
 
     base = planned.base
@@ -380,18 +384,25 @@ def _run_block(
         cluster=cluster.name if cluster else None,
         instance_type=cluster.instance_type if cluster else None,
         settings=base.settings,
-        before_cell=lambda index, _cell: _void_so_far(planned, block, cells, index, voided),
+        before_cell=lambda index, _cell: _void_so_far(planned, block, cells, index, voided, judged),
     )
 
 
 def _void_so_far(
-    planned: RacePlan, block: Block, cells: list[Cell], index: int, voided: list[str]
+    planned: RacePlan,
+    block: Block,
+    cells: list[Cell],
+    index: int,
+    voided: list[str],
+    judged: dict[str, Verdict],
 ) -> str | None:
     """Before cell `index`: why the block is already void (a cell before it is no
-    timing), so the runner stops; None to go on."""
+    timing), so the runner stops; None to go on.  The verdict is kept in `judged`."""
     if index == 0:
         return None
-    _, why = judge_cell(planned.data_dir, planned, cells[index - 1], block.size_bytes)
+    before = cells[index - 1]
+    judged[before.id] = judge_cell(planned.data_dir, planned, before, block.size_bytes)
+    why = judged[before.id][1]
     if why is None:
         return None
     voided[:] = [why] + [""] * (len(cells) - index)

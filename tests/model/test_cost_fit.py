@@ -7,6 +7,7 @@ through the same step structure, with a little noise.  No timing runs here.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,16 @@ def test_a_ping_cell_is_its_start_up_and_direct_is_flat_whatever_the_tree() -> N
     direct = Cell(8, "kary:1", 0, (64 * MIB,), ("direct",))
     (wave,) = [s for s in cell_steps(direct, verify=True) if s.part == "distribute"]
     assert (wave.fanout, wave.depth) == (7, 1)
+
+
+def test_history_read_twice_is_read_once_until_a_file_changes(tmp_path: Path) -> None:
+    """`kary race` fits one --history three times (the sweep's estimate, the race's, its
+    spread); the second read reuses the first, and a rewritten table reads afresh."""
+    write_sweep(tmp_path / "parsed-4", TRUE_FLUX, 4, seed=4)
+    first = load_sweeps(tmp_path)
+    again = load_sweeps(tmp_path)
+    assert len(first) == 1 and again[0] is first[0]
+    shutil.rmtree(tmp_path / "parsed-4")
+    write_sweep(tmp_path / "parsed-4", TRUE_FLUX, 4, factor=2.0, seed=5)
+    changed = load_sweeps(tmp_path)
+    assert changed[0] is not first[0] and changed[0].cells != first[0].cells

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from benchmark_scripts import load_benchmark
 
-from experiments import Sweep, api
+from experiments import api
 from experiments.model.log_budget import (
     DEFAULT_ROTATE_BYTES,
     cell_log_bytes,
@@ -30,18 +30,7 @@ def test_groups_split_where_the_next_cell_would_pass_the_budget() -> None:
 def test_the_seeds_30_node_nested_group_stays_under_the_rotation_budget() -> None:
     """The study the README prices (benchmarks/nested_manifest.py's): 16 topologies at 30
     nodes, 1-10 GB, one MiniCluster, whose log stays under half of 10 MiB."""
-    planned = api.plan(
-        Sweep(
-            cluster=REPO / "clusters" / "eks-30-spot.yaml",
-            exact_nodes=30,
-            min_size_gb=1,
-            max_size_gb=10,
-            iterations=1,
-            blob="random",
-            layout="nested",
-            data_dir=Path("/nonexistent/kary-log-budget"),
-        )
-    )
+    planned = api.plan(load_benchmark("nested_manifest").seed_study())
     cells = [c for c in planned.ledger.to_run]
     assert len(cells) == 16 and {len(c.sizes) for c in cells} == {10}
     sizes = [cell_log_bytes(c.experiment, c.nodes, len(c.sizes), len(c.strategies)) for c in cells]

@@ -127,6 +127,30 @@ def test_a_race_never_drops_on_a_voided_block_and_runs_it_again(tmp_path: Path) 
     assert race.runs() == sum(len(b.order) for b in race.blocks if b.times) + failed_at + 1
 
 
+def test_a_race_reads_each_cells_record_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cell is judged before the next one starts (so a void block stops early); the
+    block's verdict reuses those judgements rather than reading every run.json again."""
+    import experiments.race.blocks as blocks
+
+    reads: list[Path] = []
+
+    def counted(folder: Path):  # type: ignore[no-untyped-def]
+        reads.append(Path(folder))
+        return read_record(folder)
+
+    monkeypatch.setattr(blocks, "read_record", counted)
+    planned = plan_race(_sweep(tmp_path, ["kary:1", "kary:2", "kary:3"]), RaceRules(), ACROSS)
+    outcome = run_race(
+        planned,
+        make_backend=_backend({"kary:1": 1.0, "kary:2": 1.8, "kary:3": 3.0}),
+        echo=lambda _: None,
+    )
+    assert outcome.race.runs() == len(reads) > 0
+    assert len(set(reads)) == len(reads)
+
+
 def test_a_race_resumes_after_ctrl_c_reusing_the_cells_it_ran(tmp_path: Path) -> None:
     means = {"kary:1": 1.0, "kary:2": 1.8, "kary:3": 3.0}
     sweep = _sweep(tmp_path, list(means))
