@@ -147,6 +147,12 @@ FIGURES = [
          "--plain", "benchmarks/results/box-topologies-n16.json", "--speed", "100Mbit"],
         _BOX_RACE,
     ),
+    Figure(
+        "race-box-n16-64m",
+        [PYTHON, "benchmarks/race_box.py", "benchmarks/results/race-box-n16-100Mbit-64M",
+         "--plain", "benchmarks/results/box-topologies-n16.json", "--speed", "100Mbit"],
+        _BOX_RACE,
+    ),
     seed_study_plan(
         "plan-spot", "clusters/eks-30-spot.yaml", 10, "--blob", "random", "--layout", "nested"
     ),
