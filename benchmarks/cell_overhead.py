@@ -11,9 +11,14 @@ Each sample is a real `kary run` of one cell (kary:2, strategy `all`), in
 rounds: round r runs iteration r of every (place, nodes) in a shuffled order, so
 drift in the machine's load hits every place alike.  Places: `emulator`
 (`--backend local`), `test-instance` (`--backend flux`, a `flux start
---test-size` instance) and `box` (`--link-bandwidth 400Mbit`: brokers in network
-namespaces over shaped links; needs root and real flux-core).  The nested group
-in pods in a box is not measured here (issue 45 names it; it is left for later).
+--test-size` instance), `box` (`--link-bandwidth 400Mbit`: brokers in network
+namespaces over shaped links; needs root and real flux-core) and `nested-pods`
+(`--backend kubernetes --layout nested` against tests/kubernetes' fake API server,
+whose operator makes each MiniCluster's pods as a cluster would, a network
+namespace and disk each, the brokers started as the Flux Operator's scripts do:
+box_pods.py).  A `kary run` here makes one MiniCluster for its one cell, so the
+nested place is a group of one: its cell pays the group's start and end, which a
+real group spreads over its cells (the `outside` column holds the rest).
 
 The split comes from what every run records: run.json's `kary_seconds`
 (experiments/formats/run_record.py's KARY_SPANS: the runner's render, prepare,
@@ -45,24 +50,30 @@ a (place, nodes) has no sample.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import multiprocessing
+import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))  # machine_load.py, when loaded from elsewhere
+# The fake API server and pods in a box (tests/kubernetes), and the helpers they import.
+sys.path[:0] = [str(REPO / "tests" / "kubernetes"), str(REPO / "tests")]
 
-from machine_load import CpuMeter  # noqa: E402
+from fake_apiserver import PINNED_VIEW  # noqa: E402
+from machine_load import CpuMeter, settle  # noqa: E402
 from provenance import Made, made_by, or_refused  # noqa: E402
 
-from experiments import Sweep, run  # noqa: E402
-from experiments.execution.progress import SilentReporter  # noqa: E402
 from experiments.formats.events import (  # noqa: E402
     GENERATE_BLOB,
     STRATEGIES,
@@ -73,12 +84,17 @@ from experiments.formats.events import (  # noqa: E402
 from experiments.formats.kary_line import kary_records  # noqa: E402
 from experiments.formats.run_record import LOG_NAME, RECORD_NAME, read_record  # noqa: E402
 
-# Where a cell runs: the Sweep fields that put it there.
-PLACES: dict[str, dict[str, Any]] = {
-    "emulator": {"backend": "local"},
-    "test-instance": {"backend": "flux", "place": "test-instance"},
-    "box": {"backend": "flux", "link_bandwidth": "400Mbit"},
-}
+# Where a cell runs: the `kary run` options that put it there.
+PLACES: dict[str, list[str]] = {
+    "emulator": ["--backend", "local"],
+    "test-instance": ["--backend", "flux", "--place", "test-instance"],
+    "box": ["--backend", "flux", "--link-bandwidth", "400Mbit"],
+    # The fake API server bills nobody; kary asks before any Kubernetes run (--yes).
+    "nested-pods": [
+        "--backend", "kubernetes", "--layout", "nested", "--no-smoke",
+        "--flux-view", PINNED_VIEW, "--yes",
+    ],
+}  # fmt: skip
 # kary's parts, in the order a cell spends them.
 PARTS = (
     ("render", "render"),
@@ -96,18 +112,86 @@ RUNNER = ("render", "prepare", "backend", "judge", "record")
 
 
 def run_one(place: str, nodes: int, args: argparse.Namespace, iteration: int) -> float:
-    """Iteration `iteration` of the (place, nodes) cell; the `kary run` call's seconds."""
-    sweep = Sweep(
-        exact_nodes=nodes,
-        topos=[args.topo],
-        sizes=args.size,
-        iterations=iteration + 1,
-        data_dir=args.out / place,
-        **PLACES[place],
-    )
+    """Iteration `iteration` of the (place, nodes) cell; the `kary run` command's seconds.
+    Each run is a `kary run` process of its own, as a user's is."""
+    command = [
+        str(Path(sys.executable).with_name("kary")), "run", "--exact-nodes", str(nodes),
+        "--topo", args.topo, "--sizes", args.size, "--iters", str(iteration + 1),
+        "--data-dir", str(args.out / place), *PLACES[place],
+    ]  # fmt: skip
     t0 = time.monotonic()
-    run(sweep, reporter=SilentReporter(), echo=lambda line: None)
-    return time.monotonic() - t0
+    done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    seconds = time.monotonic() - t0
+    if done.returncode != 0:
+        print(f"{place} N={nodes}: kary run exited {done.returncode}", file=sys.stderr)
+        print(done.stderr.strip()[-2000:], file=sys.stderr)
+    return seconds
+
+
+@contextlib.contextmanager
+def pods_in_a_box(out: Path) -> Iterator[None]:
+    """The fake API server with pods in a box on this machine's flux-core, its kubeconfig
+    in KUBECONFIG while the runs last; every pod stopped after.  The server lives in a
+    process of its own, so its threads never share an interpreter with the runs."""
+    flux = shutil.which("flux")
+    if flux is None:
+        raise SystemExit("cell_overhead.py: nested-pods needs flux-core's `flux` on PATH")
+    out.mkdir(parents=True, exist_ok=True)
+    config = out / "kubeconfig"
+    context = multiprocessing.get_context("fork")  # before any thread of this process
+    ready, stop = context.Event(), context.Event()
+    server = context.Process(target=_serve_pods, args=(flux, config, ready, stop), daemon=True)
+    server.start()
+    if not ready.wait(60):
+        server.kill()
+        raise SystemExit("cell_overhead.py: the fake API server did not start in 60 s")
+    before = os.environ.get("KUBECONFIG")
+    os.environ["KUBECONFIG"] = str(config)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("KUBECONFIG", None)
+        else:
+            os.environ["KUBECONFIG"] = before
+        stop.set()
+        server.join(60)
+        if server.is_alive():
+            server.kill()
+
+
+def _brokers_gone(at_most_s: float = 60.0) -> float:
+    """Wait until no flux-broker runs on this machine (this benchmark's are the only
+    ones), or `at_most_s` passed; the seconds waited."""
+    started = time.monotonic()
+    while time.monotonic() - started < at_most_s and _brokers():
+        time.sleep(0.1)
+    return time.monotonic() - started
+
+
+def _brokers() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if (entry / "comm").read_text().strip() == "flux-broker":
+                    found.append(int(entry.name))
+    return found
+
+
+def _serve_pods(flux: str, config: Path, ready: Any, stop: Any) -> None:
+    """The server process: serve until `stop`, then stop every pod it made."""
+    from box_pods import PodSettings
+    from fake_apiserver import FakeApiServer, FakeCluster, write_kubeconfig
+
+    cluster = FakeCluster(token="kary-bench-token", flux=flux, pod_settings=PodSettings())
+    with FakeApiServer(cluster) as server:
+        write_kubeconfig(config, server.url, token="kary-bench-token")
+        ready.set()
+        try:
+            stop.wait()
+        finally:
+            cluster.stop_all()
 
 
 def split(spans: dict[str, float], log: str) -> dict[str, float] | None:
@@ -296,17 +380,25 @@ def _main(args: argparse.Namespace) -> int:
     run_seconds: dict[str, dict[str, list[float]]] = {
         p: {str(n): [] for n in nodes} for p in places
     }
-    for iteration in range(args.runs):
-        visits = [(p, n) for p in places for n in nodes]
-        rng.shuffle(visits)
-        for place, count in visits:
-            seconds = run_one(place, count, args, iteration)
-            run_seconds[place][str(count)].append(seconds)
-            print(
-                f"run {iteration + 1}/{args.runs}: {place} N={count}: {seconds:.1f} s",
-                file=sys.stderr,
-                flush=True,
-            )
+    with contextlib.ExitStack() as stack:
+        if "nested-pods" in places:
+            stack.enter_context(pods_in_a_box(args.out))
+        for iteration in range(args.runs):
+            visits = [(p, n) for p in places for n in nodes]
+            rng.shuffle(visits)
+            for place, count in visits:
+                # What the run before left behind must not land in this one: a nested
+                # run returns once its MiniCluster is deleted, and its pods go down
+                # after, as a cluster's do; a run's files and namespaces are freed late.
+                gone, settled = _brokers_gone(), settle()
+                seconds = run_one(place, count, args, iteration)
+                run_seconds[place][str(count)].append(seconds)
+                print(
+                    f"run {iteration + 1}/{args.runs}: {place} N={count}: {seconds:.1f} s "
+                    f"(after {gone:.1f} s for brokers to go, {settled:.1f} s to settle)",
+                    file=sys.stderr,
+                    flush=True,
+                )
     got = {p: {str(n): samples(args.out, p, n) for n in nodes} for p in places}
     # What each `kary run` spent outside its cell: its whole call less the cell's wall,
     # paired by iteration (a cell that did not succeed pairs with nothing).

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import resource
+import time
 from pathlib import Path
 
-__all__ = ["CpuMeter"]
+__all__ = ["CpuMeter", "settle"]
 
 
 def _children_cpu() -> float:
@@ -45,3 +46,18 @@ class CpuMeter:
         hertz = os.sysconf("SC_CLK_TCK")
         own = (_children_cpu() - self.own_start) * hertz
         return max(0.0, (busy - self.start[0] - own) / spent)
+
+
+def settle(busy_below: float = 0.15, window_s: float = 0.5, at_most_s: float = 30.0) -> float:
+    """Wait until the cores were under `busy_below` busy over a `window_s` window (work
+    an earlier run left behind, such as the kernel freeing network namespaces, has
+    ended), or `at_most_s` passed; the seconds waited."""
+    started = time.monotonic()
+    while time.monotonic() - started < at_most_s:
+        before = _jiffies()
+        time.sleep(window_s)
+        after = _jiffies()
+        total = after[1] - before[1]
+        if total > 0 and (after[0] - before[0]) / total < busy_below:
+            break
+    return time.monotonic() - started
