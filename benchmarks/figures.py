@@ -153,6 +153,13 @@ FIGURES = [
          "--plain", "benchmarks/results/box-topologies-n16.json", "--speed", "100Mbit"],
         _BOX_RACE,
     ),
+    Figure(
+        "cell-overhead",
+        [PYTHON, "benchmarks/cell_overhead.py", "--from-json",
+         "benchmarks/results/cell-overhead-flux-0.88-2cores.json"],
+        "2-core VM, root, flux-core 0.88, nothing else running (the samples kept in "
+        "benchmarks/results/)",
+    ),
     seed_study_plan(
         "plan-spot", "clusters/eks-30-spot.yaml", 10, "--blob", "random", "--layout", "nested"
     ),
