@@ -27,10 +27,12 @@ from pathlib import Path
 
 __all__ = [
     "EXIT_CODES",
+    "NAME",
     "Block",
     "BlockError",
     "block_body",
     "blocks_in",
+    "check_name",
     "golden_path",
     "read_exit_codes",
     "replace_blocks",
@@ -40,13 +42,24 @@ __all__ = [
 FIGURE_DIR = Path("docs") / "figures"
 EXIT_CODES = FIGURE_DIR / "exit-codes.json"
 
+# A figure's name, in its markers and its golden file's: lower case, digits and '-'.
+NAME = r"[a-z0-9][a-z0-9-]*"
 _BLOCK = re.compile(
-    r"^<!-- figure (?P<name>[a-z0-9][a-z0-9-]*) -->\n"
+    rf"^<!-- figure (?P<name>{NAME}) -->\n"
     r"(?P<body>.*?)"
     r"^<!-- /figure (?P<end>[^ ]+) -->$",
     re.MULTILINE | re.DOTALL,
 )
 _OPEN = re.compile(r"^<!-- figure ([^ ]+) -->$", re.MULTILINE)
+
+
+NAME_RULE = "a figure's name is lower-case letters, digits and '-'"
+
+
+def check_name(name: str) -> None:
+    """ValueError unless `name` is a figure's name (NAME)."""
+    if not re.fullmatch(NAME, name):
+        raise ValueError(f"figure {name!r}: {NAME_RULE}")
 
 
 class BlockError(ValueError):
@@ -93,7 +106,11 @@ def blocks_in(page: str, where: str) -> list[Block]:
             )
         line = page.count("\n", 0, match.start()) + 1
         found.append(Block(match["name"], match["body"], line))
-    opened = len(_OPEN.findall(page))
+    names = _OPEN.findall(page)
+    for name in names:
+        if not re.fullmatch(NAME, name):
+            raise BlockError(f"{where}: figure {name!r}: {NAME_RULE}")
+    opened = len(names)
     if opened != len(found):
         raise BlockError(f"{where}: {opened} figure markers open, {len(found)} close")
     return found

@@ -48,6 +48,7 @@ from figure_files import (  # noqa: E402
     BlockError,
     block_body,
     blocks_in,
+    check_name,
     golden_path,
     read_exit_codes,
     replace_blocks,
@@ -68,6 +69,9 @@ class Figure:
     machine: str  # where the data it reads came from
     env: dict[str, str] = field(default_factory=dict)
     text: bool = False  # a script that prints aligned text, not Markdown tables
+
+    def __post_init__(self) -> None:
+        check_name(self.name)  # the pages' markers can only hold such a name
 
     @property
     def markdown(self) -> bool:

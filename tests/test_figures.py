@@ -105,6 +105,14 @@ def test_markers_that_do_not_pair_up_are_refused() -> None:
         figure_files.blocks_in("<!-- figure a -->\nx\n", "p.md")
 
 
+def test_a_figure_name_the_markers_cannot_hold_is_refused_by_name() -> None:
+    """An upper-case name once showed only as "markers open 5, close 4"."""
+    with pytest.raises(ValueError, match="'race-64M': a figure's name is lower-case"):
+        _figure("race-64M", "x")
+    with pytest.raises(figure_files.BlockError, match="p.md: figure 'race-64M'"):
+        figure_files.blocks_in("<!-- figure race-64M -->\nx\n<!-- /figure race-64M -->\n", "p.md")
+
+
 def test_a_kary_figure_is_fenced_text_and_a_script_figure_markdown() -> None:
     plan = next(f for f in figures.FIGURES if f.name == "plan-spot")
     assert not plan.markdown and plan.env["SOURCE_DATE_EPOCH"]
