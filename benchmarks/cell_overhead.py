@@ -52,7 +52,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import multiprocessing
 import os
 import random
 import shutil
@@ -67,9 +66,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))  # machine_load.py, when loaded from elsewhere
-# The fake API server and pods in a box (tests/kubernetes), and the helpers they import.
-sys.path[:0] = [str(REPO / "tests" / "kubernetes"), str(REPO / "tests")]
+# The fake API server and pods in a box (tests/kubernetes), the helpers they import, and
+# emulator_helpers' look at /proc (tests/emulator).
+sys.path[:0] = [str(REPO / "tests" / p) for p in ("kubernetes", "emulator", "")]
 
+from emulator_helpers import processes_mentioning  # noqa: E402
 from fake_apiserver import PINNED_VIEW  # noqa: E402
 from machine_load import CpuMeter, settle  # noqa: E402
 from provenance import Made, made_by, or_refused  # noqa: E402
@@ -111,16 +112,22 @@ PARTS = (
 RUNNER = ("render", "prepare", "backend", "judge", "record")
 
 
-def run_one(place: str, nodes: int, args: argparse.Namespace, iteration: int) -> float:
+def run_one(
+    place: str, nodes: int, args: argparse.Namespace, iteration: int, kubeconfig: Path | None
+) -> float:
     """Iteration `iteration` of the (place, nodes) cell; the `kary run` command's seconds.
-    Each run is a `kary run` process of its own, as a user's is."""
+    Each run is a `kary run` process of its own, as a user's is; `kubeconfig` is the
+    fake API server's, for the nested place."""
     command = [
         str(Path(sys.executable).with_name("kary")), "run", "--exact-nodes", str(nodes),
         "--topo", args.topo, "--sizes", args.size, "--iters", str(iteration + 1),
         "--data-dir", str(args.out / place), *PLACES[place],
     ]  # fmt: skip
     t0 = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)} if kubeconfig else None
+    done = subprocess.run(
+        command, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env
+    )
     seconds = time.monotonic() - t0
     if done.returncode != 0:
         print(f"{place} N={nodes}: kary run exited {done.returncode}", file=sys.stderr)
@@ -129,69 +136,32 @@ def run_one(place: str, nodes: int, args: argparse.Namespace, iteration: int) ->
 
 
 @contextlib.contextmanager
-def pods_in_a_box(out: Path) -> Iterator[None]:
-    """The fake API server with pods in a box on this machine's flux-core, its kubeconfig
-    in KUBECONFIG while the runs last; every pod stopped after.  The server lives in a
-    process of its own, so its threads never share an interpreter with the runs."""
+def pods_in_a_box(out: Path) -> Iterator[Path]:
+    """The fake API server with pods in a box on this machine's flux-core while the runs
+    last (its threads in this process; every run is a process of its own); yields its
+    kubeconfig, and stops every pod after."""
+    from box_pods import PodSettings
+    from fake_apiserver import FakeApiServer, FakeCluster, write_kubeconfig
+
     flux = shutil.which("flux")
     if flux is None:
         raise SystemExit("cell_overhead.py: nested-pods needs flux-core's `flux` on PATH")
-    out.mkdir(parents=True, exist_ok=True)
-    config = out / "kubeconfig"
-    context = multiprocessing.get_context("fork")  # before any thread of this process
-    ready, stop = context.Event(), context.Event()
-    server = context.Process(target=_serve_pods, args=(flux, config, ready, stop), daemon=True)
-    server.start()
-    if not ready.wait(60):
-        server.kill()
-        raise SystemExit("cell_overhead.py: the fake API server did not start in 60 s")
-    before = os.environ.get("KUBECONFIG")
-    os.environ["KUBECONFIG"] = str(config)
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("KUBECONFIG", None)
-        else:
-            os.environ["KUBECONFIG"] = before
-        stop.set()
-        server.join(60)
-        if server.is_alive():
-            server.kill()
+    cluster = FakeCluster(token="kary-bench-token", flux=flux, pod_settings=PodSettings())
+    with FakeApiServer(cluster) as server:
+        out.mkdir(parents=True, exist_ok=True)
+        try:
+            yield write_kubeconfig(out / "kubeconfig", server.url, token="kary-bench-token")
+        finally:
+            cluster.stop_all()
 
 
 def _brokers_gone(at_most_s: float = 60.0) -> float:
     """Wait until no flux-broker runs on this machine (this benchmark's are the only
     ones), or `at_most_s` passed; the seconds waited."""
     started = time.monotonic()
-    while time.monotonic() - started < at_most_s and _brokers():
+    while time.monotonic() - started < at_most_s and processes_mentioning("flux-broker"):
         time.sleep(0.1)
     return time.monotonic() - started
-
-
-def _brokers() -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if (entry / "comm").read_text().strip() == "flux-broker":
-                    found.append(int(entry.name))
-    return found
-
-
-def _serve_pods(flux: str, config: Path, ready: Any, stop: Any) -> None:
-    """The server process: serve until `stop`, then stop every pod it made."""
-    from box_pods import PodSettings
-    from fake_apiserver import FakeApiServer, FakeCluster, write_kubeconfig
-
-    cluster = FakeCluster(token="kary-bench-token", flux=flux, pod_settings=PodSettings())
-    with FakeApiServer(cluster) as server:
-        write_kubeconfig(config, server.url, token="kary-bench-token")
-        ready.set()
-        try:
-            stop.wait()
-        finally:
-            cluster.stop_all()
 
 
 def split(spans: dict[str, float], log: str) -> dict[str, float] | None:
@@ -381,17 +351,20 @@ def _main(args: argparse.Namespace) -> int:
         p: {str(n): [] for n in nodes} for p in places
     }
     with contextlib.ExitStack() as stack:
+        kubeconfig = None
         if "nested-pods" in places:
-            stack.enter_context(pods_in_a_box(args.out))
+            kubeconfig = stack.enter_context(pods_in_a_box(args.out))
         for iteration in range(args.runs):
             visits = [(p, n) for p in places for n in nodes]
             rng.shuffle(visits)
             for place, count in visits:
                 # What the run before left behind must not land in this one: a nested
                 # run returns once its MiniCluster is deleted, and its pods go down
-                # after, as a cluster's do; a run's files and namespaces are freed late.
+                # after, as a cluster's do.
                 gone, settled = _brokers_gone(), settle()
-                seconds = run_one(place, count, args, iteration)
+                seconds = run_one(
+                    place, count, args, iteration, kubeconfig if place == "nested-pods" else None
+                )
                 run_seconds[place][str(count)].append(seconds)
                 print(
                     f"run {iteration + 1}/{args.runs}: {place} N={count}: {seconds:.1f} s "

@@ -49,9 +49,8 @@ class CpuMeter:
 
 
 def settle(busy_below: float = 0.15, window_s: float = 0.5, at_most_s: float = 30.0) -> float:
-    """Wait until the cores were under `busy_below` busy over a `window_s` window (work
-    an earlier run left behind, such as the kernel freeing network namespaces, has
-    ended), or `at_most_s` passed; the seconds waited."""
+    """Wait until the cores were under `busy_below` busy over a `window_s` window (any
+    work an earlier run left behind has ended), or `at_most_s` passed; the seconds waited."""
     started = time.monotonic()
     while time.monotonic() - started < at_most_s:
         before = _jiffies()

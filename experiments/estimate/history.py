@@ -112,15 +112,10 @@ def load_sweep(folder: Path, total_wall: float | None = None, what: str = "--his
 def _folder_key(folder: Path, total_wall: float | None) -> tuple[object, ...] | None:
     """The folder and every file in it, by inode, size and change time; None if unlistable."""
     try:
-        files = tuple(
-            sorted(
-                (entry.name, entry.inode(), entry.stat().st_size, entry.stat().st_mtime_ns)
-                for entry in os.scandir(folder)
-                if entry.is_file()
-            )
-        )
+        stats = [(entry.name, entry.stat()) for entry in os.scandir(folder) if entry.is_file()]
     except OSError:
         return None
+    files = tuple(sorted((name, st.st_ino, st.st_size, st.st_mtime_ns) for name, st in stats))
     return (str(folder.resolve()), total_wall, files)
 
 
