@@ -142,6 +142,8 @@ class Backend(abc.ABC):
     - `run_order(cells)` may regroup the cells to run (the nested layout runs
       a node count's cells together); `queue(cells)` then tells the backend
       every cell it will be handed, in that order, before the first `run()`.
+      After `stay_up()`, `queue` may be called again with more cells (a race's
+      next block) and the nested outer instance stays up between them.
     - Construction does no I/O; `from_settings` builds one from BackendSettings.
     """
 
@@ -167,6 +169,11 @@ class Backend(abc.ABC):
 
     def queue(self, cells: Sequence[QueuedCell]) -> None:  # noqa: B027 - optional hook
         """Every cell `run()` will be handed, in order (after check_cells)."""
+
+    def stay_up(self) -> None:  # noqa: B027 - optional hook
+        """More cells will follow the queued ones (a race's next blocks, queued later): keep
+        what serves a node count's cells up until `down()` (the kubernetes backend's nested
+        MiniCluster then takes them as they come).  Before `up()`; the default keeps nothing."""
 
     @abc.abstractmethod
     def run(self, cell: Cell, rendered: Rendered, timeout: float | None) -> RunResult:

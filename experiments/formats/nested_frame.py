@@ -12,7 +12,8 @@ prints, per cell,
                  "result": "COMPLETED", "hosts": "mc-0-[0-29]", "seconds": 81.2,
                  "lines": 212}
 
-and `{"event": "finished", "seq": N}` after the last cell.  `end` may carry
+and `{"event": "finished", "seq": N}` after the last cell (a driver fed more
+cells, formats/nested_bundle, says `why` it stopped waiting for them).  `end` may carry
 `error` (the job could not be submitted) instead of a job's rc; `result` is
 Flux's (COMPLETED, FAILED, TIMEOUT, CANCELED).  `split_frames` is the one
 reader: the text between a cell's begin and end lines is that cell's log,
@@ -87,6 +88,8 @@ class Frames:
 
     cells: dict[str, CellFrame]
     finished: bool = False
+    # Why a fed driver finished (no batch came, one would not unpack); None otherwise.
+    finished_why: str | None = None
 
 
 def format_frame(event: str, cell: str | None = None, seq: int | None = None, **fields: Any) -> str:
@@ -121,6 +124,8 @@ def split_frames(log: str) -> Frames:
         event, cell = record.get("event"), record.get("cell")
         if event == "finished":
             frames.finished = True
+            why = record.get("why")
+            frames.finished_why = str(why) if why else None
         elif event == "begin" and isinstance(cell, str):
             current, lines, job_seen = CellFrame(cell), [], False
             frames.cells[cell] = current

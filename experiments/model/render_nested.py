@@ -17,14 +17,9 @@ carry over), with three changes:
 
 from __future__ import annotations
 
-import base64
 import copy
-import gzip
-import io
 import posixpath
 import re
-import tarfile
-import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +28,7 @@ import yaml
 
 from experiments.errors import UserError
 from experiments.formats.blobs import DEFAULT_BLOB, check_blob, kept_blob_name
+from experiments.formats.nested_bundle import FEED_CELLS, FEED_KEY, bundle, feed_text
 from experiments.formats.nested_frame import FRAME_PREFIX
 from experiments.model.disk import EVICTION_FREE_PERCENT
 from experiments.model.render import (
@@ -43,7 +39,14 @@ from experiments.model.render import (
 from experiments.resources import resource_dir
 from experiments.version import __version__
 
-__all__ = ["DRIVER_NAME", "NestedCell", "NestedMiniCluster", "render_nested"]
+__all__ = [
+    "DRIVER_NAME",
+    "Feed",
+    "NestedCell",
+    "NestedMiniCluster",
+    "render_batch",
+    "render_nested",
+]
 
 DRIVER_NAME = "driver.sh"
 DRIVER_TEMPLATE = NESTED_DRIVER_TEMPLATE
@@ -54,6 +57,19 @@ START_TIMEOUT_S = 120
 # Room left on rank 0's disk beyond a cell's blobs and content store: the
 # content store's sqlite overhead and WAL, the logs (1 GiB).
 DISK_MARGIN_BYTES = 1 << 30
+# The feed (Feed): where its ConfigMap is mounted, how often the driver looks, and how
+# long it waits for a batch before it gives up on kary (a race decides in well under a
+# second and the kubelet refreshes a ConfigMap within about a minute).
+FEED_PATH = "/kary-feed"
+FEED_POLL_S = 2.0
+FEED_IDLE_S = 900
+# How long an updated feed takes to reach the driver: the kubelet refreshes a ConfigMap
+# volume at the pod's periodic sync (syncFrequency, 1 min by default, plus its cache's
+# delay; Kubernetes docs, "Mounted ConfigMaps are updated automatically").  Expected (a
+# plan prices each fed block with it) and the bound kary waits before it calls a fed
+# cell unstarted; the kubelet's defaults, not measured (no real cluster here).
+FEED_EXPECTED_S = 60
+FEED_DELAY_S = 120
 # Where a cell's script is called in the driver: safe inside single quotes.
 _SAFE = re.compile(r"^[A-Za-z0-9_.:/+=,@-]+$")
 
@@ -70,6 +86,20 @@ class NestedCell:
     sizes: tuple[int, ...] = ()
     # What its blobs hold (formats/blobs.py): the name its kept blobs have on rank 0.
     blob: str = DEFAULT_BLOB
+
+
+@dataclass(frozen=True)
+class Feed:
+    """Where a held group's driver reads the cells kary feeds it later (a race's next
+    blocks): ConfigMap `name`, which the kubelet projects into rank 0's pod at `path`
+    and refreshes when kary updates it (its sync period, a minute by default, bounds
+    the delay).  The driver looks every `poll_s` and, when no batch came for `idle_s`
+    (kary gone), finishes, so the pods end."""
+
+    name: str
+    path: str = FEED_PATH
+    idle_s: int = FEED_IDLE_S
+    poll_s: float = FEED_POLL_S
 
 
 @dataclass(frozen=True)
@@ -104,9 +134,11 @@ def render_nested(
     start_timeout_s: int = START_TIMEOUT_S,
     disk_margin_bytes: int = DISK_MARGIN_BYTES,
     eviction_free_percent: int = EVICTION_FREE_PERCENT,
+    feed: Feed | None = None,
 ) -> NestedMiniCluster:
     """The nested MiniCluster of `nodes` pods running `cells`, from a cell's MiniCluster
-    `base` (left as it is; see the module doc)."""
+    `base` (left as it is; see the module doc); with `feed`, its driver then runs the
+    batches kary feeds it (`render_batch`) until none comes for `feed.idle_s`."""
     if not cells:
         raise UserError("a nested MiniCluster needs at least one cell")
     body = copy.deepcopy(dict(base))
@@ -120,28 +152,11 @@ def render_nested(
             f"`/bin/bash /ABSOLUTE/PATH`, not {(container or {}).get('command')!r}"
         )
     folder = posixpath.dirname(command[1])
-    files: dict[str, str] = {}
-    driver_cells = []
-    for index, cell in enumerate(cells):
-        for value in (cell.cell_id, cell.topo):
-            if not _SAFE.match(value):
-                raise UserError(f"cell {value!r}: the nested driver cannot quote it")
-        name = f"cell-{index}.sh"
-        files[name] = cell.entrypoint_sh
-        driver_cells.append(
-            {
-                "id": cell.cell_id,
-                "topo": cell.topo,
-                "limit_s": cell.limit_s,
-                "file": name,
-                "sizes": [int(size) for size in cell.sizes],
-                "blob": check_blob(cell.blob),
-            }
-        )
+    files, calls = _cell_files(cells)
     parent = posixpath.dirname(folder)
     driver = _driver(
         nodes,
-        driver_cells,
+        calls,
         {
             "blob_cache": posixpath.join(parent, "kary-blobs"),
             "nested_state": posixpath.join(parent, "kary-nested"),
@@ -149,6 +164,9 @@ def render_nested(
             "disk_margin": int(disk_margin_bytes),
             "eviction_percent": int(eviction_free_percent),
             "kept_blob_name": kept_blob_name,
+            "feed": feed,
+            "feed_key": FEED_KEY,
+            "feed_cells": FEED_CELLS,
         },
     )
     files[DRIVER_NAME] = driver
@@ -156,6 +174,17 @@ def render_nested(
     spec["size"] = nodes
     spec.get("flux", {}).pop("topology", None)
     container["command"] = f"/bin/bash {posixpath.join(folder, DRIVER_NAME)}"
+    if feed is not None:
+        # The operator names the pod's volume by configMapName and its mount by this
+        # key (controllers/flux/volumes.go, containers.go): the two must be the same.
+        volumes = container.setdefault("volumes", {}) or {}
+        volumes[feed.name] = {
+            "configMapName": feed.name,
+            "path": feed.path,
+            "items": {FEED_KEY: FEED_KEY},
+            "readOnly": True,
+        }
+        container["volumes"] = volumes
     commands = container.setdefault("commands", {})
     commands["pre"] = (
         f"mkdir -p {folder}\n"
@@ -169,28 +198,41 @@ def render_nested(
     return NestedMiniCluster(body, driver, tuple(c.cell_id for c in cells))
 
 
-def bundle(files: Mapping[str, str]) -> str:
-    """The files as a tar.gz in base64, 76 characters a line; the same bytes every time."""
-    raw = io.BytesIO()
-    with (
-        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as zipped,
-        tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar,
-    ):
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), 0o755, 0
-            tar.addfile(info, io.BytesIO(data))
-    return "\n".join(textwrap.wrap(base64.b64encode(raw.getvalue()).decode(), 76))
+def render_batch(cells: Sequence[NestedCell], number: int) -> str:
+    """The feed's text (formats/nested_bundle) for batch `number` of `cells`: the driver
+    unpacks it into `feed-NUMBER/` beside itself and runs its cells as its own."""
+    if not cells or number < 1:
+        raise UserError("a batch of the feed is numbered from 1 and has at least one cell")
+    files, calls = _cell_files(cells, f"feed-{int(number)}/")
+    files = {name.split("/", 1)[1]: text for name, text in files.items()}
+    return feed_text(number, {FEED_CELLS: "".join(calls), **files})
 
 
-def _driver(nodes: int, cells: list[dict[str, Any]], settings: dict[str, Any]) -> str:
+def _cell_files(cells: Sequence[NestedCell], folder: str = "") -> tuple[dict[str, str], list[str]]:
+    """Each cell's entrypoint as `FOLDERcell-N.sh`, and the driver's line that runs it."""
+    files: dict[str, str] = {}
+    calls = []
+    for index, cell in enumerate(cells):
+        for value in (cell.cell_id, cell.topo):
+            if not _SAFE.match(value):
+                raise UserError(f"cell {value!r}: the nested driver cannot quote it")
+        name = f"{folder}cell-{index}.sh"
+        files[name] = cell.entrypoint_sh
+        sizes = "".join(f" {int(size)}" for size in cell.sizes)
+        calls.append(
+            f"kary_nested_cell '{cell.cell_id}' '{cell.topo}' {int(cell.limit_s)} '{name}' "
+            f"'{check_blob(cell.blob)}'{sizes}\n"
+        )
+    return files, calls
+
+
+def _driver(nodes: int, calls: list[str], settings: dict[str, Any]) -> str:
     return (
         template_environment(resource_dir("templates"))
         .get_template(DRIVER_TEMPLATE)
         .render(
             nodes=nodes,
-            cells=cells,
+            calls=calls,
             prefix=FRAME_PREFIX,
             mincrit_flux=".".join(map(str, MINCRIT_MIN_FLUX)),
             **settings,

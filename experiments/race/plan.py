@@ -19,13 +19,18 @@ the plan's hourly rate.  Then:
 
 What a run and a block cost follows the layout the sweep runs.  Per cell, a
 run is the whole cell (its MiniCluster, blob, archive and distribution).
-Nested, a block is one allocation: the block pays one cluster start and one
-blob (every cell of a block has the same size: the entrypoint keeps it), and
-each run pays its nested start, its archive and its distribution (an archive
-cannot be shared: each topology is its own Flux instance, with its own
-content store).  What no block changes (the image pull, provisioning) is
-`fixed`, paid once.  The plain and uniform sweeps are `kary plan`'s own
-estimate of the same sweep in the same layout (every size in one cell).
+Nested, each run pays its nested start, its archive and its distribution (an
+archive cannot be shared: each topology is its own Flux instance, with its
+own content store); on Kubernetes the race holds one MiniCluster for all its
+blocks (backends/kubernetes/feed.py), so the cluster start and each size's
+blob (kept on rank 0's disk) are paid once, and each later block waits for
+the kubelet to hand the driver its cells (FEED_EXPECTED_S); elsewhere a block
+is one allocation, which pays one cluster start and one blob (every cell of a
+block has the same size: the entrypoint keeps it).  What no block changes (the
+image pull, provisioning) is `fixed`, paid once; the race's one MiniCluster
+and its blobs are `once_seconds`, paid once by the nodes like any block.
+The plain and uniform sweeps are `kary plan`'s own estimate of the same sweep
+in the same layout (every size in one cell).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from experiments.estimate.plan_estimate import estimate_for
 from experiments.formats.cell_layout import format_size
 from experiments.formats.events import strategy_events
 from experiments.model.plan import Cell
+from experiments.model.render_nested import FEED_EXPECTED_S
 from experiments.plan_view import format_duration
 from experiments.planned import PlannedSweep
 from experiments.race.engine import Race, replay
@@ -90,6 +96,8 @@ class RacePlan:
     seed: int | None = None  # the race's seed (--seed), else drawn when it starts
     cases: list[Case] = field(default_factory=list)
     smoke: SmokePlan = NO_SMOKE  # a billed race's smoke cell, run before its first block
+    # A held nested race's one MiniCluster start and each size's blob, paid once.
+    once_seconds: float = 0.0
     spread: Spread = STATED_SPREAD  # what a replayed run varies by (spread.py)
 
     @property
@@ -109,8 +117,9 @@ class RacePlan:
         return self.seconds.get((topo, size), 0.0)
 
     def runs_seconds(self, blocks: Sequence[tuple[int, Sequence[str]]]) -> float:
-        """Blocks (size, topologies) priced: each block's start and blob, then its runs."""
-        return sum(
+        """Blocks (size, topologies) priced: what the race pays once for them (its held
+        MiniCluster and blobs), each block's start and blob, then its runs."""
+        return (self.once_seconds if blocks else 0.0) + sum(
             self.block_seconds.get(size, 0.0) + sum(self.cell_seconds(t, size) for t in topos)
             for size, topos in blocks
         )
@@ -169,6 +178,12 @@ class RacePlan:
                 f"{case.name:<28} {case.runs:>6} {format_duration(case.seconds):>10} "
                 f"{case.node_seconds / 3600:>11.2f} {'$' + format(case.usd, ',.2f'):>10}"
                 + (f"  {case.note}" if case.note else "")
+            )
+        if self.once_seconds:
+            lines.append(
+                f"one MiniCluster for the whole race: its start and each size's blob "
+                f"({format_duration(self.once_seconds)}) paid once, each later block fed to it "
+                f"(about {format_duration(FEED_EXPECTED_S)} for the kubelet to hand it over)"
             )
         lines.append(
             f"fixed: {format_duration(self.fixed_seconds)} that no block changes (provisioning, "
@@ -258,7 +273,10 @@ def plan_race_cost(
         flux_view=base.render.flux_view,
         place=base.place,
     )
-    seconds, block_seconds = _run_and_block_seconds(estimate, base.checked.layout, template.nodes)
+    held = base.backend == "kubernetes"  # the race's one MiniCluster (module doc)
+    seconds, block_seconds, once = _run_and_block_seconds(
+        estimate, base.checked.layout, template.nodes, held
+    )
     fixed = sum(v for k, v in estimate.parts.items() if k in _FIXED_PARTS)
     sweep = base.held_to()
     sweep_fixed = sum(v for k, v in sweep.parts.items() if k in _FIXED_PARTS)
@@ -276,6 +294,7 @@ def plan_race_cost(
         Path(data_dir),
         max_cost,
         allow_cpu_bound,
+        once_seconds=once,
     )
     event = strategy_events(template.strategies[0]).distribute_event()
     planned.spread = race_spread(base.sweep.history, event)
@@ -294,10 +313,10 @@ def _layout_seconds(base: PlannedSweep) -> float:
 
 
 def _run_and_block_seconds(
-    estimate: Any, layout: str, nodes: int
-) -> tuple[dict[tuple[str, int], float], dict[int, float]]:
+    estimate: Any, layout: str, nodes: int, held: bool
+) -> tuple[dict[tuple[str, int], float], dict[int, float], float]:
     """Per (topology, size), what a run adds to its block; per size, what the block pays
-    once (see the module docstring)."""
+    once; and what a `held` nested race pays once for all its blocks (module doc)."""
     from experiments.estimate.layouts import load_levers
     from experiments.formats.run_record import NESTED
 
@@ -305,16 +324,24 @@ def _run_and_block_seconds(
     blocks: dict[int, float] = {}
     nested = layout == NESTED
     start = load_levers().nested_start_s(nodes) if nested else 0.0
+    cluster_start = 0.0
+    blobs: dict[int, float] = {}
     for cell_time in estimate.cells:
         size = cell_time.cell.sizes[0]
         parts = dict(cell_time.parts)
         if nested:
             # The MiniCluster start and the blob move to the block; each run starts nested.
-            blocks[size] = parts.pop("overhead", 0.0) + parts.pop("generate", 0.0)
+            cluster_start = max(cluster_start, parts.pop("overhead", 0.0))
+            blobs[size] = parts.pop("generate", 0.0)
             runs[(cell_time.cell.topo, size)] = sum(parts.values()) + start
         else:
             runs[(cell_time.cell.topo, size)] = cell_time.seconds
-    return runs, blocks
+    if nested and held:
+        once = cluster_start + sum(blobs.values())
+        return runs, dict.fromkeys(blobs, float(FEED_EXPECTED_S)), once
+    if nested:
+        blocks = {size: cluster_start + blob for size, blob in blobs.items()}
+    return runs, blocks, 0.0
 
 
 def _cases(planned: RacePlan) -> list[Case]:

@@ -15,6 +15,11 @@ a sweep (every check `run` makes, in `api.plan`), priced per block
    (its reason kept) and runs again;
 4. the test decides (decide.py) and race.json is written.
 
+One backend serves every block: brought up at the first and down at the race's
+end (also on an error or Ctrl-C), so the kubernetes backend's nested layout
+holds one MiniCluster for the whole race and feeds it each next block
+(backends/kubernetes/feed.py) rather than making one per block.
+
 Ctrl-C ends the block under way (its cell is recorded interrupted) and leaves
 the race resumable: the same command picks up the pending block, reusing the
 cells of it that succeeded.  A changed setting is refused, as `run` refuses it.
@@ -24,18 +29,19 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from experiments.backends.base import Backend, QueuedCell, RunResult
 from experiments.errors import UserError
 from experiments.execution.ledger import read_ledger
 from experiments.execution.progress import Reporter, SilentReporter
 from experiments.execution.runner import run_plan
 from experiments.formats.race_state import RaceFile, read_race, write_race
 from experiments.model.plan import Cell, Plan
-from experiments.model.render import template_hash
+from experiments.model.render import Rendered, template_hash
 from experiments.model.sweep import Sweep
 from experiments.planned import PlannedSweep, stderr_line
 from experiments.race.answer import answer_text
@@ -212,6 +218,7 @@ def run_race(
         f"{race.mode}; raw results and race.json in {data_dir}; seed {race.seed}"
     )
     spent_runs = 0
+    held = _HeldBackend(base.backend, base.backend_settings(), make_backend)
     try:
         with guard.session():
             if not race.blocks:
@@ -233,9 +240,7 @@ def run_race(
                     return RaceOutcome(race, stopped_because=stop)
                 voided: list[str] = []
                 judged: dict[str, Verdict] = {}
-                summary = _run_block(
-                    planned, race, block, timeout, reporter, make_backend, voided, judged
-                )
+                summary = _run_block(planned, race, block, timeout, reporter, held, voided, judged)
                 spent_runs += len(summary.outcomes)
                 if summary.interrupted:
                     _save(planned, race)
@@ -253,8 +258,60 @@ def run_race(
         _save(planned, race)
         echo("kary race: interrupted; the same command resumes the race")
         return RaceOutcome(race, interrupted=True)
+    finally:
+        held.release()
     echo(f"kary race: {answer_text(race)}")
     return RaceOutcome(race)
+
+
+class _HeldBackend(Backend):
+    """The race's one backend, made at its first block: each block's run_plan brings it
+    up (once: up() is idempotent) and its down() is put off to `release()`, at the
+    race's end, so what serves a block stays up for the next (Backend.stay_up)."""
+
+    def __init__(
+        self, backend: str, settings: Any, make_backend: Callable[[str, Any], Any] | None
+    ) -> None:
+        from experiments.backends import make_backend as backend_named
+
+        self._make = lambda: (make_backend or backend_named)(backend, settings)
+        self._inner: Backend | None = None
+        self.name = backend
+
+    @property
+    def inner(self) -> Backend:
+        if self._inner is None:
+            self._inner = self._make()
+            self._inner.stay_up()
+            self.name, self.uses_image = self._inner.name, self._inner.uses_image
+        return self._inner
+
+    def up(self) -> None:
+        self.inner.up()
+
+    def check_cells(self, cells: Sequence[Cell]) -> None:
+        self.inner.check_cells(cells)
+
+    def run_order(self, cells: Sequence[Cell]) -> list[Cell]:
+        return self.inner.run_order(cells)
+
+    def queue(self, cells: Sequence[QueuedCell]) -> None:
+        self.inner.queue(cells)
+
+    def run(self, cell: Cell, rendered: Rendered, timeout: float | None) -> RunResult:
+        return self.inner.run(cell, rendered, timeout)
+
+    def await_replacements(self, limit_s: float) -> str | None:
+        return self.inner.await_replacements(limit_s)
+
+    def down(self) -> None:
+        """A block ended: the backend stays up for the next (release() brings it down)."""
+
+    def release(self) -> None:
+        """The race ended (or stopped): bring the backend down, if one was made."""
+        inner, self._inner = self._inner, None
+        if inner is not None:
+            inner.down()
 
 
 def _smoke_first(
@@ -347,15 +404,13 @@ def _run_block(
     block: Block,
     timeout: float | None,
     reporter: Reporter | None,
-    make_backend: Callable[[str, Any], Any] | None,
+    backend: _HeldBackend,
     voided: list[str],
     judged: dict[str, Verdict],
 ) -> Any:
     """Run the block's cells; stop at the first that is no timing (the block is void
     with it, so the rest would be paid for nothing).  `voided` gets, when it stopped,
     the reason, then an empty string per cell left unrun; `judged` each verdict read."""
-    from experiments.backends import make_backend as backend_named
-
     base = planned.base
     spec = base.plan.spec.model_copy(update={"data_dir": planned.data_dir})
     cells = block_cells(planned, block)
@@ -369,8 +424,6 @@ def _run_block(
         settings=base.settings,
         template_hash=template_hash(base.sweep.template),
     )
-    settings = base.backend_settings()
-    backend = (make_backend or backend_named)(base.backend, settings)
     cluster = base.cluster
     return run_plan(
         plan,

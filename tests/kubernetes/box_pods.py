@@ -213,6 +213,7 @@ class BoxPods:
         namespace = body["metadata"].get("namespace") or "default"
         self.size = int(body["spec"]["size"])
         self.folder = Path(tempfile.mkdtemp(prefix="kpb-", dir="/tmp"))
+        self.feed_dir = self.folder / "feed"
         self.lock = threading.RLock()
         self.lines: list[tuple[float, str]] = []  # rank 0's current log file
         self._log_bytes = 0
@@ -237,6 +238,8 @@ class BoxPods:
             "PYTHONPATH": str(REPO),
             "LANG": "C.UTF-8",
             "HOME": "/root",
+            # The feed's ConfigMap volume, as the fake kubelet projects it.
+            "KARY_FEED": str(self.feed_dir),
             **settings.env,
         }
         spec = {

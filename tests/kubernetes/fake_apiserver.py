@@ -43,13 +43,12 @@ Watches, 5xx, logs and raw bodies are each a few lines below.
 from __future__ import annotations
 
 import atexit
-import base64
-import io
+import functools
 import json
+import os
 import re
 import shutil
 import socket
-import tarfile
 import tempfile
 import threading
 import time
@@ -65,7 +64,9 @@ from box_pods import BoxPods, PodSettings
 from fake_operator_flux import FluxPods
 from strict_schema import unknown_fields
 
+from experiments.formats.nested_bundle import FEED_CELLS, FEED_KEY, read_feed, unbundle
 from experiments.formats.nested_frame import format_frame
+from experiments.model.render_nested import FEED_PATH
 
 GROUP_PATH = "/apis/flux-framework.org/v1alpha2"
 REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
@@ -186,6 +187,10 @@ class FakeCluster:
     denied: set[str] = field(default_factory=set)
     # The operator's controller image as its deployment names it.
     operator_image: str = OPERATOR_IMAGE
+    # ConfigMaps by (namespace, name); how long the kubelet takes to project a changed
+    # one into the pods that mount it (a real one: up to its sync period, a minute).
+    configmaps: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    feed_delay_s: float = 0.0
 
     def preempt(self, plan: Preemption) -> None:
         """The next MiniCluster made loses a node (see Preemption)."""
@@ -219,6 +224,27 @@ class FakeCluster:
             if run.get("pods") is not None:
                 left += run["pods"].stop()
         return left
+
+    def project(self, ns: str, name: str) -> None:
+        """ConfigMap `name`'s text (the feed's key) to every live MiniCluster that mounts
+        it, `feed_delay_s` from now, as the kubelet refreshes a ConfigMap volume: into
+        its pods' folder when they run for real, else into the cells its scenario runs."""
+        text = ((self.configmaps.get((ns, name)) or {}).get("data") or {}).get(FEED_KEY)
+        if text is None:
+            return
+        for run_name, run in self.runs.items():
+            body = self.miniclusters.get(run_name)
+            if run["deleted"] is not None or body is None or _feed_mounted(body) != name:
+                continue
+            pods = run.get("pods")
+            if pods is not None:
+                deliver = functools.partial(project_feed, pods.feed_dir, text)
+            else:
+                deliver = functools.partial(_feed_scenario, run, text)
+            if self.feed_delay_s > 0:
+                threading.Timer(self.feed_delay_s, deliver).start()
+            else:
+                deliver()
 
     def fault(self, prefix: str, *actions: Any) -> None:
         """The next requests whose path starts with `prefix` get these answers, in order."""
@@ -393,13 +419,35 @@ def _nested_cells(body: dict[str, Any]) -> list[str]:
     if (body["metadata"].get("labels") or {}).get("kary/layout") != "nested":
         return []
     pre = (body["spec"]["containers"][0].get("commands") or {}).get("pre") or ""
-    lines = pre.split("KARY_BUNDLE_EOF")[1].splitlines()[1:]
-    packed = base64.b64decode("".join(line.strip() for line in lines))
-    with tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as tar:
-        member = tar.extractfile("driver.sh")
-        assert member is not None
-        driver = member.read().decode()
+    driver = unbundle(pre.split("KARY_BUNDLE_EOF")[1].split("\n", 1)[1])["driver.sh"]
     return re.findall(r"^kary_nested_cell '([^']+)'", driver, re.MULTILINE)
+
+
+def _feed_mounted(body: dict[str, Any]) -> str | None:
+    """The ConfigMap a MiniCluster's container mounts as its feed (render_nested.Feed)."""
+    volumes = body["spec"]["containers"][0].get("volumes") or {}
+    for volume in volumes.values():
+        if volume.get("path") == FEED_PATH and volume.get("configMapName"):
+            return str(volume["configMapName"])
+    return None
+
+
+def project_feed(folder: Path, text: str) -> None:
+    """The feed's file as the kubelet writes a ConfigMap volume's: replaced whole."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fresh = folder / f".{FEED_KEY}.new"
+    fresh.write_text(text)
+    os.replace(fresh, folder / FEED_KEY)
+
+
+def _feed_scenario(run: dict[str, Any], text: str) -> None:
+    """Without real Flux: a batch's cells join those the scenario's driver runs."""
+    number, files = read_feed(text)
+    if number > run.get("feed_batch", 0):
+        run["feed_batch"] = number
+        run["nested_cells"] += re.findall(
+            r"^kary_nested_cell '([^']+)'", files.get(FEED_CELLS, ""), re.MULTILINE
+        )
 
 
 def _nested_log(run: dict[str, Any]) -> str:
@@ -421,7 +469,8 @@ def _nested_log(run: dict[str, Any]) -> str:
         if index == done:  # the driver stops (or hangs) inside this cell
             return "\n".join(lines) + "\n"
         lines.append(format_frame("end", cell, rc=0, result="COMPLETED", hosts="x", seconds=1.0))
-    lines.append(format_frame("finished"))
+    if not run.get("feed"):  # a fed driver waits for its next batch
+        lines.append(format_frame("finished"))
     return "\n".join(lines) + "\n"
 
 
@@ -526,6 +575,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._handle("POST")
 
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
     def do_DELETE(self) -> None:
         self._handle("DELETE")
 
@@ -555,7 +607,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._status(401, "Unauthorized", "Unauthorized")
             return
         body = None
-        if method == "POST":
+        if method in ("POST", "PUT"):
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
         self._route(method, path, query, body)
@@ -687,6 +739,9 @@ class _Handler(BaseHTTPRequestHandler):
                     lines = [(run["born_wall"], line) for line in text.splitlines()]
                 self._send(200, _log_text(lines, query), "text/plain")
                 return
+            if kind == "configmaps":
+                self._configmaps(method, ns, parts[5] if len(parts) > 5 else None, body, query)
+                return
             if kind == "events":
                 events = [
                     {
@@ -813,10 +868,14 @@ class _Handler(BaseHTTPRequestHandler):
                     "image": body["spec"]["containers"][0]["image"],
                     "pods": pods,
                     "nested_cells": _nested_cells(body),
+                    "feed": _feed_mounted(body),
                     # Its pods go to the nodes there are now, in list order.
                     "node_names": [n["metadata"]["name"] for n in cluster.nodes],
                     "preemption": cluster.pending_preemption,
                 }
+                mounted = cluster.runs[name]["feed"]
+                if mounted is not None and (ns, mounted) in cluster.configmaps:
+                    cluster.project(ns, mounted)
                 plan, cluster.pending_preemption = cluster.pending_preemption, None
                 if plan is not None:
                     victim = cluster.runs[name]["node_names"][plan.rank]
@@ -847,6 +906,50 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, {"kind": "Status", "status": "Success"})
                 return
         self._status(405, "MethodNotAllowed", method)
+
+    def _configmaps(
+        self, method: str, ns: str, name: str | None, body: Any, query: dict[str, str]
+    ) -> None:
+        """ConfigMaps as the API serves them: create (409 if there), replace, delete and
+        read one; list by label selector.  A change reaches the pods that mount it."""
+        cluster = self.cluster
+        with cluster.lock:
+            key = (ns, name or (body or {}).get("metadata", {}).get("name", ""))
+            if method == "GET" and name is None:
+                wanted = dict(
+                    pair.split("=", 1)
+                    for pair in query.get("labelSelector", "").split(",")
+                    if "=" in pair
+                )
+                items = [
+                    found
+                    for (space, _), found in cluster.configmaps.items()
+                    if space == ns
+                    and wanted.items() <= (found["metadata"].get("labels") or {}).items()
+                ]
+                self._send(200, _list("ConfigMapList", items, cluster.resource_version))
+                return
+            if method == "POST":
+                if key in cluster.configmaps:
+                    self._status(409, "AlreadyExists", f'configmaps "{key[1]}" already exists')
+                    return
+            elif key not in cluster.configmaps:
+                self._status(404, "NotFound", f'configmaps "{key[1]}" not found')
+                return
+            if method == "DELETE":
+                del cluster.configmaps[key]
+                self._send(200, {"kind": "Status", "status": "Success"})
+                return
+            if method in ("POST", "PUT"):
+                cluster.resource_version += 1
+                body["metadata"].update(
+                    {"namespace": ns, "resourceVersion": str(cluster.resource_version)}
+                )
+                cluster.configmaps[key] = body
+                cluster.project(ns, key[1])
+                self._send(201 if method == "POST" else 200, body)
+                return
+            self._send(200, cluster.configmaps[key])
 
     def _jobs(self, ns: str, query: dict[str, str]) -> None:
         cluster = self.cluster

@@ -41,6 +41,7 @@ class FluxPods:
         folder = posixpath.dirname(command.split()[-1])
         self.root = Path(tempfile.mkdtemp(prefix="kfo-", dir="/tmp"))
         moved = str(self.root / "entrypoint")
+        self.feed_dir = self.root / "feed"
         pre = (container.get("commands") or {}).get("pre") or ""
         self.output = bytearray()
         self.lines: list[tuple[float, str]] = []  # each output line and when it came
@@ -57,6 +58,9 @@ class FluxPods:
                 # and remove, one cell's statedir (/tmp/kary-nested/4-kary-1-0) together.
                 "KARY_BLOB_CACHE": str(self.root / "blobs"),
                 "KARY_NESTED_STATE": str(self.root / "nested"),
+                # The feed's ConfigMap volume (render_nested.Feed), as the fake kubelet
+                # projects it (fake_apiserver.project_feed).
+                "KARY_FEED": str(self.feed_dir),
                 "PYTHONPATH": str(REPO),
             }
         )

@@ -41,6 +41,7 @@ from experiments.backends.kubernetes.api import (
 )
 from experiments.backends.kubernetes.collect import check_operator_pinned, operator_facts
 from experiments.backends.kubernetes.context import ClusterContext
+from experiments.backends.kubernetes.feed import reap_feeds
 from experiments.backends.kubernetes.minicluster import (
     NotOurs,
     Teardown,
@@ -131,6 +132,8 @@ class KubernetesBackend(Backend):
         self.node_poll_s = node_poll_s
         self._ready_at_up: int | None = None
         self._reaped: list[str] = []
+        # stay_up(): the nested layout holds its MiniCluster for the cells fed later.
+        self.held = False
 
     @classmethod
     def from_settings(cls, settings: BackendSettings) -> Backend:
@@ -192,7 +195,7 @@ class KubernetesBackend(Backend):
             self._check_crd(api)
             # Before anything is made: a missing verb would fail a cell late, or
             # (nodes) silently turn off preemption detection.
-            check_permissions(api, self.namespace)
+            check_permissions(api, self.namespace, feed=self.held)
             operator = operator_facts(api)
             check_operator_pinned(operator.get("operator_image"))
         except ApiUnavailable as err:
@@ -211,6 +214,8 @@ class KubernetesBackend(Backend):
             self._ready_at_up = self._nodes.ready_workers()
         try:
             self._reaped = reap_leftovers(api, self.namespace, self._teardown())
+            if self.held:
+                self._reaped += reap_feeds(api, self.namespace)
         except (ApiException, ApiUnavailable) as err:
             reason = api_message(err) if isinstance(err, ApiException) else str(err)
             raise BackendError(f"listing leftover MiniClusters: {reason}") from None
@@ -267,6 +272,9 @@ class KubernetesBackend(Backend):
     def queue(self, cells: Sequence[QueuedCell]) -> None:
         self._queued = list(cells)
 
+    def stay_up(self) -> None:
+        self.held = True
+
     def _cluster(self, api: KubeApi) -> ClusterContext:
         return ClusterContext(
             api,
@@ -286,7 +294,10 @@ class KubernetesBackend(Backend):
     def _nested_layout(self, api: KubeApi) -> NestedLayout:
         if self._nested is None:
             self._nested = NestedLayout(
-                self._cluster(api), log_every_s=self.log_every_s, grace_s=self.nested_grace_s
+                self._cluster(api),
+                log_every_s=self.log_every_s,
+                grace_s=self.nested_grace_s,
+                held=self.held,
             )
         self._nested.queued = self._queued
         return self._nested

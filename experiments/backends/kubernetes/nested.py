@@ -71,6 +71,7 @@ from experiments.backends.kubernetes.collect import (
     pod_facts,
 )
 from experiments.backends.kubernetes.context import ClusterContext
+from experiments.backends.kubernetes.feed import create_feed, delete_feed, feed_name, update_feed
 from experiments.backends.kubernetes.group_health import GroupBroken, Look, look_at
 from experiments.backends.kubernetes.job_watch import wait_for_job
 from experiments.backends.kubernetes.minicluster import (
@@ -86,9 +87,11 @@ from experiments.backends.kubernetes.nested_group import (
     Group,
     cell_ended,
     cell_text,
+    fitting_log_budget,
     frames_lost,
     limit_seconds,
     lines_lost,
+    queued_log_bytes,
     unfinished_error,
     within_log_budget,
 )
@@ -102,10 +105,14 @@ from experiments.backends.kubernetes.objects import rank_zero
 from experiments.backends.kubernetes.pod_watch import PodEvicted, PodWatch, StartFailure
 from experiments.backends.kubernetes.preemption import Preempted, preempted_result
 from experiments.formats.kary_line import meta_record
+from experiments.formats.nested_bundle import feed_text
 from experiments.formats.nested_frame import CellFrame, split_frames
 from experiments.model.render_nested import (
+    FEED_DELAY_S,
     START_TIMEOUT_S,
+    Feed,
     NestedCell,
+    render_batch,
     render_nested,
 )
 
@@ -126,6 +133,12 @@ class NestedLayout:
     replacement_s: float = NODE_LOST_WAIT_S
     queued: list[QueuedCell] = field(default_factory=list)
     group: Group | None = None
+    # A race: the group stays up after its queued cells, and the next ones (the next
+    # block's, queued later) are fed to its driver (feed.py) rather than a new group.
+    held: bool = False
+    # How long the kubelet may take to project an updated ConfigMap: a fed cell's start
+    # may wait that too.
+    feed_delay_s: float = FEED_DELAY_S
 
     def run(
         self, cell: Cell, rendered: Rendered, timeout: float | None, facts: dict[str, Any]
@@ -141,7 +154,8 @@ class NestedLayout:
             raise
         group.delivered.append(cell.id)
         # A group that broke is not trusted with its next cell: that one starts a new one.
-        if broken or cell.id == group.cell_ids[-1]:
+        # A held group waits for more cells (a race's next block) until end().
+        if broken or (cell.id == group.cell_ids[-1] and not self.held):
             cleanup = self.end()
             if cleanup:
                 result.provenance["cleanup"] = cleanup
@@ -153,7 +167,10 @@ class NestedLayout:
         group, self.group = self.group, None
         if group is None:
             return None
-        return delete_minicluster(cluster.api, cluster.namespace, group.name, cluster.teardown)
+        notes = [delete_minicluster(cluster.api, cluster.namespace, group.name, cluster.teardown)]
+        if group.feed is not None:  # after its MiniCluster: no pod waits on it then
+            notes.append(delete_feed(cluster.api, cluster.namespace, group.feed))
+        return "; ".join(note for note in notes if note) or None
 
     # -- the group a cell runs in --------------------------------------------------
 
@@ -162,51 +179,68 @@ class NestedLayout:
         group = self.group
         if group is not None and cell.id in group.cell_ids and cell.id not in group.delivered:
             return group
+        if group is not None and self._fed(group, cell, rendered, limit):
+            return group
         self.end()
         cells = self._still_to_run(cell, rendered, limit)
         # Labelled as every MiniCluster kary makes (owner, sweep): reap_leftovers finds it.
         base = build_manifest(rendered.minicluster_yaml, cell.id, cluster.namespace, cluster.labels)
+        name = cluster.name_cell(f"{base['metadata']['name']}-n{cell.nodes}")
+        feed = Feed(feed_name(name)) if self.held else None
         manifest = render_nested(
-            base,
-            cell.nodes,
-            [
-                NestedCell(
-                    q.cell.id,
-                    q.cell.topo,
-                    limit_seconds(q, limit),
-                    q.rendered.entrypoint_sh,
-                    # Blobs land on rank 0's disk only when the cell distributes them.
-                    q.cell.sizes if q.cell.experiment == "distribute" else (),
-                    q.cell.blob,
-                )
-                for q in cells
-            ],
+            base, cell.nodes, [_nested_cell(q, limit) for q in cells], feed=feed
         )
         body = manifest.body
-        meta = body["metadata"]
-        meta["name"] = cluster.name_cell(f"{meta['name']}-n{cell.nodes}")
+        body["metadata"]["name"] = name
         size = int(body["spec"]["size"])
-        # From the create request on, the MiniCluster may exist: end() deletes it.
+        # From the first create request on, the MiniCluster may exist: end() deletes it.
         self.group = Group(
-            meta["name"],
+            name,
             cell.nodes,
             manifest,
             PodWatch(
-                cluster.api,
-                cluster.namespace,
-                meta["name"],
-                size,
-                cluster.limits,
-                nodes=cluster.nodes,
+                cluster.api, cluster.namespace, name, size, cluster.limits, nodes=cluster.nodes
             ),
             datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            feed=feed.name if feed is not None else None,
+            log_bytes=queued_log_bytes(cells),
         )
+        if feed is not None:
+            # Before the MiniCluster: its pods mount it (batch 0: nothing fed yet).
+            create_feed(cluster.api, cluster.namespace, feed.name, feed_text(0), cluster.labels)
         try:
-            create_minicluster(cluster.api, cluster.namespace, meta["name"], body, cluster.teardown)
+            create_minicluster(cluster.api, cluster.namespace, name, body, cluster.teardown)
         except NotOurs:
-            self.group = None  # someone else's of that name: never delete it
+            # Someone else's of that name: never delete it (the feed is ours).
+            if feed is not None:
+                delete_feed(cluster.api, cluster.namespace, feed.name)
+            self.group = None
             raise
         return self.group
+
+    def _fed(self, group: Group, cell: Cell, rendered: Rendered, limit: float) -> bool:
+        """Whether `cell` (and the queued cells of its node count after it, as many as the
+        group's log budget still holds) went to the held group's driver as its next batch;
+        False when it cannot take them (not held, another node count, cells of its own
+        still to run, or a log already full): they start a new group."""
+        if (
+            not self.held
+            or group.feed is None
+            or group.nodes != cell.nodes
+            or set(group.cell_ids) != set(group.delivered)
+        ):
+            return False
+        cells = fitting_log_budget(self._still_to_run(cell, rendered, limit), group.log_bytes)
+        if not cells:
+            return False
+        cluster = self.cluster
+        batch = group.batches + 1
+        text = render_batch([_nested_cell(q, limit) for q in cells], batch)
+        update_feed(cluster.api, cluster.namespace, group.feed, text, cluster.labels)
+        group.batches = batch
+        group.fed += [q.cell.id for q in cells]
+        group.log_bytes += queued_log_bytes(cells)
+        return True
 
     def _still_to_run(self, cell: Cell, rendered: Rendered, limit: float) -> list[QueuedCell]:
         """This cell and the queued cells of its node count after it, in order, as many as
@@ -237,6 +271,8 @@ class NestedLayout:
         startup = START_TIMEOUT_S + self.grace_s
         if not group.delivered:
             startup += cluster.limits.pending_s + cluster.limits.join_s
+        if cell.id in group.fed:
+            startup += self.feed_delay_s  # the kubelet projects the feed in its own time
 
         def look() -> None:
             group.pods.check()
@@ -446,3 +482,17 @@ class NestedLayout:
         cluster = self.cluster
         result.provenance["diagnostics"] = diagnostics(cluster.api, cluster.namespace, name, pods)
         return result
+
+
+def _nested_cell(queued: QueuedCell, limit: float) -> NestedCell:
+    """A queued cell as the driver runs it."""
+    cell = queued.cell
+    return NestedCell(
+        cell.id,
+        cell.topo,
+        limit_seconds(queued, limit),
+        queued.rendered.entrypoint_sh,
+        # Blobs land on rank 0's disk only when the cell distributes them.
+        cell.sizes if cell.experiment == "distribute" else (),
+        cell.blob,
+    )

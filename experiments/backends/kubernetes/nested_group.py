@@ -25,9 +25,11 @@ __all__ = [
     "Group",
     "cell_ended",
     "cell_text",
+    "fitting_log_budget",
     "frames_lost",
     "limit_seconds",
     "lines_lost",
+    "queued_log_bytes",
     "unfinished_error",
     "within_log_budget",
 ]
@@ -63,10 +65,17 @@ class Group:
     follower: LogFollower | None = None
     # Each rank's pod uid and restart count when first seen: a change breaks the group.
     identity: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # A held group's feed ConfigMap (feed.py), the batches fed so far and their cells.
+    feed: str | None = None
+    batches: int = 0
+    fed: list[str] = field(default_factory=list)
+    # What its cells' logs add up to (model/log_budget), fed cells included.
+    log_bytes: int = 0
 
     @property
     def cell_ids(self) -> tuple[str, ...]:
-        return self.manifest.cell_ids
+        """Every cell its driver runs, in order: the manifest's, then those fed to it."""
+        return self.manifest.cell_ids + tuple(self.fed)
 
     def record(self, cell_id: str) -> dict[str, Any]:
         return {
@@ -75,6 +84,7 @@ class Group:
             "created": self.created,
             "cells": len(self.cell_ids),
             "cell_index": self.cell_ids.index(cell_id),
+            **({"feed": self.feed, "batches": self.batches} if self.feed is not None else {}),
             # Rotations of rank 0's log that lost no frame, so far (log_follow).
             "log_rotations": self.follower.rotations if self.follower is not None else 0,
         }
@@ -94,6 +104,8 @@ def frames_lost(frames: Frames, order: tuple[str, ...], cell_id: str) -> str | N
     if cell_id in frames.cells or cell_id not in order:
         return None
     later = set(order[order.index(cell_id) + 1 :])
+    if frames.finished_why is not None and not later & set(frames.cells):
+        return f"the nested driver finished before cell {cell_id} began: {frames.finished_why}"
     if frames.finished or later & set(frames.cells):
         return (
             f"rank 0's log shows what the driver did after cell {cell_id} but no frame of "
@@ -126,14 +138,34 @@ def limit_seconds(queued: QueuedCell, fallback: float) -> int:
     return max(1, math.ceil(queued.timeout if queued.timeout is not None else fallback))
 
 
+def queued_log_bytes(cells: list[QueuedCell]) -> int:
+    """What the cells' logs add to rank 0's (model/log_budget's estimate)."""
+    return sum(_log_bytes(q) for q in cells)
+
+
+def _log_bytes(queued: QueuedCell) -> int:
+    cell = queued.cell
+    return cell_log_bytes(cell.experiment, cell.nodes, len(cell.sizes), len(cell.strategies))
+
+
+def fitting_log_budget(cells: list[QueuedCell], used: int) -> list[QueuedCell]:
+    """The leading cells a held group whose log already holds `used` bytes can still
+    take within its budget; none when not even the first fits (a new group takes it)."""
+    room = group_budget() - used
+    taken: list[QueuedCell] = []
+    for queued in cells:
+        room -= _log_bytes(queued)
+        if room < 0:
+            break
+        taken.append(queued)
+    return taken
+
+
 def within_log_budget(cells: list[QueuedCell], budget: int | None = None) -> list[QueuedCell]:
     """The leading cells whose log, together, stays within a group's budget (half the
     kubelet's rotation size, model/log_budget): the rest go to the next group, so a
     node count's long sweep does not rotate rank 0's log under kary."""
-    sizes = [
-        cell_log_bytes(q.cell.experiment, q.cell.nodes, len(q.cell.sizes), len(q.cell.strategies))
-        for q in cells
-    ]
+    sizes = [_log_bytes(q) for q in cells]
     groups = split_by_budget(sizes, group_budget() if budget is None else budget)
     return cells[: groups[0]] if groups else cells
 

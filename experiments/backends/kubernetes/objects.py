@@ -12,6 +12,7 @@ from typing import Any
 from experiments.formats.kary_line import meta_record
 
 __all__ = [
+    "CONFIGMAP_LIST",
     "CRD_RESOURCES",
     "DEPLOYMENT",
     "EVENT_LIST",
@@ -76,6 +77,7 @@ VERSION = {"gitVersion?": str}
 CRD_RESOURCES = {"resources?": [{"name": str}]}
 DEPLOYMENT = {"spec?": {"template?": {"spec?": {"containers?": [{"name?": str, "image?": str}]}}}}
 MINICLUSTER = {"metadata?": {"labels?": dict}}
+CONFIGMAP_LIST = _list_of({"metadata?": {"name?": str}})
 MINICLUSTER_LIST = _list_of({"metadata?": {"name?": str, "labels?": dict}})
 JOB_LIST = _list_of(_JOB)
 POD_LIST = _list_of(_POD)

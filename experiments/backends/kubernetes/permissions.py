@@ -64,10 +64,15 @@ class Permission:
         }
 
 
-def required_permissions(namespace: str) -> list[Permission]:
-    """Every permission the kubernetes backend uses, for MiniClusters in `namespace`."""
+def required_permissions(namespace: str, feed: bool = False) -> list[Permission]:
+    """Every permission the kubernetes backend uses, for MiniClusters in `namespace`;
+    `feed`: a race's too, which feeds its MiniCluster's driver through a ConfigMap."""
     here = namespace
-    return [
+    fed = [
+        Permission(verb, "configmaps", namespace=here, why="feed a race its blocks")
+        for verb in ("create", "update", "delete", "list")
+    ]
+    return (fed if feed else []) + [
         *(
             Permission(verb, CRD_PLURAL, CRD_GROUP, namespace=here, why="run cells")
             for verb in ("create", "get", "list", "delete")
@@ -95,10 +100,10 @@ def required_permissions(namespace: str) -> list[Permission]:
     ]
 
 
-def missing_permissions(api: KubeApi, namespace: str) -> list[Permission]:
+def missing_permissions(api: KubeApi, namespace: str, feed: bool = False) -> list[Permission]:
     """The required permissions the API server says this kubeconfig lacks."""
     missing = []
-    for permission in required_permissions(namespace):
+    for permission in required_permissions(namespace, feed):
         answer = api.call(
             f"review the permission to {permission.shown}",
             api.authz.create_self_subject_access_review,
@@ -110,10 +115,10 @@ def missing_permissions(api: KubeApi, namespace: str) -> list[Permission]:
     return missing
 
 
-def check_permissions(api: KubeApi, namespace: str) -> None:
+def check_permissions(api: KubeApi, namespace: str, feed: bool = False) -> None:
     """A one-line UserError naming every missing permission (nothing has been made yet)."""
     try:
-        missing = missing_permissions(api, namespace)
+        missing = missing_permissions(api, namespace, feed)
     except ApiException as err:
         raise UserError(
             f"the Kubernetes API at {api.host} would not review kary's permissions "

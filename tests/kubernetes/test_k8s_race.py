@@ -1,0 +1,147 @@
+"""`kary race` on Kubernetes with the nested layout: one MiniCluster for the whole race,
+each next block fed to its driver through a ConfigMap (backends/kubernetes/feed.py).
+
+Against the fake API server without Flux: the fake operator's driver frames its
+scenario log per cell, the batches fed to it included (the driver's own feed loop
+runs on real Flux in tests/flux/test_k8s_nested_flux.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_apiserver import PINNED_VIEW, Scenario, _feed_mounted, _nested_cells
+from fast_backend import fast_backend
+from strict_schema import crd_schema, validate_strictly
+from typer.testing import CliRunner
+
+from experiments.cli import app
+from experiments.formats.nested_bundle import FEED_KEY, read_feed
+from experiments.formats.race_state import read_race
+
+# A cell's log as its entrypoint prints it (`{cell}` becomes its id): a distribution to
+# caches that held no blob (the cold-cache line), so the race takes it as a timing.
+RACE_LOG = (
+    'KARY {"meta": "cell", "cell": "{cell}", "flux_version": "0.88.0"}\n'
+    'KARY {"meta": "cold-cache", "size": "1M", "strategy": "all", '
+    '"cached_blobs": {"0": 0, "1": 0, "2": 0, "3": 0}}\n'
+    'KARY {"event": "create-archive", "size": "1M", "size_bytes": 1048576, '
+    '"seconds": 0.5, "rc": 0}\n'
+    'KARY {"event": "distribute-all-nodes", "size": "1M", "size_bytes": 1048576, '
+    '"seconds": 1.25, "rc": 0}\n'
+    'KARY {"meta": "done", "failed_steps": 0}\n'
+)
+
+
+@pytest.fixture
+def fast(apiserver: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    apiserver.cluster.scenario = Scenario(log=RACE_LOG)
+    fast_backend(monkeypatch, teardown=True)
+
+
+def _race(raw: Path, *more: str) -> Any:
+    return CliRunner().invoke(
+        app,
+        ["race", "--backend", "kubernetes", "--flux-view", PINNED_VIEW, "--exact-nodes", "4",
+         "--topo", "kary:1", "--topo", "kary:2", "--topo", "kary:3", "--sizes", "1M",
+         "--first-test", "3", "--max-blocks", "3", "--seed", "3", "--data-dir", str(raw),
+         "--yes", "--no-smoke", *more],
+    )  # fmt: skip
+
+
+def test_a_nested_race_runs_every_block_in_one_minicluster_fed_through_a_configmap(
+    apiserver: Any, fast: None, tmp_path: Path, minicluster_crd: Path
+) -> None:
+    cluster = apiserver.cluster
+    raw = tmp_path / "raw"
+    result = _race(raw)
+    assert result.exit_code in (0, 1), result.output
+    kept = read_race(raw)
+    assert kept is not None
+    blocks = [b for b in kept.race["blocks"] if b["times"]]
+    assert len(blocks) == 3, kept.race["blocks"]
+    # One MiniCluster for the race; its first block baked in, the others fed.
+    assert len(cluster.created) == 1, [b["metadata"]["name"] for b in cluster.created]
+    body = cluster.created[0]
+    feed = _feed_mounted(body)
+    assert feed is not None and feed.endswith("-feed")
+    assert len(_nested_cells(body)) == 3  # block 0's three topologies
+    # The operator names the volume by configMapName and mounts it by its key.
+    volume = body["spec"]["containers"][0]["volumes"][feed]
+    assert volume["configMapName"] == feed and volume["items"] == {FEED_KEY: FEED_KEY}
+    validate_strictly(body, crd_schema(minicluster_crd))
+    # The feed was made before its MiniCluster, replaced once per later block, and
+    # deleted with it at the race's end.
+    made = [(m, p) for m, p, _ in cluster.requests if "configmaps" in p or "miniclusters" in p]
+    posts = [p for m, p in made if m == "POST"]
+    assert "configmaps" in posts[0] and "miniclusters" in posts[1]
+    assert sum(1 for m, p in made if m == "PUT" and "configmaps" in p) == len(blocks) - 1
+    assert cluster.configmaps == {} and cluster.miniclusters == {}
+    # Every block's cells ran in it and are ordinary succeeded cells.
+    for block in blocks:
+        for topo in block["times"]:
+            folder = raw / "4" / topo.replace(":", "-") / str(block["iteration"])
+            record = json.loads((folder / "run.json").read_text())
+            assert record["state"] == "succeeded"
+            nested_in = record["nested_in"]
+            assert nested_in["name"] == body["metadata"]["name"]
+            assert nested_in["feed"] == feed
+
+
+def test_a_batch_reads_back_as_the_driver_runs_it(tmp_path: Path) -> None:
+    from experiments.model.render_nested import NestedCell, render_batch
+
+    cells = [
+        NestedCell("4/kary-2/1", "kary:2", 90, "echo two\n", (1 << 20,)),
+        NestedCell("4/kary-1/1", "kary:1", 90, "echo one\n", (1 << 20,)),
+    ]
+    number, files = read_feed(render_batch(cells, 2))
+    assert number == 2
+    assert files["cells.sh"].splitlines() == [
+        "kary_nested_cell '4/kary-2/1' 'kary:2' 90 'feed-2/cell-0.sh' 'random' 1048576",
+        "kary_nested_cell '4/kary-1/1' 'kary:1' 90 'feed-2/cell-1.sh' 'random' 1048576",
+    ]
+    assert files["cell-0.sh"] == "echo two\n" and files["cell-1.sh"] == "echo one\n"
+    with pytest.raises(ValueError, match="not a kary feed"):
+        read_feed("something else\n")
+
+
+def test_a_nested_race_interrupted_deletes_its_minicluster_and_feed(
+    apiserver: Any, fast: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from experiments.backends.kubernetes import nested
+
+    cluster = apiserver.cluster
+    real_fed = nested.NestedLayout._fed
+    calls = [0]
+
+    def fed_then_interrupted(self: Any, *args: Any) -> bool:
+        calls[0] += 1
+        if calls[0] == 2:  # the third block's first cell: Ctrl-C
+            raise KeyboardInterrupt
+        return real_fed(self, *args)
+
+    monkeypatch.setattr(nested.NestedLayout, "_fed", fed_then_interrupted)
+    raw = tmp_path / "raw"
+    result = _race(raw)
+    assert result.exit_code == 130, result.output
+    assert len(cluster.created) == 1
+    assert cluster.configmaps == {} and cluster.miniclusters == {}
+    # The same command resumes it in a new MiniCluster and feed.
+    monkeypatch.setattr(nested.NestedLayout, "_fed", real_fed)
+    again = _race(raw)
+    assert again.exit_code in (0, 1), again.output
+    assert len(cluster.created) == 2
+    assert cluster.configmaps == {} and cluster.miniclusters == {}
+
+
+def test_a_race_without_configmap_rights_is_refused_before_anything_is_made(
+    apiserver: Any, fast: None, tmp_path: Path
+) -> None:
+    cluster = apiserver.cluster
+    cluster.denied = {"update configmaps"}
+    result = _race(tmp_path / "raw")
+    assert result.exit_code == 2, result.output
+    assert "update configmaps" in result.output and cluster.created == []
