@@ -21,14 +21,13 @@ What a run and a block cost follows the layout the sweep runs.  Per cell, a
 run is the whole cell (its MiniCluster, blob, archive and distribution).
 Nested, each run pays its nested start, its archive and its distribution (an
 archive cannot be shared: each topology is its own Flux instance, with its
-own content store); on Kubernetes the race holds one MiniCluster for all its
-blocks (backends/kubernetes/feed.py), so the cluster start and each size's
-blob (kept on rank 0's disk) are paid once, and each later block waits for
-the kubelet to hand the driver its cells (FEED_EXPECTED_S); elsewhere a block
-is one allocation, which pays one cluster start and one blob (every cell of a
-block has the same size: the entrypoint keeps it).  What no block changes (the
-image pull, provisioning) is `fixed`, paid once; the race's one MiniCluster
-and its blobs are `once_seconds`, paid once by the nodes like any block.
+own content store), and the race holds one allocation for all its blocks (its
+backend stays up: on Kubernetes one MiniCluster fed each next block,
+backends/kubernetes/feed.py; here one outer instance), so the allocation's
+start and each size's blob (kept on rank 0's disk) are `once_seconds`, paid
+once by the nodes, and a block on Kubernetes adds the wait for the kubelet to
+hand the driver its cells (FEED_EXPECTED_S).  What no block changes (the image
+pull, provisioning) is `fixed`, paid once.
 The plain and uniform sweeps are `kary plan`'s own estimate of the same sweep
 in the same layout (every size in one cell).
 """
@@ -180,10 +179,16 @@ class RacePlan:
                 + (f"  {case.note}" if case.note else "")
             )
         if self.once_seconds:
+            fed = max(self.block_seconds.values(), default=0.0)
             lines.append(
-                f"one MiniCluster for the whole race: its start and each size's blob "
-                f"({format_duration(self.once_seconds)}) paid once, each later block fed to it "
-                f"(about {format_duration(FEED_EXPECTED_S)} for the kubelet to hand it over)"
+                "one allocation for the whole race: its start and each size's blob "
+                f"({format_duration(self.once_seconds)}) paid once"
+                + (
+                    f", each later block fed to it (about {format_duration(fed)} for the "
+                    "kubelet to hand it over)"
+                    if fed
+                    else ""
+                )
             )
         lines.append(
             f"fixed: {format_duration(self.fixed_seconds)} that no block changes (provisioning, "
@@ -238,6 +243,7 @@ class RacePlan:
             "rules": dataclasses.asdict(self.rules),
             "cases": [dataclasses.asdict(c) for c in self.cases],
             "fixed_seconds": self.fixed_seconds,
+            "once_seconds": self.once_seconds,
             "hourly_usd": self.hourly_usd,
             "smoke": self.smoke.record(),
         }
@@ -273,9 +279,10 @@ def plan_race_cost(
         flux_view=base.render.flux_view,
         place=base.place,
     )
-    held = base.backend == "kubernetes"  # the race's one MiniCluster (module doc)
+    # A fed block waits for the kubelet; an outer instance here takes cells at once.
+    feed_s = float(FEED_EXPECTED_S) if base.backend == "kubernetes" else 0.0
     seconds, block_seconds, once = _run_and_block_seconds(
-        estimate, base.checked.layout, template.nodes, held
+        estimate, base.checked.layout, template.nodes, feed_s
     )
     fixed = sum(v for k, v in estimate.parts.items() if k in _FIXED_PARTS)
     sweep = base.held_to()
@@ -313,10 +320,11 @@ def _layout_seconds(base: PlannedSweep) -> float:
 
 
 def _run_and_block_seconds(
-    estimate: Any, layout: str, nodes: int, held: bool
+    estimate: Any, layout: str, nodes: int, feed_s: float
 ) -> tuple[dict[tuple[str, int], float], dict[int, float], float]:
     """Per (topology, size), what a run adds to its block; per size, what the block pays
-    once; and what a `held` nested race pays once for all its blocks (module doc)."""
+    once (`feed_s` when nested); and what a nested race pays once for all its blocks, its
+    one allocation's start and each size's blob (module doc)."""
     from experiments.estimate.layouts import load_levers
     from experiments.formats.run_record import NESTED
 
@@ -336,11 +344,8 @@ def _run_and_block_seconds(
             runs[(cell_time.cell.topo, size)] = sum(parts.values()) + start
         else:
             runs[(cell_time.cell.topo, size)] = cell_time.seconds
-    if nested and held:
-        once = cluster_start + sum(blobs.values())
-        return runs, dict.fromkeys(blobs, float(FEED_EXPECTED_S)), once
     if nested:
-        blocks = {size: cluster_start + blob for size, blob in blobs.items()}
+        return runs, dict.fromkeys(blobs, feed_s), cluster_start + sum(blobs.values())
     return runs, blocks, 0.0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -44,4 +45,28 @@ def test_a_race_on_a_real_test_instance_times_real_cells(
             assert record is not None and record.state == "succeeded"
             assert record.backend == "flux" and seconds > 0
     assert os.environ.get("TMPDIR") == str(scratch)
+    assert wait_for_no_processes(str(scratch)) == []
+
+
+def test_a_nested_race_runs_every_block_in_one_outer_instance(
+    flux: str, scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race keeps its backend up across blocks: with the nested layout, block 1's
+    cells run in the outer instance block 0's ran in, and none is left after."""
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    raw = scratch / "raw"
+    result = CliRunner().invoke(
+        app,
+        ["race", "--backend", "flux", "--layout", "nested", "--exact-nodes", "4", "--topo",
+         "kary:1", "--topo", "kary:3", "--sizes", "1M", "--first-test", "2", "--max-blocks",
+         "2", "--seed", "1", "--data-dir", str(raw)],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output  # not separated in two blocks
+    outers = {}
+    for cell in ("4/kary-1/0", "4/kary-3/0", "4/kary-1/1", "4/kary-3/1"):
+        record = read_record(raw / cell)
+        assert record is not None and record.state == "succeeded", cell
+        outers[cell] = json.loads((raw / cell / "run.json").read_text())["nested_in"]
+    assert len({o["name"] for o in outers.values()}) == 1
+    assert sorted(o["cell_index"] for o in outers.values()) == [0, 1, 2, 3]
     assert wait_for_no_processes(str(scratch)) == []

@@ -293,22 +293,27 @@ def test_a_nested_race_on_kubernetes_pays_its_minicluster_once_not_per_block(
 
     def cell_time(topo: str, size: int, distribute: float) -> SimpleNamespace:
         parts = {"overhead": 100.0, "generate": size / MIB, "distribute": distribute}
-        return SimpleNamespace(cell=SimpleNamespace(topo=topo, sizes=(size,)), parts=parts)
+        return SimpleNamespace(
+            cell=SimpleNamespace(topo=topo, sizes=(size,)), parts=parts, seconds=sum(parts.values())
+        )
 
     estimate = SimpleNamespace(
         cells=[cell_time(t, s * MIB, d) for t, d in (("kary:1", 5.0), ("kary:2", 7.0))
                for s in (10, 20)]
     )  # fmt: skip
-    runs, blocks, once = _run_and_block_seconds(estimate, NESTED, 6, held=True)
+    runs, blocks, once = _run_and_block_seconds(estimate, NESTED, 6, FEED_EXPECTED_S)
     assert blocks == {10 * MIB: FEED_EXPECTED_S, 20 * MIB: FEED_EXPECTED_S}
     assert once == 100.0 + 10 + 20  # one MiniCluster start, each size's blob once
-    runs_apart, blocks_apart, once_apart = _run_and_block_seconds(estimate, NESTED, 6, held=False)
-    assert blocks_apart == {10 * MIB: 110.0, 20 * MIB: 120.0} and once_apart == 0.0
-    assert runs == runs_apart and runs[("kary:2", 10 * MIB)] > runs[("kary:1", 10 * MIB)]
+    assert runs[("kary:2", 10 * MIB)] > runs[("kary:1", 10 * MIB)]
+    # Per cell, every run pays its whole cell and nothing is shared.
+    runs_apart, blocks_apart, once_apart = _run_and_block_seconds(estimate, "per-cell", 6, 0.0)
+    assert blocks_apart == {} and once_apart == 0.0
+    assert runs_apart[("kary:1", 10 * MIB)] == 100.0 + 10 + 5.0
     shown = CliRunner().invoke(
         app,
         ["race", "--cluster", "clusters/eks-6.yaml", "--exact-nodes", "6", "--min-size", "1",
          "--max-size", "3", "--layout", "nested", "--dry-run", "--data-dir", str(tmp_path)],
     )  # fmt: skip
     assert shown.exit_code == 0, shown.output
-    assert "one MiniCluster for the whole race" in shown.output
+    assert "one allocation for the whole race" in shown.output
+    assert f"about {FEED_EXPECTED_S // 60} min" in shown.output
