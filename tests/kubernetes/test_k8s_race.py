@@ -145,3 +145,30 @@ def test_a_race_without_configmap_rights_is_refused_before_anything_is_made(
     result = _race(tmp_path / "raw")
     assert result.exit_code == 2, result.output
     assert "update configmaps" in result.output and cluster.created == []
+
+
+def test_a_race_reaps_a_feed_an_interrupted_race_left_and_no_one_elses(
+    apiserver: Any, fast: None, tmp_path: Path
+) -> None:
+    from experiments.backends.kubernetes.feed import FEED_LABEL
+    from experiments.backends.kubernetes.minicluster import MANAGED_BY
+    from experiments.formats.labels import current_owner
+
+    cluster = apiserver.cluster
+    ours = {
+        MANAGED_BY[0]: MANAGED_BY[1],
+        "kary/owner": current_owner(),
+        FEED_LABEL[0]: FEED_LABEL[1],
+    }
+    for name, labels in (("old-feed", ours), ("someone-elses", {"app": "other"})):
+        cluster.configmaps[("default", name)] = {
+            "metadata": {"name": name, "namespace": "default", "labels": labels},
+            "data": {FEED_KEY: "kary-feed 0\n"},
+        }
+    raw = tmp_path / "raw"
+    result = _race(raw)
+    assert result.exit_code in (0, 1), result.output
+    assert set(cluster.configmaps) == {("default", "someone-elses")}
+    # Said once, in the run.json of the first cell after up().
+    reaped = [json.loads(p.read_text()).get("reaped_leftovers") for p in raw.glob("4/*/0/run.json")]
+    assert sorted(reaped, key=str) == [None, None, ["old-feed"]]
