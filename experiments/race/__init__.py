@@ -9,6 +9,7 @@
   on sampled times, which the plan and benchmarks/race_replay.py use.
 - `plan`: best, expected and worst case, beside a plain sweep and the uniform design.
 - `run`: `kary race`'s blocks as cells of the raw tree, judged and decided.
+- `held_backend`: the one backend every block of a race runs on, brought down at its end.
 - `blocks`: a block's cells, whether each is a timing, and its printed line.
 - `answer`: what a race found, in words.
 
@@ -23,6 +24,7 @@ __all__ = [
     "decide",
     "engine",
     "futility",
+    "held_backend",
     "plan",
     "run",
     "size_trend",

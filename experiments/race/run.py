@@ -29,24 +29,24 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.backends.base import Backend, QueuedCell, RunResult
 from experiments.errors import UserError
 from experiments.execution.ledger import read_ledger
 from experiments.execution.progress import Reporter, SilentReporter
 from experiments.execution.runner import run_plan
 from experiments.formats.race_state import RaceFile, read_race, write_race
 from experiments.model.plan import Cell, Plan
-from experiments.model.render import Rendered, template_hash
+from experiments.model.render import template_hash
 from experiments.model.sweep import Sweep
 from experiments.planned import PlannedSweep, stderr_line
 from experiments.race.answer import answer_text
 from experiments.race.blocks import Verdict, block_cells, block_line, judge_block, judge_cell
 from experiments.race.engine import Block, Race
+from experiments.race.held_backend import HeldBackend
 from experiments.race.plan import RacePlan, plan_race_cost
 from experiments.race.rules import BY_SIZE, TIE, WINNER, RaceRules
 from experiments.smoke import SmokePlan, plan_smoke, run_smoke
@@ -218,7 +218,7 @@ def run_race(
         f"{race.mode}; raw results and race.json in {data_dir}; seed {race.seed}"
     )
     spent_runs = 0
-    held = _HeldBackend(base.backend, base.backend_settings(), make_backend)
+    held = HeldBackend(base.backend, base.backend_settings(), make_backend)
     try:
         with guard.session():
             if not race.blocks:
@@ -262,56 +262,6 @@ def run_race(
         held.release()
     echo(f"kary race: {answer_text(race)}")
     return RaceOutcome(race)
-
-
-class _HeldBackend(Backend):
-    """The race's one backend, made at its first block: each block's run_plan brings it
-    up (once: up() is idempotent) and its down() is put off to `release()`, at the
-    race's end, so what serves a block stays up for the next (Backend.stay_up)."""
-
-    def __init__(
-        self, backend: str, settings: Any, make_backend: Callable[[str, Any], Any] | None
-    ) -> None:
-        from experiments.backends import make_backend as backend_named
-
-        self._make = lambda: (make_backend or backend_named)(backend, settings)
-        self._inner: Backend | None = None
-        self.name = backend
-
-    @property
-    def inner(self) -> Backend:
-        if self._inner is None:
-            self._inner = self._make()
-            self._inner.stay_up()
-            self.name, self.uses_image = self._inner.name, self._inner.uses_image
-        return self._inner
-
-    def up(self) -> None:
-        self.inner.up()
-
-    def check_cells(self, cells: Sequence[Cell]) -> None:
-        self.inner.check_cells(cells)
-
-    def run_order(self, cells: Sequence[Cell]) -> list[Cell]:
-        return self.inner.run_order(cells)
-
-    def queue(self, cells: Sequence[QueuedCell]) -> None:
-        self.inner.queue(cells)
-
-    def run(self, cell: Cell, rendered: Rendered, timeout: float | None) -> RunResult:
-        return self.inner.run(cell, rendered, timeout)
-
-    def await_replacements(self, limit_s: float) -> str | None:
-        return self.inner.await_replacements(limit_s)
-
-    def down(self) -> None:
-        """A block ended: the backend stays up for the next (release() brings it down)."""
-
-    def release(self) -> None:
-        """The race ended (or stopped): bring the backend down, if one was made."""
-        inner, self._inner = self._inner, None
-        if inner is not None:
-            inner.down()
 
 
 def _smoke_first(
@@ -404,7 +354,7 @@ def _run_block(
     block: Block,
     timeout: float | None,
     reporter: Reporter | None,
-    backend: _HeldBackend,
+    backend: HeldBackend,
     voided: list[str],
     judged: dict[str, Verdict],
 ) -> Any:

@@ -255,7 +255,7 @@ def _pod_watch_clock(monkeypatch: pytest.MonkeyPatch, speedup: float) -> None:
     minutes, so a bound of hundreds of seconds is played in seconds.  The watch looks
     about once a second (the Job watch's shortest window)."""
     fast = functools.partial(PodWatch, clock=lambda: time.monotonic() * speedup)
-    monkeypatch.setattr("experiments.backends.kubernetes.nested.PodWatch", fast)
+    monkeypatch.setattr("experiments.backends.kubernetes.nested_making.PodWatch", fast)
     monkeypatch.setattr("experiments.backends.kubernetes.per_cell.PodWatch", fast)
 
 

@@ -1,8 +1,10 @@
 """The kubernetes backend: cells as Flux Operator MiniClusters on a cluster.
 
 - `backend`: KubernetesBackend: connect, check the CRD, hand each cell to its layout;
-- the layouts: `nested` (a MiniCluster per node count, the default) and
-  `per_cell` (a MiniCluster per cell), over one `context`;
+- the layouts: `nested` (a MiniCluster per node count, the default; its groups
+  made and fed in `nested_making`, read in `nested_group`; a race's blocks fed to
+  one through `feed`'s ConfigMap) and `per_cell` (a MiniCluster per cell), over
+  one `context`;
 - their steps: `api` (the client and its retries), `minicluster` (the manifest,
   create, delete, reap), `job_watch` (the operator's Job), `pod_watch` (pods that
   cannot start), `collect` (rank 0's log, provenance, diagnostics),

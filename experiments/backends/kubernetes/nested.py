@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from kubernetes.client.exceptions import ApiException
@@ -71,13 +70,11 @@ from experiments.backends.kubernetes.collect import (
     pod_facts,
 )
 from experiments.backends.kubernetes.context import ClusterContext
-from experiments.backends.kubernetes.feed import create_feed, delete_feed, feed_name, update_feed
+from experiments.backends.kubernetes.feed import delete_feed
 from experiments.backends.kubernetes.group_health import GroupBroken, Look, look_at
 from experiments.backends.kubernetes.job_watch import wait_for_job
 from experiments.backends.kubernetes.minicluster import (
     NotOurs,
-    build_manifest,
-    create_minicluster,
     delete_minicluster,
     job_pods,
 )
@@ -89,12 +86,11 @@ from experiments.backends.kubernetes.nested_group import (
     cell_text,
     fitting_log_budget,
     frames_lost,
-    limit_seconds,
     lines_lost,
-    queued_log_bytes,
     unfinished_error,
     within_log_budget,
 )
+from experiments.backends.kubernetes.nested_making import create_group, feed_group, new_group
 from experiments.backends.kubernetes.node_lost import (
     NODE_LOST_WAIT_S,
     await_replacement,
@@ -102,18 +98,13 @@ from experiments.backends.kubernetes.node_lost import (
     node_lost,
 )
 from experiments.backends.kubernetes.objects import rank_zero
-from experiments.backends.kubernetes.pod_watch import PodEvicted, PodWatch, StartFailure
+from experiments.backends.kubernetes.pod_watch import PodEvicted, StartFailure
 from experiments.backends.kubernetes.preemption import Preempted, preempted_result
 from experiments.formats.kary_line import meta_record
-from experiments.formats.nested_bundle import feed_text
 from experiments.formats.nested_frame import CellFrame, split_frames
 from experiments.model.render_nested import (
     FEED_DELAY_S,
     START_TIMEOUT_S,
-    Feed,
-    NestedCell,
-    render_batch,
-    render_nested,
 )
 
 if TYPE_CHECKING:
@@ -175,7 +166,6 @@ class NestedLayout:
     # -- the group a cell runs in --------------------------------------------------
 
     def _group_for(self, cell: Cell, rendered: Rendered, limit: float) -> Group:
-        cluster = self.cluster
         group = self.group
         if group is not None and cell.id in group.cell_ids and cell.id not in group.delivered:
             return group
@@ -183,38 +173,12 @@ class NestedLayout:
             return group
         self.end()
         cells = self._still_to_run(cell, rendered, limit)
-        # Labelled as every MiniCluster kary makes (owner, sweep): reap_leftovers finds it.
-        base = build_manifest(rendered.minicluster_yaml, cell.id, cluster.namespace, cluster.labels)
-        name = cluster.name_cell(f"{base['metadata']['name']}-n{cell.nodes}")
-        feed = Feed(feed_name(name)) if self.held else None
-        manifest = render_nested(
-            base, cell.nodes, [_nested_cell(q, limit) for q in cells], feed=feed
-        )
-        body = manifest.body
-        body["metadata"]["name"] = name
-        size = int(body["spec"]["size"])
         # From the first create request on, the MiniCluster may exist: end() deletes it.
-        self.group = Group(
-            name,
-            cell.nodes,
-            manifest,
-            PodWatch(
-                cluster.api, cluster.namespace, name, size, cluster.limits, nodes=cluster.nodes
-            ),
-            datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            feed=feed.name if feed is not None else None,
-            log_bytes=queued_log_bytes(cells),
-        )
-        if feed is not None:
-            # Before the MiniCluster: its pods mount it (batch 0: nothing fed yet).
-            create_feed(cluster.api, cluster.namespace, feed.name, feed_text(0), cluster.labels)
+        self.group = new_group(self.cluster, cells, rendered, limit, self.held)
         try:
-            create_minicluster(cluster.api, cluster.namespace, name, body, cluster.teardown)
+            create_group(self.cluster, self.group)
         except NotOurs:
-            # Someone else's of that name: never delete it (the feed is ours).
-            if feed is not None:
-                delete_feed(cluster.api, cluster.namespace, feed.name)
-            self.group = None
+            self.group = None  # someone else's of that name: never delete it
             raise
         return self.group
 
@@ -231,16 +195,9 @@ class NestedLayout:
         ):
             return False
         cells = fitting_log_budget(self._still_to_run(cell, rendered, limit), group.log_bytes)
-        if not cells:
-            return False
-        cluster = self.cluster
-        batch = group.batches + 1
-        text = render_batch([_nested_cell(q, limit) for q in cells], batch)
-        update_feed(cluster.api, cluster.namespace, group.feed, text, cluster.labels)
-        group.batches = batch
-        group.fed += [q.cell.id for q in cells]
-        group.log_bytes += queued_log_bytes(cells)
-        return True
+        if cells:
+            feed_group(self.cluster, group, cells, limit)
+        return bool(cells)
 
     def _still_to_run(self, cell: Cell, rendered: Rendered, limit: float) -> list[QueuedCell]:
         """This cell and the queued cells of its node count after it, in order, as many as
@@ -482,17 +439,3 @@ class NestedLayout:
         cluster = self.cluster
         result.provenance["diagnostics"] = diagnostics(cluster.api, cluster.namespace, name, pods)
         return result
-
-
-def _nested_cell(queued: QueuedCell, limit: float) -> NestedCell:
-    """A queued cell as the driver runs it."""
-    cell = queued.cell
-    return NestedCell(
-        cell.id,
-        cell.topo,
-        limit_seconds(queued, limit),
-        queued.rendered.entrypoint_sh,
-        # Blobs land on rank 0's disk only when the cell distributes them.
-        cell.sizes if cell.experiment == "distribute" else (),
-        cell.blob,
-    )
