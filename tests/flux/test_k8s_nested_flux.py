@@ -143,32 +143,3 @@ def _state(data: Path, cell: str) -> str | None:
     except (json.JSONDecodeError, KeyError):
         return None
     return state
-
-
-def test_a_nested_race_feeds_its_second_block_to_the_same_minicluster(
-    cluster: FakeApiServer, scratch: Path
-) -> None:
-    """The driver's feed loop on real Flux: block 1's cells reach the running driver
-    through the ConfigMap, as the kubelet projects it, and run as nested instances in
-    the MiniCluster block 0 ran in; the race's end deletes both."""
-    data = scratch / "raw"
-    race = [*KARY, "race", "--backend", "kubernetes", "--exact-nodes", "4", "--no-smoke"]
-    done = subprocess.run(
-        [*race, "--flux-view", PINNED_VIEW, "--topo", "kary:1", "--topo", "kary:3",
-         "--sizes", "1M", "--first-test", "2", "--max-blocks", "2", "--seed", "1",
-         "--data-dir", str(data), "--yes"],
-        env=_env(scratch), cwd=REPO, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    # Two blocks cannot separate two topologies (Wilcoxon's smallest p with 2 is 0.5).
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert "not separated" in done.stderr
-    fake = cluster.cluster
-    assert len(fake.created) == 1
-    name = fake.created[0]["metadata"]["name"]
-    for cell in ("4/kary-1/0", "4/kary-3/0", "4/kary-1/1", "4/kary-3/1"):
-        record = _record(data, cell)
-        assert record["state"] == "succeeded", (cell, record.get("error"))
-        assert record["nested_in"]["name"] == name
-    assert _record(data, "4/kary-1/1")["nested_in"]["batches"] == 1
-    assert fake.configmaps == {} and fake.miniclusters == {}
-    assert _no_flux_left(cluster, scratch)

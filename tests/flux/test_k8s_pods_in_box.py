@@ -502,3 +502,27 @@ def test_a_restarted_container_finds_a_fresh_tmp_and_the_operators_volume_kept(
 
     _stalled_run(make, scratch, [restart_a_worker], ("kary:1",))
     assert seen == [f"{CONFIG_ROOT}/kary-volume\n"]
+
+
+def test_a_race_feeds_its_next_block_to_the_pods_it_started_on(
+    make_cluster: Callable[..., FakeApiServer], scratch: Path
+) -> None:
+    """A race's one MiniCluster on pods: block 1 reaches rank 0's driver through the
+    feed ConfigMap as the fake kubelet projects it into the pod, and runs there."""
+    server = make_cluster()
+    data = scratch / "raw"
+    result = CliRunner().invoke(
+        app,
+        ["race", "--backend", "kubernetes", "--exact-nodes", "4", "--no-smoke",
+         "--flux-view", PINNED_VIEW, *TOPOS, "--sizes", "1M", "--first-test", "2",
+         "--max-blocks", "2", "--seed", "1", "--data-dir", str(data), "--yes"],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output  # two blocks do not separate two topologies
+    assert "not separated" in result.output
+    assert len(server.cluster.created) == 1
+    name = server.cluster.created[0]["metadata"]["name"]
+    for cell in (*CELLS, "4/kary-1/1", "4/kary-2/1"):
+        record = _record(data, cell)
+        assert record["state"] == "succeeded", (cell, record.get("error"))
+        assert record["nested_in"]["name"] == name
+    assert server.cluster.configmaps == {}

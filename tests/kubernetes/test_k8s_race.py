@@ -3,7 +3,7 @@ each next block fed to its driver through a ConfigMap (backends/kubernetes/feed.
 
 Against the fake API server without Flux: the fake operator's driver frames its
 scenario log per cell, the batches fed to it included (the driver's own feed loop
-runs on real Flux in tests/flux/test_k8s_nested_flux.py)."""
+runs on real Flux, on pods in a box, in tests/flux/test_k8s_pods_in_box.py)."""
 
 from __future__ import annotations
 
