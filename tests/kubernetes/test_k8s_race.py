@@ -172,3 +172,79 @@ def test_a_race_reaps_a_feed_an_interrupted_race_left_and_no_one_elses(
     # Said once, in the run.json of the first cell after up().
     reaped = [json.loads(p.read_text()).get("reaped_leftovers") for p in raw.glob("4/*/0/run.json")]
     assert sorted(reaped, key=str) == [None, None, ["old-feed"]]
+
+
+def _feed_loop_script(tmp_path: Path) -> str:
+    """The rendered driver with each cell's run replaced by a line saying what it ran:
+    its feed loop as it is, with no Flux needed."""
+    from experiments.model.render_nested import Feed, NestedCell, render_nested
+
+    base = {
+        "kind": "MiniCluster",
+        "metadata": {"name": "mc"},
+        "spec": {"size": 2, "flux": {}, "containers": [{"command": "/bin/bash /k/entry.sh"}]},
+    }
+    cell = NestedCell("2/kary-1/0", "kary:1", 60, "true\n", (1 << 20,))
+    driver = render_nested(base, 2, [cell], feed=Feed("mc-feed", poll_s=0.05, idle_s=1)).driver_sh
+    stub = 'kary_nested_cell() { echo "RAN $1 $4"; }\n'
+    # The stub after the driver's own definition, before its first call.
+    head, calls = driver.split("\nkary_nested_cell '", 1)
+    return head + "\n" + stub + "kary_nested_cell '" + calls
+
+
+def test_the_drivers_feed_loop_runs_each_batch_once_then_stops_when_none_comes(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+
+    from experiments.formats.nested_frame import split_frames
+    from experiments.model.render_nested import NestedCell, render_batch
+
+    script = tmp_path / "driver.sh"
+    script.write_text(_feed_loop_script(tmp_path))
+    feed = tmp_path / "feed"
+    feed.mkdir()
+    cells = [NestedCell(f"2/kary-2/{i}", "kary:2", 60, "true\n", (1 << 20,)) for i in (1, 2)]
+    (feed / FEED_KEY).write_text(render_batch(cells, 1))
+    env = {"PATH": "/usr/bin:/bin", "KARY_FEED": str(feed)}
+    done = subprocess.run(
+        ["bash", str(script)], env=env, capture_output=True, text=True, timeout=30
+    )
+    ran = [line for line in done.stdout.splitlines() if line.startswith("RAN ")]
+    # The baked cell, then batch 1's two, each once though the feed stayed there.
+    assert ran == [
+        "RAN 2/kary-1/0 cell-0.sh",
+        "RAN 2/kary-2/1 feed-1/cell-0.sh",
+        "RAN 2/kary-2/2 feed-1/cell-1.sh",
+    ], done.stdout + done.stderr
+    frames = split_frames(done.stdout)
+    assert frames.finished and frames.finished_why == "no batch of cells came for 1 s"
+    assert (tmp_path / "feed-1" / "cell-1.sh").read_text() == "true\n"
+
+
+def test_a_batch_that_will_not_unpack_ends_the_driver_with_its_reason(tmp_path: Path) -> None:
+    import subprocess
+
+    from experiments.backends.kubernetes.nested_group import frames_lost
+    from experiments.formats.nested_frame import split_frames
+
+    script = tmp_path / "driver.sh"
+    script.write_text(_feed_loop_script(tmp_path))
+    feed = tmp_path / "feed"
+    feed.mkdir()
+    (feed / FEED_KEY).write_text("kary-feed 1\nnot base64 at all!\n")
+    done = subprocess.run(
+        ["bash", str(script)],
+        env={"PATH": "/usr/bin:/bin", "KARY_FEED": str(feed)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    frames = split_frames(done.stdout)
+    assert frames.finished_why == "batch 1 of the feed would not unpack", done.stdout
+    # kary, awaiting a fed cell the driver never began, says why the group broke.
+    why = frames_lost(frames, ("2/kary-1/0", "2/kary-2/1"), "2/kary-2/1")
+    assert why == (
+        "the nested driver finished before cell 2/kary-2/1 began: "
+        "batch 1 of the feed would not unpack"
+    )
