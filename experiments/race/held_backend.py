@@ -30,6 +30,8 @@ class HeldBackend(Backend):
     ) -> None:
         from experiments.backends import make_backend as backend_named
 
+        # The factory as given (None: the named backend's own), for the smoke cell too.
+        self.make_backend = make_backend
         self._make = lambda: (make_backend or backend_named)(backend, settings)
         self._inner: Backend | None = None
         self.name = backend

@@ -217,49 +217,64 @@ def run_race(
         f"kary race: {len(race.candidates)} topologies at {race.nodes} nodes, "
         f"{race.mode}; raw results and race.json in {data_dir}; seed {race.seed}"
     )
-    spent_runs = 0
     held = HeldBackend(base.backend, base.backend_settings(), make_backend)
     try:
         with guard.session():
-            if not race.blocks:
-                # A billed race's smoke cell first, as `run`'s: a broken image or
-                # operator fails one small cell, not a block of every topology.
-                stopped = _smoke_first(planned, timeout, echo, make_backend)
-                if stopped is not None:
-                    return RaceOutcome(
-                        race,
-                        interrupted=stopped.interrupted,
-                        stopped_because=stopped.stopped_because,
-                    )
-            while (block := race.next_block()) is not None:
-                _save(planned, race)
-                stop = _budget_reason(guard, planned, block, max_cost)
-                if stop:
-                    race.stop_for_budget(stop)
-                    _save(planned, race)
-                    return RaceOutcome(race, stopped_because=stop)
-                voided: list[str] = []
-                judged: dict[str, Verdict] = {}
-                summary = _run_block(planned, race, block, timeout, reporter, held, voided, judged)
-                spent_runs += len(summary.outcomes)
-                if summary.interrupted:
-                    _save(planned, race)
-                    echo("kary race: interrupted; the same command resumes the race")
-                    return RaceOutcome(race, interrupted=True)
-                times, void = judge_block(data_dir, planned, block, judged)
-                if voided:
-                    block.ran = len(block.order) - voided.count("")
-                decision = race.record(block, times, void)
-                _save(planned, race)
-                echo(block_line(race, block, decision))
-                if summary.stopped_because and not voided:
-                    return RaceOutcome(race, stopped_because=summary.stopped_because)
+            try:
+                ended = _blocks(planned, race, guard, held, timeout, max_cost, reporter, echo)
+            finally:
+                # Inside the session: a --down that tears the cluster down comes after
+                # the race's MiniCluster went.
+                held.release()
     except KeyboardInterrupt:
+        ended = None
+    if ended is None:
         _save(planned, race)
         echo("kary race: interrupted; the same command resumes the race")
         return RaceOutcome(race, interrupted=True)
-    finally:
-        held.release()
+    return ended
+
+
+def _blocks(
+    planned: RacePlan,
+    race: Race,
+    guard: Any,
+    held: HeldBackend,
+    timeout: float | None,
+    max_cost: float | None,
+    reporter: Reporter | None,
+    echo: Callable[[str], None],
+) -> RaceOutcome | None:
+    """The smoke cell (first time only), then block after block until the race ends or
+    stops (its outcome), or a Ctrl-C (None)."""
+    if not race.blocks:
+        # A billed race's smoke cell first, as `run`'s: a broken image or
+        # operator fails one small cell, not a block of every topology.
+        stopped = _smoke_first(planned, timeout, echo, held.make_backend)
+        if stopped is not None:
+            if stopped.interrupted:
+                return None
+            return RaceOutcome(race, stopped_because=stopped.stopped_because)
+    while (block := race.next_block()) is not None:
+        _save(planned, race)
+        stop = _budget_reason(guard, planned, block, max_cost)
+        if stop:
+            race.stop_for_budget(stop)
+            _save(planned, race)
+            return RaceOutcome(race, stopped_because=stop)
+        voided: list[str] = []
+        judged: dict[str, Verdict] = {}
+        summary = _run_block(planned, race, block, timeout, reporter, held, voided, judged)
+        if summary.interrupted:
+            return None
+        times, void = judge_block(planned.data_dir, planned, block, judged)
+        if voided:
+            block.ran = len(block.order) - voided.count("")
+        decision = race.record(block, times, void)
+        _save(planned, race)
+        echo(block_line(race, block, decision))
+        if summary.stopped_because and not voided:
+            return RaceOutcome(race, stopped_because=summary.stopped_because)
     echo(f"kary race: {answer_text(race)}")
     return RaceOutcome(race)
 

@@ -317,3 +317,43 @@ def test_a_nested_race_on_kubernetes_pays_its_minicluster_once_not_per_block(
     assert shown.exit_code == 0, shown.output
     assert "one allocation for the whole race" in shown.output
     assert f"about {FEED_EXPECTED_S // 60} min" in shown.output
+
+
+def test_a_race_holds_one_backend_for_all_its_blocks_and_releases_it_inside_the_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import contextlib
+
+    from experiments.planned import PlannedSweep
+
+    events: list[str] = []
+    made: list[FakeBackend] = []
+
+    class Recording(FakeBackend):
+        def stay_up(self) -> None:
+            events.append("stay up")
+
+        def down(self) -> None:
+            super().down()
+            events.append("backend down")
+
+    def make(name, settings):  # type: ignore[no-untyped-def]
+        means = {"kary:1": 1.0, "kary:2": 1.8, "kary:3": 3.0}
+        backend = Recording(_backend(means)("fake", settings).handler)
+        made.append(backend)
+        return backend
+
+    class Guard:
+        cap = type("Cap", (), {"max_usd": None})()
+
+        @contextlib.contextmanager
+        def session(self):  # type: ignore[no-untyped-def]
+            yield
+            events.append("session end")  # where --down tears a cluster down
+
+    monkeypatch.setattr(PlannedSweep, "guard", lambda self, *a, **k: Guard())
+    planned = plan_race(_sweep(tmp_path, ["kary:1", "kary:2", "kary:3"]), RaceRules(), ACROSS)
+    outcome = run_race(planned, make_backend=make, echo=lambda _: None)
+    assert outcome.exit_code == 0 and len(outcome.race.blocks) >= RaceRules().first_test
+    assert len(made) == 1 and made[0].downs == 1 and made[0].ups == len(outcome.race.blocks)
+    assert events == ["stay up", "backend down", "session end"]
