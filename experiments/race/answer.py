@@ -79,6 +79,14 @@ def more_blocks_text(race: Race, lane: Lane, last: Decision) -> str:
     effect = abs(math.log(target.ratio))
     if not effect or not math.isfinite(target.ratio_high) or target.ratio_high <= 0:
         return f"{target.candidate} and {last.best} look alike: more blocks may only show a tie"
+    if effect < math.log1p(race.rules.zone):
+        # A difference inside the zone is a tie to be shown, not a gap to be separated:
+        # the blocks that would separate it grow without bound as it shrinks.
+        return (
+            f"{target.candidate} and {last.best} differ by less than the "
+            f"{race.rules.zone:.0%} zone (ratio {target.ratio:.3g}): more blocks would more "
+            "likely show a tie than separate them"
+        )
     from scipy.stats import t as student
 
     n = len(lane.blocks)

@@ -108,3 +108,18 @@ def test_a_race_its_budget_cannot_decide_stops_early_for_futility() -> None:
     assert full.lanes[0].why is None
     assert len(full.lanes[0].blocks) == RaceRules().max_blocks or full.lanes[0].decided
     assert len(full.lanes[0].blocks) > len(lane.blocks)
+
+
+def test_a_pair_inside_the_zone_is_not_priced_in_blocks_to_separate() -> None:
+    # b steady, a alternating 6% either side of 1.0: after the 3-block budget their
+    # ratio is inside the 5% zone but its interval too wide for a tie.
+    def sample(c: str, size: int, iteration: int) -> float:
+        seconds = 1.01 if c == "b" else 1.0 + (0.06 if iteration % 2 == 0 else -0.06)
+        return seconds * size / MIB
+
+    rules = RaceRules(first_test=3, max_blocks=3, futility=0.0)
+    race = replay(Race.start(["a", "b"], SIZES[:1], ACROSS, rules, seed=1), sample)
+    assert race.lanes[0].outcome == NOT_SEPARATED
+    text = answer_text(race)
+    assert "differ by less than the 5% zone" in text and "more likely show a tie" in text
+    assert "more blocks at the spread seen" not in text
