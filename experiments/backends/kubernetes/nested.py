@@ -11,6 +11,13 @@ KARY-NESTED lines (formats/nested_frame).  `run(cell)` then waits until the
 log shows the cell's end frame and hands back the cell's part of the log, so
 each cell still gets its own raw directory, run.json, KARY log and state.
 
+A race holds its group (`held`, Backend.stay_up): after its queued cells the
+MiniCluster stays up, and the next block's cells, queued later, are fed to its
+driver through a ConfigMap (feed.py, nested_making.py) when it has delivered
+every cell it had and its log budget holds them; otherwise (a block voided
+before its end left cells the driver still runs, or a full log) a new group
+takes them.
+
 What can go wrong, and what happens:
 
 - a cell fails: its frame says so (rc, Flux's result); the driver goes on;
