@@ -15,11 +15,25 @@ from experiments.backends.kubernetes.api import RetryPolicy
 from experiments.backends.kubernetes.minicluster import Teardown
 from experiments.backends.kubernetes.pod_watch import StartLimits
 
-__all__ = ["ONE_STEP_LOG", "fast_backend"]
+__all__ = ["ONE_STEP_LOG", "RACE_LOG", "fast_backend"]
 
 # A cell's log as its entrypoint prints it, one timed step: `{cell}` becomes its id.
 ONE_STEP_LOG = (
     'KARY {"meta": "cell", "cell": "{cell}", "flux_version": "0.88.0"}\n'
+    'KARY {"event": "distribute-all-nodes", "size": "1M", "size_bytes": 1048576, '
+    '"seconds": 1.25, "rc": 0}\n'
+    'KARY {"meta": "done", "failed_steps": 0}\n'
+)
+
+
+# A cell's log a race takes as a timing: its distribution went to caches that held no
+# blob (the cold-cache line, 4 ranks), after the archive's creation.
+RACE_LOG = (
+    'KARY {"meta": "cell", "cell": "{cell}", "flux_version": "0.88.0"}\n'
+    'KARY {"meta": "cold-cache", "size": "1M", "strategy": "all", '
+    '"cached_blobs": {"0": 0, "1": 0, "2": 0, "3": 0}}\n'
+    'KARY {"event": "create-archive", "size": "1M", "size_bytes": 1048576, '
+    '"seconds": 0.5, "rc": 0}\n'
     'KARY {"event": "distribute-all-nodes", "size": "1M", "size_bytes": 1048576, '
     '"seconds": 1.25, "rc": 0}\n'
     'KARY {"meta": "done", "failed_steps": 0}\n'

@@ -13,26 +13,13 @@ from typing import Any
 
 import pytest
 from fake_apiserver import PINNED_VIEW, Scenario, _feed_mounted, _nested_cells
-from fast_backend import fast_backend
+from fast_backend import RACE_LOG, fast_backend
 from strict_schema import crd_schema, validate_strictly
 from typer.testing import CliRunner
 
 from experiments.cli import app
 from experiments.formats.nested_bundle import FEED_KEY, read_feed
 from experiments.formats.race_state import read_race
-
-# A cell's log as its entrypoint prints it (`{cell}` becomes its id): a distribution to
-# caches that held no blob (the cold-cache line), so the race takes it as a timing.
-RACE_LOG = (
-    'KARY {"meta": "cell", "cell": "{cell}", "flux_version": "0.88.0"}\n'
-    'KARY {"meta": "cold-cache", "size": "1M", "strategy": "all", '
-    '"cached_blobs": {"0": 0, "1": 0, "2": 0, "3": 0}}\n'
-    'KARY {"event": "create-archive", "size": "1M", "size_bytes": 1048576, '
-    '"seconds": 0.5, "rc": 0}\n'
-    'KARY {"event": "distribute-all-nodes", "size": "1M", "size_bytes": 1048576, '
-    '"seconds": 1.25, "rc": 0}\n'
-    'KARY {"meta": "done", "failed_steps": 0}\n'
-)
 
 
 @pytest.fixture
