@@ -18,8 +18,10 @@ the seed's script (target >= 4x, goal 10x), and the throughput of `kary parse
 (target >= 50x). The seed's parser is not run on 8,000 logs by default: each
 row copies its frame, and its rows/s only fall as the tree grows, so the
 second ratio is a lower bound. `--seed-logs 200,800,8000` runs it there too
-(once, on 2026-11-23 on a 2-core machine, it took 1,013 s: 218 rows/s) and
-then compares like with like.
+(once, on 2026-11-23 on a 2-core machine, it took 1,013 s: 218 rows/s; on
+2026-11-28, run with kary's parse of the same 8,000-log tree in one benchmark,
+it had not finished after 2,370 s, when a 2,400 s timeout ended it: under 94
+rows/s, against kary parse --no-plots' 63,297) and then compares like with like.
 
 Every figure is the median of --repeat runs (default 3). The two sides of each
 ratio against the seed are run in turn (kary, seed, kary, seed, ...), so both
