@@ -397,6 +397,10 @@ def test_a_pod_the_kubelet_evicts_for_its_disk_fails_the_cell_with_the_kubelet_s
         ("kary:1",),
         layout=layout,
         eviction_free_percent=15,
+        # A small disk for the pod the fault fills: it passes the threshold in a fraction
+        # of a second, well inside the cell's 3 s stall (2 GiB took longer under load in CI
+        # once, and the cell ended first).
+        disks={2: 256 << 20},
     )
     assert rc == 1, said
     status = _box(server, 0).pod_status(2)
