@@ -420,7 +420,12 @@ def _nested_cells(body: dict[str, Any]) -> list[str]:
         return []
     pre = (body["spec"]["containers"][0].get("commands") or {}).get("pre") or ""
     driver = unbundle(pre.split("KARY_BUNDLE_EOF")[1].split("\n", 1)[1])["driver.sh"]
-    return re.findall(r"^kary_nested_cell '([^']+)'", driver, re.MULTILINE)
+    return _cells_run_by(driver)
+
+
+def _cells_run_by(script: str) -> list[str]:
+    """The cell ids a driver (or a batch's cells.sh) runs, in order."""
+    return re.findall(r"^kary_nested_cell '([^']+)'", script, re.MULTILINE)
 
 
 def _feed_mounted(body: dict[str, Any]) -> str | None:
@@ -445,9 +450,7 @@ def _feed_scenario(run: dict[str, Any], text: str) -> None:
     number, files = read_feed(text)
     if number > run.get("feed_batch", 0):
         run["feed_batch"] = number
-        run["nested_cells"] += re.findall(
-            r"^kary_nested_cell '([^']+)'", files.get(FEED_CELLS, ""), re.MULTILINE
-        )
+        run["nested_cells"] += _cells_run_by(files.get(FEED_CELLS, ""))
 
 
 def _nested_log(run: dict[str, Any]) -> str:
