@@ -21,9 +21,10 @@ __all__ = ["HeldBackend"]
 
 
 class HeldBackend(Backend):
-    """The race's one backend, made at its first block: each block's run_plan brings it
-    up (once: up() is idempotent) and its down() is put off to `release()`, at the
-    race's end, so what serves a block stays up for the next (Backend.stay_up)."""
+    """The race's one backend, made at its first block: each block's run_plan calls its
+    up() (the kubernetes backend's returns at once once connected; the flux backend's
+    checks its flux and place again, cheaply) and its down() is put off to `release()`,
+    at the race's end, so what serves a block stays up for the next (Backend.stay_up)."""
 
     def __init__(
         self, backend: str, settings: Any, make_backend: Callable[[str, Any], Any] | None
