@@ -14,6 +14,10 @@ entrypoint (so the entrypoint's ``$0`` and exit status are its own), then writes
 - ``instance_stop``: from the entrypoint's exit to the backend's return (the
   brokers and guard going down, a box's link counters read).
 
+Its last act is to write the entrypoint's exit status to ``entry.exit``
+(experiments/initial_exit.py), on which the session guard and the box's init
+end the instance at once rather than wait for Flux's own stop.
+
 A stamp that is missing (the cell never started, or was stopped) leaves its
 spans out: a span is never guessed.
 """
@@ -22,6 +26,8 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+
+from experiments.initial_exit import EXIT_NAME
 
 __all__ = ["WRAPPER_NAME", "entry_spans", "stamped"]
 
@@ -33,12 +39,14 @@ def stamped(entrypoint: Path) -> Path:
     """Write the stamping wrapper beside `entrypoint` and return its path."""
     folder = entrypoint.parent
     began, ended = shlex.quote(str(folder / _BEGAN)), shlex.quote(str(folder / _ENDED))
+    status = shlex.quote(str(folder / EXIT_NAME))
     wrapper = folder / WRAPPER_NAME
     wrapper.write_text(
         f'printf "%s\\n" "$EPOCHREALTIME" >{began}\n'
         f"bash {shlex.quote(str(entrypoint))}\n"
         "rc=$?\n"
         f'printf "%s\\n" "$EPOCHREALTIME" >{ended}\n'
+        f'printf "%s\\n" "$rc" >{status}\n'
         'exit "$rc"\n'
     )
     return wrapper

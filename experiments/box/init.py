@@ -16,7 +16,9 @@ waits until the switch side of its link exists, brings its side up (address,
 rank 0's broker runs the entrypoint as its initial program, with this
 program's stdout and stderr (the cell's log).  The other ranks log to
 `BOX_DIR/rank-<r>.log`.  When rank 0's broker exits, the others (which Flux
-shuts down with it) get a grace period, then SIGKILL.  Last, the byte count
+shuts down with it) get a grace period, then SIGKILL; once the entrypoint has
+left its exit status in the spec's `end_file` (experiments/initial_exit.py), every
+broker gets SIGKILL at once and the box ends with that status.  Last, the byte count
 of every link and the `tc -s` statistics of its shaped qdiscs (bytes, drops,
 overlimits, each direction) go to `BOX_DIR/links.json`.
 """
@@ -34,6 +36,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from experiments.initial_exit import read_exit_status
 
 __all__ = ["BoxSpec", "main"]
 
@@ -65,6 +69,8 @@ class BoxSpec:
     # and the tc lines of each group's uplink (both ends, so both directions).
     groups: list[int] = field(default_factory=list)
     trunk_qdiscs: list[str] = field(default_factory=list)
+    # Where the stamped entrypoint leaves its exit status ("": wait for rank 0's broker).
+    end_file: str = ""
 
     @classmethod
     def read(cls, path: Path) -> BoxSpec:
@@ -227,11 +233,16 @@ def _group_switches(spec: BoxSpec) -> list[str]:
 
 
 def _wait(ranks: list[_Rank], spec: BoxSpec) -> int:
-    """Reap until rank 0's broker exits, then give the others a grace period."""
+    """Reap until rank 0's broker exits, then give the others a grace period; or
+    until the entrypoint's exit status is in the end file, then none."""
     alive = {r.pid: r.rank for r in ranks}
     code: int | None = None
     deadline: float | None = None
+    end_file = Path(spec.end_file) if spec.end_file else None
     while alive:
+        ended = read_exit_status(end_file) if code is None and end_file else None
+        if ended is not None:
+            code, deadline = ended, time.monotonic()
         if deadline is not None and time.monotonic() > deadline:
             _signal(list(alive), signal.SIGKILL)
         try:
@@ -245,7 +256,7 @@ def _wait(ranks: list[_Rank], spec: BoxSpec) -> int:
         if rank is None:
             continue  # an orphan re-parented to PID 1: reaped
         exit_code = os.waitstatus_to_exitcode(status)
-        if rank == 0:
+        if rank == 0 and deadline is None:
             code = exit_code if exit_code >= 0 else 128 - exit_code
             deadline = time.monotonic() + _SHUTDOWN_GRACE_S
         elif exit_code == _EXIT_STARTUP_FAILED and code is None:

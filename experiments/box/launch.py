@@ -14,6 +14,7 @@ from typing import Any
 from experiments.box.init import BoxSpec
 from experiments.box.layout import BOX_PREFIX_LENGTH, BoxLayout
 from experiments.box.shaping import qdisc_commands
+from experiments.initial_exit import EXIT_NAME
 from experiments.model.links import LinkSettings
 
 __all__ = ["box_spec", "read_link_bytes"]
@@ -43,6 +44,7 @@ def box_spec(
         node_qdiscs=qdiscs,
         switch_qdiscs=qdiscs,
         initial_program=["bash", str(entrypoint)],
+        end_file=str(entrypoint.parent / EXIT_NAME),
         env=env,
         groups=[g for r in ranks if (g := links.group_of(r)) is not None],
         trunk_qdiscs=qdisc_commands("DEV", links.group_bandwidth, links.latency)

@@ -1,6 +1,6 @@
 """Run one command so that nothing it starts outlives it, kary, or a signal.
 
-    python -m experiments.backends.flux.session_guard -- flux start --test-size=8 ...
+    python -m experiments.backends.flux.session_guard [--end-file PATH] -- flux start ...
 
 `flux start --test-size` forks its brokers and, on SIGTERM, exits at once
 without stopping them (flux-core 0.88: the brokers, their Python modules and the
@@ -14,7 +14,10 @@ flux backend starts this guard as a session leader instead, and the guard:
 - on SIGTERM, SIGINT or SIGHUP, and when the command exits, sends SIGTERM to
   every other process of its session, waits a moment, then SIGKILLs what is
   left and reaps it; it exits with the command's status (128 + signal when a
-  signal stopped it).
+  signal stopped it);
+- given `--end-file`, ends as soon as that file holds the cell's exit status
+  (experiments/initial_exit.py): it SIGKILLs the session at once and exits with
+  that status, rather than wait seconds for the brokers' own stop.
 
 `session_members(sid)` is also what the backend uses to check afterwards.
 """
@@ -28,7 +31,9 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+from experiments.initial_exit import read_exit_status
 from experiments.proctable import live_members
 
 __all__ = ["kill_session", "session_members", "stop_guard"]
@@ -37,6 +42,8 @@ _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _GRACE_S = 2.0
 _REAP_S = 5.0
+# How often the guard looks for its command's exit and the end file.
+_POLL_S = 0.05
 
 
 def session_members(sid: int) -> list[int]:
@@ -64,18 +71,20 @@ def _reap_children() -> None:
 def kill_session(sid: int, *, grace: float = _GRACE_S, exclude: int | None = None) -> list[int]:
     """SIGTERM every process of session `sid`, then SIGKILL survivors; the pids still alive.
 
-    `exclude` (the guard itself) is spared.  Children of the caller are reaped
-    as they exit, so a caller that is the subreaper sees an empty session.
+    `exclude` (the guard itself) is spared; with no `grace` there is no SIGTERM.
+    Children of the caller are reaped as they exit, so a caller that is the
+    subreaper sees an empty session.
     """
 
     def others() -> list[int]:
         _reap_children()
         return [p for p in session_members(sid) if p != exclude]
 
-    _signal_all(others(), signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while others() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    if grace > 0:
+        _signal_all(others(), signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while others() and time.monotonic() < deadline:
+            time.sleep(0.05)
     deadline = time.monotonic() + _REAP_S
     while (left := others()) and time.monotonic() < deadline:
         _signal_all(left, signal.SIGKILL)
@@ -114,10 +123,29 @@ def _raise_stopped(signum: int, _frame: object) -> None:
     raise _Stopped(signum)
 
 
+def _wait_for(child: int, end_file: Path | None) -> tuple[int, bool]:
+    """`child`'s exit status, or the one `end_file` holds if it comes first; and
+    whether it came from the end file (the session is then still running)."""
+    while True:
+        pid, status = os.waitpid(child, os.WNOHANG)
+        if pid:
+            code = os.waitstatus_to_exitcode(status)
+            return (128 - code if code < 0 else code), False
+        if end_file is not None and (ended := read_exit_status(end_file)) is not None:
+            return ended, True
+        time.sleep(_POLL_S)
+
+
 def main(argv: list[str]) -> int:
+    end_file = None
+    if argv[:1] == ["--end-file"] and len(argv) > 1:
+        end_file, argv = Path(argv[1]), argv[2:]
     command = argv[1:] if argv[:1] == ["--"] else argv
     if not command:
-        print("session_guard: usage: session_guard -- COMMAND [ARGS...]", file=sys.stderr)
+        print(
+            "session_guard: usage: session_guard [--end-file PATH] -- COMMAND [ARGS...]",
+            file=sys.stderr,
+        )
         return 2
     parent = os.getppid()
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -128,6 +156,7 @@ def main(argv: list[str]) -> int:
         signal.signal(signum, _raise_stopped)
     sid = os.getsid(0)
     code = 128 + signal.SIGTERM
+    grace = _GRACE_S
     try:
         child = os.fork()
         if child == 0:  # the command: default signal handling, same session
@@ -138,15 +167,15 @@ def main(argv: list[str]) -> int:
             except OSError as err:
                 print(f"session_guard: cannot run {command[0]}: {err}", file=sys.stderr)
             os._exit(127)
-        _, status = os.waitpid(child, 0)
-        code = os.waitstatus_to_exitcode(status)
-        code = 128 - code if code < 0 else code
+        code, ended_early = _wait_for(child, end_file)
+        if ended_early:
+            grace = 0.0  # the cell is over: nothing the brokers do now is kept
     except _Stopped as stop:
         code = 128 + stop.signum
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, signal.SIG_IGN)
-        kill_session(sid, exclude=os.getpid())
+        kill_session(sid, grace=grace, exclude=os.getpid())
     return code
 
 

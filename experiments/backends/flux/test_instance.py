@@ -21,6 +21,7 @@ from experiments.backends.base import BackendError, RunResult
 from experiments.backends.flux.session_guard import stop_guard
 from experiments.backends.flux.site import FluxSite, flux_env, messages
 from experiments.backends.waiting import communicate_or_stop
+from experiments.initial_exit import EXIT_NAME
 from experiments.model.plan import Cell
 
 __all__ = ["run_guarded", "run_in_test_instance"]
@@ -33,7 +34,8 @@ _GUARD_MODULE = "experiments.backends.flux.session_guard"
 def run_in_test_instance(
     site: FluxSite, cell: Cell, folder: Path, entrypoint: Path, timeout: float | None
 ) -> RunResult:
-    """Run the cell's entrypoint on rank 0 of a test instance of `cell.nodes` brokers."""
+    """Run the cell's entrypoint on rank 0 of a test instance of `cell.nodes` brokers;
+    the instance ends as soon as a stamped entrypoint has left its exit status."""
     env = flux_env(os.environ, drop_uri=True)
     env["TMPDIR"] = str(folder)
     env["KARY_RANK_ROOT"] = str(folder / "ranks")
@@ -51,7 +53,7 @@ def run_in_test_instance(
         "bash",
         str(entrypoint),
     ]
-    return run_guarded(site, cell, command, env, folder, timeout)
+    return run_guarded(site, cell, command, env, folder, timeout, entrypoint.parent / EXIT_NAME)
 
 
 def run_guarded(
@@ -61,9 +63,12 @@ def run_guarded(
     env: dict[str, str],
     folder: Path,
     timeout: float | None,
+    end_file: Path | None = None,
 ) -> RunResult:
-    """Run `command` under the session guard: nothing it starts outlives the cell."""
-    guarded = [sys.executable, "-m", _GUARD_MODULE, "--", *command]
+    """Run `command` under the session guard: nothing it starts outlives the cell, and
+    with `end_file` nothing outlives the exit status it holds (initial_exit.py)."""
+    ending = ["--end-file", str(end_file)] if end_file is not None else []
+    guarded = [sys.executable, "-m", _GUARD_MODULE, *ending, "--", *command]
     started = time.monotonic()
     try:
         guard = subprocess.Popen(

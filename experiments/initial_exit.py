@@ -1,0 +1,33 @@
+"""The exit status a cell's initial program leaves in a file, so its instance can end at once.
+
+The stamping wrapper (backends/entry_stamps.py) writes the entrypoint's exit
+status to ``entry.exit`` as its last act.  Once it is there the cell is over:
+Flux's own stop (rc3 on every broker: a Python `flux modprobe` that unloads
+each module and flushes a content store the cell throws away) only adds
+seconds to every cell on this machine (docs/speed.md).  So the session guard
+and the box's init watch for the file and, when it appears, kill the brokers
+and end with that status instead of waiting for the brokers' own shutdown.
+Everything the cell reports is written before the file: its output went to
+the log as it ran, and the stamps precede the status.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["EXIT_NAME", "read_exit_status"]
+
+EXIT_NAME = "entry.exit"
+
+
+def read_exit_status(path: Path) -> int | None:
+    """The status in `path` once it is whole (a number and a newline); None before."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    # bash's printf writes the line in one write(2), but a reader may open the file
+    # between its truncation and that write: no newline yet means not yet written.
+    if not text.endswith("\n") or not text.strip().isdigit():
+        return None
+    return int(text)
