@@ -38,10 +38,12 @@ def _env(scratch: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _kary(args: list[str], scratch: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+def _kary(
+    args: list[str], scratch: Path, timeout: float = 180, **env: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*KARY, *args],
-        env=_env(scratch),
+        env=_env(scratch, **env),
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -66,8 +68,14 @@ def test_a_cell_runs_on_a_real_test_instance_and_parses_like_any_other(
 ) -> None:
     data = scratch / "raw"
     args = ["run", *CELL, "--sizes", "4M", "--strategy", "all,leaves,middle"]
-    done = _kary([*args, "--data-dir", str(data)], scratch)
+    # kary started by a program, not a shell (SHLVL 0): Flux's rc scripts' `bash -c`
+    # must still not run the user's ~/.bashrc on every broker (site.flux_env).
+    home, bashrc_ran = scratch / "home", scratch / "bashrc-ran"
+    home.mkdir()
+    (home / ".bashrc").write_text(f"echo $$ >> {bashrc_ran}\n")
+    done = _kary([*args, "--data-dir", str(data)], scratch, HOME=str(home), SHLVL="0")
     assert done.returncode == 0, done.stderr
+    assert not bashrc_ran.exists(), bashrc_ran.read_text()
     assert "real Flux (flux start --test-size) on this machine" in done.stderr
     record = _record(data)
     assert record["state"] == "succeeded"
