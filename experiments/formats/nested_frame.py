@@ -41,6 +41,7 @@ __all__ = [
     "TIMEOUT_RESULT",
     "CellFrame",
     "Frames",
+    "driver_began",
     "format_frame",
     "frame_sequence",
     "split_frames",
@@ -139,6 +140,12 @@ def split_frames(log: str) -> Frames:
     if current is not None:  # the cell still running: what it printed so far
         current.text = "".join(lines)
     return frames
+
+
+def driver_began(log: str) -> bool:
+    """The driver framed a cell: it runs, so the outer instance's brokers all joined
+    (Flux starts the initial program only once they have)."""
+    return FRAME_PREFIX in log and bool(split_frames(log).cells)
 
 
 def frame_sequence(line: str) -> int | None:

@@ -23,7 +23,12 @@ from experiments.backends.kubernetes.objects import rank_zero
 from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.cli import app
 from experiments.formats.labels import current_owner
-from experiments.formats.nested_frame import format_frame, frame_sequence, split_frames
+from experiments.formats.nested_frame import (
+    driver_began,
+    format_frame,
+    frame_sequence,
+    split_frames,
+)
 from experiments.model.log_budget import cell_log_bytes
 from experiments.model.plan import Cell
 from experiments.model.render import RenderOptions, render_cell
@@ -188,9 +193,12 @@ def test_a_nested_cell_whose_brokers_never_join_is_a_start_failure(
     apiserver: Any, make_backend: Any
 ) -> None:
     """Checked for every cell, not only a group's first: its job started and its
-    benchmark never began within join_s."""
+    benchmark never began within join_s.  The job starts 1.5 s in, well past join_s
+    after the pods run: the group's own look must not blame the MiniCluster's brokers
+    then, since its driver has framed the cell (under load the job frame once came
+    after join_s, and kary said the MiniCluster's brokers never joined)."""
     apiserver.cluster.scenario = Scenario(
-        log="waiting for brokers\n", outcome="never", nested_cells_done=0
+        log="waiting for brokers\n", outcome="never", nested_cells_done=0, first_job_after_s=1.5
     )
     result = _one_nested_cell(
         make_backend, 30.0, start_limits=StartLimits(check_every_s=0.05, join_s=0.5)
@@ -389,6 +397,14 @@ def test_split_frames_keeps_a_running_cell_and_ignores_what_is_not_a_frame() -> 
     assert frames.cells["a"].timed_out and frames.cells["a"].text == "KARY-NESTED {not json\n"
     assert not frames.cells["b"].ended and frames.cells["b"].text == "partial output\n"
     assert not frames.finished
+
+
+def test_only_a_framed_cell_shows_a_nested_groups_brokers_joined() -> None:
+    """The group's own look (pod_watch) takes a driver's frame, and nothing else, as
+    proof that its MiniCluster's brokers joined: broker noise or a broken frame is not."""
+    assert not driver_began("")
+    assert not driver_began("broker: quorum not reached\nKARY-NESTED {not json\n")
+    assert driver_began("operator banner\n" + format_frame("begin", "4/kary-1/0") + "\n")
 
 
 def test_a_cell_whose_log_lacks_lines_its_end_frame_counts_says_how_many() -> None:

@@ -23,6 +23,7 @@ from experiments.backends.kubernetes.minicluster import (
 from experiments.backends.kubernetes.nested_group import Group, limit_seconds, queued_log_bytes
 from experiments.backends.kubernetes.pod_watch import PodWatch
 from experiments.formats.nested_bundle import feed_text
+from experiments.formats.nested_frame import driver_began
 from experiments.model.render_nested import Feed, NestedCell, render_batch, render_nested
 
 if TYPE_CHECKING:
@@ -65,7 +66,15 @@ def new_group(
         name,
         first.nodes,
         manifest,
-        PodWatch(cluster.api, cluster.namespace, name, size, cluster.limits, nodes=cluster.nodes),
+        PodWatch(
+            cluster.api,
+            cluster.namespace,
+            name,
+            size,
+            cluster.limits,
+            nodes=cluster.nodes,
+            began=driver_began,
+        ),
         datetime.now(timezone.utc).isoformat(timespec="seconds"),
         feed=feed.name if feed is not None else None,
         log_bytes=queued_log_bytes(cells),

@@ -20,7 +20,9 @@ watch windows of the Job, lists the pods and raises StartFailure with a short
 - every pod has been Running for `join_s` and rank 0's log still has no
   `KARY {"meta": "cell"}` line: rank 0 starts the entrypoint only once every
   broker has joined (flux-core's broker.quorum is the instance size by default),
-  so no such line means some broker never joined.
+  so no such line means some broker never joined.  A nested group's rank 0 runs
+  the driver instead, so there any cell frame of the driver's is that proof
+  (`began`); a nested cell whose own brokers never join is the driver's look's.
 
 Given the cluster's NodeCatalog, each look also lists the nodes and raises
 `Preempted` (preemption.py) when a rank lost its node: before any of the
@@ -190,8 +192,11 @@ class PodWatch:
         limits: StartLimits,
         clock: Callable[[], float] = time.monotonic,
         nodes: NodeCatalog | None = None,
+        began: Callable[[str], bool] | None = None,
     ) -> None:
         self.api, self.ns, self.name, self.size = api, ns, name, size
+        # Whether rank 0's log shows the instance ran its initial program.
+        self.began = began or _benchmark_began
         self.limits = limits
         self.clock = clock
         self.nodes = nodes
@@ -266,7 +271,7 @@ class PodWatch:
         log = self._log(zero) if zero is not None else None
         if log is None:
             return  # cannot tell: let the cell's own deadline decide
-        if meta_record(log, "cell") is not None:
+        if self.began(log):
             self._started = True
             return
         raise StartFailure(
@@ -288,3 +293,8 @@ class PodWatch:
             )
         except (ApiException, ApiUnavailable):
             return None
+
+
+def _benchmark_began(log: str) -> bool:
+    """A cell's entrypoint printed its first KARY line on rank 0."""
+    return meta_record(log, "cell") is not None
