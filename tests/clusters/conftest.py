@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import botocore.loaders
+import botocore.session
 import pytest
 from moto import mock_aws
 
@@ -134,7 +136,7 @@ def fake_cloud(
     placement = FakePlacementGroups()
     monkeypatch.setattr(
         "experiments.clusters.aws_api.default_session",
-        lambda region: placement.attach(api.attach(boto3.session.Session(region_name=region))),
+        lambda region: placement.attach(api.attach(_session(region))),
     )
     for name in list(os.environ):
         if name.startswith("KARY_FAKE_") and name not in (
@@ -149,6 +151,10 @@ def fake_cloud(
         bin_dir, tmp_path / "cloud.json", tmp_path / "calls.jsonl", monkeypatch, api, placement
     )
     # What the fake API does not answer, moto does: no boto3 call ever leaves the machine.
+    # Without its default AMIs (moto's documented switch): kary asks EC2 for none, and
+    # building them (thousands of images with random ids, from a large JSON file) was
+    # most of the CPU of a test here.
+    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
     with mock_aws():
         yield cloud
     # What boto3 does, kary asks boto3: the aws CLI is never called.
@@ -160,6 +166,19 @@ def aws(fake_cloud: FakeCloud, monkeypatch: pytest.MonkeyPatch) -> Any:
     """moto's side of AWS (node groups, Auto Scaling): `prime_node_groups` fills it."""
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-2")
     return prime_node_groups
+
+
+# botocore reads each service's model (large JSON files) into its session's loader: a
+# fresh session per kary call read them again, a third of a cluster test's CPU.  One
+# loader for this worker's sessions reads each once; the models it hands out are only read.
+_LOADER = botocore.loaders.create_loader()
+
+
+def _session(region: str) -> boto3.session.Session:
+    """A boto3 session as kary's default_session makes, on the worker's one loader."""
+    core = botocore.session.Session()
+    core.register_component("data_loader", _LOADER)
+    return boto3.session.Session(botocore_session=core, region_name=region)
 
 
 def prime_node_groups(name: str, groups: list[str], region: str = "us-east-2") -> list[str]:
