@@ -239,10 +239,12 @@ def _wait(ranks: list[_Rank], spec: BoxSpec) -> int:
     code: int | None = None
     deadline: float | None = None
     end_file = Path(spec.end_file) if spec.end_file else None
+    ended: int | None = None
     while alive:
-        ended = read_exit_status(end_file) if code is None and end_file else None
-        if ended is not None:
-            code, deadline = ended, time.monotonic()
+        if ended is None and code is None and end_file is not None:
+            ended = read_exit_status(end_file)
+            if ended is not None:
+                code, deadline = ended, time.monotonic()
         if deadline is not None and time.monotonic() > deadline:
             _signal(list(alive), signal.SIGKILL)
         try:
@@ -256,7 +258,7 @@ def _wait(ranks: list[_Rank], spec: BoxSpec) -> int:
         if rank is None:
             continue  # an orphan re-parented to PID 1: reaped
         exit_code = os.waitstatus_to_exitcode(status)
-        if rank == 0 and deadline is None:
+        if rank == 0 and ended is None:  # killed once the entrypoint ended: its status stands
             code = exit_code if exit_code >= 0 else 128 - exit_code
             deadline = time.monotonic() + _SHUTDOWN_GRACE_S
         elif exit_code == _EXIT_STARTUP_FAILED and code is None:
