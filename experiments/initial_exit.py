@@ -13,11 +13,18 @@ the log as it ran, and the stamps precede the status.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
-__all__ = ["EXIT_NAME", "read_exit_status"]
+__all__ = ["EXIT_NAME", "read_exit_status", "write_exit_status_line"]
 
 EXIT_NAME = "entry.exit"
+
+
+def write_exit_status_line(folder: Path) -> str:
+    """The bash line that leaves the exit status in `$rc` in `folder`'s file, as one
+    write(2) of the number and its newline."""
+    return f'printf "%s\\n" "$rc" >{shlex.quote(str(folder / EXIT_NAME))}\n'
 
 
 def read_exit_status(path: Path) -> int | None:

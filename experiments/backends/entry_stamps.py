@@ -27,7 +27,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from experiments.initial_exit import EXIT_NAME
+from experiments.initial_exit import write_exit_status_line
 
 __all__ = ["WRAPPER_NAME", "entry_spans", "stamped"]
 
@@ -39,15 +39,14 @@ def stamped(entrypoint: Path) -> Path:
     """Write the stamping wrapper beside `entrypoint` and return its path."""
     folder = entrypoint.parent
     began, ended = shlex.quote(str(folder / _BEGAN)), shlex.quote(str(folder / _ENDED))
-    status = shlex.quote(str(folder / EXIT_NAME))
     wrapper = folder / WRAPPER_NAME
     wrapper.write_text(
         f'printf "%s\\n" "$EPOCHREALTIME" >{began}\n'
         f"bash {shlex.quote(str(entrypoint))}\n"
         "rc=$?\n"
         f'printf "%s\\n" "$EPOCHREALTIME" >{ended}\n'
-        f'printf "%s\\n" "$rc" >{status}\n'
-        'exit "$rc"\n'
+        + write_exit_status_line(folder)
+        + 'exit "$rc"\n'
     )
     return wrapper
 

@@ -241,7 +241,7 @@ def _wait(ranks: list[_Rank], spec: BoxSpec) -> int:
     end_file = Path(spec.end_file) if spec.end_file else None
     ended: int | None = None
     while alive:
-        if ended is None and code is None and end_file is not None:
+        if code is None and end_file is not None:
             ended = read_exit_status(end_file)
             if ended is not None:
                 code, deadline = ended, time.monotonic()

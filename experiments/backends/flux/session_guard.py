@@ -125,9 +125,10 @@ def _raise_stopped(signum: int, _frame: object) -> None:
 
 def _wait_for(child: int, end_file: Path | None) -> tuple[int, bool]:
     """`child`'s exit status, or the one `end_file` holds if it comes first; and
-    whether it came from the end file (the session is then still running)."""
+    whether it came from the end file (the session is then still running).  Without
+    an end file it simply waits; with one it looks every _POLL_S."""
     while True:
-        pid, status = os.waitpid(child, os.WNOHANG)
+        pid, status = os.waitpid(child, 0 if end_file is None else os.WNOHANG)
         if pid:
             code = os.waitstatus_to_exitcode(status)
             return (128 - code if code < 0 else code), False
