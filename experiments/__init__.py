@@ -11,16 +11,17 @@ times per cell) does not pay for the whole library.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from experiments.lazy import lazy_exports
-from experiments.version import __version__
 
+# typing is not imported for this: the emulator's `flux` imports this package on
+# every call, and typing alone is about a third of what such a call loads.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from experiments.api import plan, run
     from experiments.execution.summary import RunSummary
     from experiments.model.sweep import Sweep
     from experiments.planned import PlannedSweep
+    from experiments.version import __version__
 
 __all__ = ["PlannedSweep", "RunSummary", "Sweep", "__version__", "plan", "run"]
 
@@ -32,5 +33,7 @@ __getattr__ = lazy_exports(
         "plan": "experiments.api",
         "run": "experiments.api",
         "RunSummary": "experiments.execution.summary",
+        # version.py imports subprocess and pathlib (it asks git for the commit).
+        "__version__": "experiments.version",
     },
 )

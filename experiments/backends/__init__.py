@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import importlib
 
-from experiments.backends.base import (
-    Backend,
-    BackendError,
-    BackendSettings,
-    QueuedCell,
-    RunResult,
-)
-from experiments.model.places import BACKENDS, check_backend_name
+from experiments.lazy import lazy_exports
+
+TYPE_CHECKING = False  # not typing's: see experiments/__init__.py
+if TYPE_CHECKING:
+    from experiments.backends.base import (
+        Backend,
+        BackendError,
+        BackendSettings,
+        QueuedCell,
+        RunResult,
+    )
+    from experiments.model.places import BACKENDS
 
 __all__ = [
     "BACKENDS",
@@ -37,6 +41,21 @@ __all__ = [
     "make_backend",
 ]
 
+# Lazily: the programs kary starts per cell (`python -m
+# experiments.backends.flux.session_guard`, the stamped entrypoint's helpers) import
+# this package first, and base.py and model/places.py load pydantic (~0.15 s a start).
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "BACKENDS": "experiments.model.places",
+        "Backend": "experiments.backends.base",
+        "BackendError": "experiments.backends.base",
+        "BackendSettings": "experiments.backends.base",
+        "QueuedCell": "experiments.backends.base",
+        "RunResult": "experiments.backends.base",
+    },
+)
+
 # name -> "package:Class"; every name in model.places.BACKENDS has one.
 _REGISTRY: dict[str, str] = {
     "flux": "experiments.backends.flux:FluxBackend",
@@ -47,6 +66,8 @@ _REGISTRY: dict[str, str] = {
 
 def backend_class(name: str) -> type[Backend]:
     """The Backend class of backend `name`; a UserError lists the valid names."""
+    from experiments.model.places import check_backend_name
+
     module_name, _, class_name = _REGISTRY[check_backend_name(name)].partition(":")
     cls: type[Backend] = getattr(importlib.import_module(module_name), class_name)
     return cls
@@ -54,4 +75,6 @@ def backend_class(name: str) -> type[Backend]:
 
 def make_backend(name: str, settings: BackendSettings | None = None) -> Backend:
     """The backend called `name`, configured from `settings`."""
+    from experiments.backends.base import BackendSettings
+
     return backend_class(name).from_settings(settings or BackendSettings())

@@ -6,7 +6,7 @@
   remote exec (`rexec`), over unix sockets wired in the TBON shape.
 - `flux`: the `flux` command the benchmark calls (`archive`, `exec` in
   `flux_exec`, ...), with its plumbing in `client`.
-- `wire`, `content`, `idset`, `routing`, `kvs`, `cpu`: the small pieces they
+- `wire`, `content`, `idset`, `routing`, `kvs`, `cpu` (`burn` spends it): the small pieces they
   share; `calibration` scales the CPU costs to this machine.
 
 The flux client imports almost nothing (built-in modules, see `wire`), so a
@@ -17,6 +17,7 @@ __all__ = [
     "FIDELITY",
     "LINKS_FIDELITY",
     "broker",
+    "burn",
     "calibration",
     "client",
     "content",

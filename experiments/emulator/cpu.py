@@ -22,14 +22,11 @@ other down as flux-core's do.
 
 from __future__ import annotations
 
-import os
-import time
 from dataclasses import dataclass
 
-__all__ = ["CLIENT_ENV", "DEFAULT_COSTS", "CpuCosts", "burn", "client_cost"]
+from experiments.emulator.burn import CLIENT_ENV, MIB, burn, client_cost
 
-MIB = 1 << 20
-CLIENT_ENV = "KARY_EMULATOR_CLIENT_CPU_MS"
+__all__ = ["CLIENT_ENV", "DEFAULT_COSTS", "MIB", "CpuCosts", "burn", "client_cost"]
 
 
 @dataclass(frozen=True)
@@ -69,20 +66,3 @@ class CpuCosts:
 
 # Calibrated on flux-core 0.88, 2 cores: see the module docstring and benchmarks/fidelity.py.
 DEFAULT_COSTS = CpuCosts(relay_ms=1.5, serve_ms=1.0, client_ms=1.0)
-
-
-def burn(ms_per_mib: float, nbytes: int) -> None:
-    """Spend `ms_per_mib` CPU milliseconds per MiB of `nbytes` on this thread."""
-    if ms_per_mib <= 0 or nbytes <= 0:
-        return
-    end = time.thread_time() + ms_per_mib * nbytes / MIB / 1000.0
-    while time.thread_time() < end:
-        pass
-
-
-def client_cost() -> float:
-    """The client's ms per MiB, as the instance put it in the environment (0 if unset)."""
-    try:
-        return max(0.0, float(os.environ.get(CLIENT_ENV, "0")))
-    except ValueError:
-        return 0.0

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import sys
 
+from experiments.emulator.burn import burn, client_cost
 from experiments.emulator.client import (
     BLOB_SIZE,
     FluxError,
@@ -27,7 +28,6 @@ from experiments.emulator.client import (
     parse_options,
 )
 from experiments.emulator.content import BACKING_MODULE
-from experiments.emulator.cpu import burn, client_cost
 from experiments.emulator.wire import set_send_buffer
 
 TYPE_CHECKING = False

@@ -14,7 +14,10 @@ import re
 from collections.abc import Sequence
 
 from experiments.errors import UserError
-from experiments.model.plan import Cell
+
+TYPE_CHECKING = False  # the emulator's instance reads faults; model.plan loads pydantic
+if TYPE_CHECKING:
+    from experiments.model.plan import Cell
 
 __all__ = ["FAULT_SYNTAX", "check_fault_ranks", "parse_faults"]
 

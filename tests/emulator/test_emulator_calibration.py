@@ -138,14 +138,14 @@ class _FakeThreadClock:
 def test_burn_spins_until_its_thread_used_the_cpu_it_was_asked_for(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from experiments.emulator import cpu
+    from experiments.emulator import burn
 
     clock = _FakeThreadClock()
-    monkeypatch.setattr(cpu.time, "thread_time", clock)
-    cpu.burn(4.5, 2 * cpu.MIB)  # 9 ms asked: the start reading, then one per ms spun
+    monkeypatch.setattr(burn.time, "thread_time", clock)
+    burn.burn(4.5, 2 * burn.MIB)  # 9 ms asked: the start reading, then one per ms spun
     assert clock.readings == 1 + 9
-    cpu.burn(0.0, cpu.MIB)
-    cpu.burn(4.5, 0)
+    burn.burn(0.0, burn.MIB)
+    burn.burn(4.5, 0)
     assert clock.readings == 10  # nothing asked, nothing read
 
 

@@ -11,10 +11,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from experiments.lazy import lazy_exports
 
+TYPE_CHECKING = False  # not typing's: see experiments/__init__.py
 if TYPE_CHECKING:
     from experiments.backends.flux.allocation import allocation_facts
     from experiments.backends.flux.backend import FluxBackend
