@@ -168,17 +168,27 @@ def aws(fake_cloud: FakeCloud, monkeypatch: pytest.MonkeyPatch) -> Any:
     return prime_node_groups
 
 
-# botocore reads each service's model (large JSON files) into its session's loader: a
-# fresh session per kary call read them again, a third of a cluster test's CPU.  One
-# loader for this worker's sessions reads each once; the models it hands out are only read.
-_LOADER = botocore.loaders.create_loader()
+# botocore reads each service's model (large JSON files) into its session's loader, and
+# every session has its own: kary's per call, boto3's default one, the ones moto makes
+# inside its backends.  Reading them again was most of a cluster test's CPU.  Every
+# session in this worker shares one loader (per data path), so each file is read once;
+# the models it hands out are only read.
+_loaders: dict[object, botocore.loaders.Loader] = {}
+_create_loader = botocore.session.create_loader
+
+
+def _shared_loader(search_path_string: object = None) -> botocore.loaders.Loader:
+    if search_path_string not in _loaders:
+        _loaders[search_path_string] = _create_loader(search_path_string)
+    return _loaders[search_path_string]
+
+
+botocore.session.create_loader = _shared_loader
 
 
 def _session(region: str) -> boto3.session.Session:
-    """A boto3 session as kary's default_session makes, on the worker's one loader."""
-    core = botocore.session.Session()
-    core.register_component("data_loader", _LOADER)
-    return boto3.session.Session(botocore_session=core, region_name=region)
+    """A boto3 session as kary's default_session makes."""
+    return boto3.session.Session(region_name=region)
 
 
 def prime_node_groups(name: str, groups: list[str], region: str = "us-east-2") -> list[str]:
