@@ -45,10 +45,14 @@ types: setup
 # no worker ends with a long test alone).  TEST_WORKERS=0 runs it serially, in this
 # process, as `pytest -q` does.
 # --durations: the 25 slowest tests of every run, where the suite's time goes.
+# PYTHONDONTWRITEBYTECODE emptied: an environment that sets it (container images do)
+# made every worker re-rewrite every test module's asserts at collection and every
+# kary the tests start compile kary from source, on every run; a checkout keeps
+# its bytecode in __pycache__ (git ignores it) as a developer's own runs do.
 TEST_WORKERS ?= 4
 
 test: setup
-	$(BIN)/pytest -q -n $(TEST_WORKERS) $(if $(filter 0,$(TEST_WORKERS)),,--dist worksteal) --durations=25; rc=$$?; \
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -n $(TEST_WORKERS) $(if $(filter 0,$(TEST_WORKERS)),,--dist worksteal) --durations=25; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 check: lint types test figures
