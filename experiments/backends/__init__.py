@@ -41,9 +41,9 @@ __all__ = [
     "make_backend",
 ]
 
-# Lazily: the programs kary starts per cell (`python -m
-# experiments.backends.flux.session_guard`, the stamped entrypoint's helpers) import
-# this package first, and base.py and model/places.py load pydantic (~0.15 s a start).
+# Lazily: the session guard kary starts once a cell (`python -m
+# experiments.backends.flux.session_guard`) imports this package first, and base.py
+# and model/places.py load pydantic (0.17 s -> 0.04 s of imports a start).
 __getattr__ = lazy_exports(
     __name__,
     {

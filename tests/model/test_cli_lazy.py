@@ -50,3 +50,25 @@ def test_an_unknown_command_still_lists_every_command() -> None:
     )
     assert out.returncode == 2
     assert "No such command 'nosuch'" in out.stderr
+
+
+def _modules_after(statement: str, *flags: str) -> set[str]:
+    """The modules a fresh interpreter holds after `statement` (with `flags`)."""
+    code = f"import sys\n{statement}\nprint(' '.join(sorted(sys.modules)))\n"
+    out = subprocess.run(
+        [sys.executable, *flags, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    return set(out.split())
+
+
+def test_the_programs_kary_starts_per_cell_load_only_what_they_use() -> None:
+    """The emulator's `flux` runs on every rank for every step, as `python -S`
+    (experiments/emulator/instance.py); the emulated instance and the session guard
+    start once a cell.  None of them may pull in the plan's pydantic models, and the
+    flux client not even typing or dataclasses (they were two thirds of its start)."""
+    client = _modules_after("import experiments.emulator.flux", "-S")
+    assert client.isdisjoint({"typing", "dataclasses", "inspect", "subprocess", "pydantic"})
+    for program in ("experiments.emulator.instance", "experiments.backends.flux.session_guard"):
+        loaded = _modules_after(f"import {program}")
+        assert program in loaded
+        assert "pydantic" not in loaded and "experiments.model.plan" not in loaded, program
