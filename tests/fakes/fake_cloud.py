@@ -38,9 +38,12 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not loaded: every fake CLI call starts this script
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 
 def _mode(name: str) -> str:
