@@ -57,6 +57,8 @@ from figure_files import (  # noqa: E402
 )
 from machine_load import CpuMeter  # noqa: E402
 
+from analysis.read.workers import usable_cores  # noqa: E402
+
 PYTHON = sys.executable
 KARY = [PYTHON, "-c", "from experiments.cli import main; main()"]
 # The day every plan figure is priced on (the catalog's age, the control plane's tier).
@@ -320,8 +322,7 @@ def made(figures: list[Figure]) -> list[tuple[str, int]]:
     Each is a child process on committed data (its own scratch folder), CPU-bound
     and independent of the others: one per usable core, not one after another.
     """
-    workers = max(1, len(os.sched_getaffinity(0)))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=usable_cores()) as pool:
         return list(pool.map(make, figures))
 
 
@@ -412,8 +413,8 @@ def update(figures: list[Figure], commands: bool = True) -> list[Result]:
     page's blocks from the golden files."""
     results = []
     codes = read_exit_codes(REPO)
-    outputs = made(figures) if commands else []
-    for figure, (text, code) in zip(figures[: len(outputs)], outputs, strict=True):
+    remade = list(zip(figures, made(figures), strict=True)) if commands else []
+    for figure, (text, code) in remade:
         golden = golden_path(REPO, figure.name, figure.markdown)
         golden.parent.mkdir(parents=True, exist_ok=True)
         if code != 0 and not text:

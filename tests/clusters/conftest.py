@@ -3,6 +3,7 @@ and a moto AWS for the dead-man switch."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -136,7 +137,7 @@ def fake_cloud(
     placement = FakePlacementGroups()
     monkeypatch.setattr(
         "experiments.clusters.aws_api.default_session",
-        lambda region: placement.attach(api.attach(_session(region))),
+        lambda region: placement.attach(api.attach(boto3.session.Session(region_name=region))),
     )
     for name in list(os.environ):
         if name.startswith("KARY_FAKE_") and name not in (
@@ -173,22 +174,7 @@ def aws(fake_cloud: FakeCloud, monkeypatch: pytest.MonkeyPatch) -> Any:
 # inside its backends.  Reading them again was most of a cluster test's CPU.  Every
 # session in this worker shares one loader (per data path), so each file is read once;
 # the models it hands out are only read.
-_loaders: dict[object, botocore.loaders.Loader] = {}
-_create_loader = botocore.session.create_loader
-
-
-def _shared_loader(search_path_string: object = None) -> botocore.loaders.Loader:
-    if search_path_string not in _loaders:
-        _loaders[search_path_string] = _create_loader(search_path_string)
-    return _loaders[search_path_string]
-
-
-botocore.session.create_loader = _shared_loader
-
-
-def _session(region: str) -> boto3.session.Session:
-    """A boto3 session as kary's default_session makes."""
-    return boto3.session.Session(region_name=region)
+botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
 
 
 def prime_node_groups(name: str, groups: list[str], region: str = "us-east-2") -> list[str]:
