@@ -41,6 +41,8 @@ def stamped(entrypoint: Path) -> Path:
     began, ended = shlex.quote(str(folder / _BEGAN)), shlex.quote(str(folder / _ENDED))
     wrapper = folder / WRAPPER_NAME
     wrapper.write_text(
+        # A script `flux batch` takes as it is (the nested layout's cells).
+        "#!/bin/bash\n"
         f'printf "%s\\n" "$EPOCHREALTIME" >{began}\n'
         f"bash {shlex.quote(str(entrypoint))}\n"
         "rc=$?\n"

@@ -70,27 +70,36 @@ def test_three_topologies_two_sizes_run_nested_in_one_instance_and_parse(
     distribute = parsed.events[parsed.events["event"] == "distribute-all-nodes"]
     assert len(distribute) == 6 and set(distribute["status"]) == {"ok"}
     assert wait_for_no_processes(str(scratch), 20) == []
+    # Each nested instance was ended at its exit status (entry.exit), and its brokers'
+    # run and state folders, left by the kill, went with the cell's scratch.
+    for record in records:
+        assert {"instance_start", "entrypoint", "instance_stop"} <= set(record["kary_seconds"])  # type: ignore[arg-type]
+        said = " ".join(record["flux"]["messages"])  # type: ignore[index]
+        assert "Killed" not in said and "finalize" not in said, said  # the kill's, not the cell's
+    assert sorted(p.name for p in scratch.iterdir()) == ["parsed", "raw"]
 
 
 def test_a_cell_that_times_out_is_cancelled_and_the_sweep_goes_on_then_resumes(
     flux: str, scratch: Path
 ) -> None:
     data = scratch / "raw"
-    template = template_with(scratch, {"kary:2": "sleep 600"})
+    # kary:3's entrypoint fails: its own status is recorded, not the kill's that ends it.
+    template = template_with(scratch, {"kary:2": "sleep 600", "kary:3": "exit 7"})
     args = ["run", *NESTED, "--sizes", "2M", "--data-dir", str(data)]
     done = _kary([*args, "--template", str(template), "--timeout", "12"], scratch, timeout=240)
     assert done.returncode == 1, done.stderr
     states = {c: _record(data, f"4/{c}/0")["state"] for c in ("kary-1", "kary-2", "kary-3")}
-    assert states == {"kary-1": "succeeded", "kary-2": "timeout", "kary-3": "succeeded"}
+    assert states == {"kary-1": "succeeded", "kary-2": "timeout", "kary-3": "failed"}
     assert "cancelled" in str(_record(data, "4/kary-2/0")["error"])
+    assert "the entrypoint exited with 7" in str(_record(data, "4/kary-3/0")["error"])
     # The outer instance outlived the timed-out cell: the next cell ran in it.
     names = {str(_record(data, f"4/{c}/0")["nested_in"]["name"]) for c in ("kary-1", "kary-3")}  # type: ignore[index]
     assert len(names) == 1
     assert wait_for_no_processes(str(scratch), 20) == []
-    # Resume: done cells are skipped, the timed-out one runs again (with the real template).
+    # Resume: done cells are skipped, the others run again (with the real template).
     again = _kary([*args, "--rerun-failed"], scratch)
     assert again.returncode == 0, again.stderr
-    assert "1 succeeded" in again.stderr and "2 skipped" in again.stderr, again.stderr
+    assert "2 succeeded" in again.stderr and "1 skipped" in again.stderr, again.stderr
     assert _record(data, "4/kary-2/0")["state"] == "succeeded"
     assert wait_for_no_processes(str(scratch), 20) == []
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from experiments.backends.entry_stamps import stamped
 from experiments.backends.flux.session_guard import session_members
+from experiments.backends.waiting import communicate_or_stop
 from experiments.initial_exit import EXIT_NAME, read_exit_status
 
 GUARD = [sys.executable, "-m", "experiments.backends.flux.session_guard"]
@@ -83,3 +84,43 @@ def test_the_guards_session_is_empty_when_it_has_ended_on_the_status(tmp_path: P
     )
     assert guard.wait(timeout=120) == 0
     assert session_members(guard.pid) == []
+
+
+# The nested layout's cells end the same way without a guard: kary asks for the status
+# while it waits for `flux job attach` (experiments/backends/flux/allocation.py).
+
+
+def _waited(tmp_path: Path, script: str, timeout: float) -> tuple[bytes, bool, list[str]]:
+    """communicate_or_stop on `bash -c script`, ended once tmp_path's entry.exit is whole."""
+    proc = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    called: list[str] = []
+
+    def stop() -> None:
+        called.append("stop")
+        proc.kill()
+
+    def end() -> None:
+        called.append("end")
+        proc.kill()
+
+    def over() -> bool:
+        return read_exit_status(tmp_path / EXIT_NAME) is not None
+
+    out, _, timed_out = communicate_or_stop(proc, timeout, stop, over, end)
+    return out, timed_out, called
+
+
+def test_a_wait_ends_at_the_status_keeps_the_output_and_is_no_timeout(tmp_path: Path) -> None:
+    exit_file = tmp_path / EXIT_NAME
+    out, timed_out, called = _waited(
+        tmp_path, f'echo said; printf "5\\n" >{exit_file}; exec sleep 600', timeout=120
+    )
+    assert (out, timed_out, called) == (b"said\n", False, ["end"])
+
+
+def test_without_the_status_a_wait_still_times_out(tmp_path: Path) -> None:
+    partial = tmp_path / EXIT_NAME
+    out, timed_out, called = _waited(
+        tmp_path, f'echo said; printf "5" >{partial}; exec sleep 600', timeout=1
+    )
+    assert (out, timed_out, called) == (b"said\n", True, ["stop"])

@@ -7,7 +7,11 @@ rendered entrypoint; kary follows its output with ``flux job attach`` and on a
 timeout or Ctrl-C cancels it (``flux cancel``) and waits until Flux has cleaned
 it up.  The job also carries a time limit a minute past kary's timeout, so it
 ends even if kary is killed.  The nested layout (nested.py) runs its cells the
-same way, in the outer instance it started.
+same way, in the outer instance it started, and there (every rank on this
+machine) it ends each cell's nested instance as soon as the cell's exit status
+is in `entry.exit` rather than wait for the nested brokers' rc3
+(experiments/initial_exit.py), with the brokers' run and state folders in
+folders kary removes.
 """
 
 from __future__ import annotations
@@ -15,16 +19,20 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.backends.base import BackendError, RunResult
+from experiments.backends.entry_stamps import entry_spans, stamped
 from experiments.backends.flux.site import FluxSite, flux_env, messages, run_flux
 from experiments.backends.waiting import communicate_or_stop
 from experiments.errors import UserError
+from experiments.initial_exit import EXIT_NAME, read_exit_status
 from experiments.model.plan import Cell
 
 __all__ = ["AllocationFacts", "allocation_facts", "run_in_allocation"]
@@ -41,6 +49,10 @@ SEED_CONTENT_STORE = (
 )
 # A job id as `flux batch` prints it with FLUX_F58_FORCE_ASCII (f58), or decimal.
 _JOBID = re.compile(r"^(f[1-9A-HJ-NP-Za-km-z]+|[0-9]+)$")
+# What a nested instance kary killed at its end prints on the way down (seen with
+# flux-core 0.88): attach's word on the signal, and a Python broker module of the
+# instance losing its broker.  Not the cell's messages, so not recorded as them.
+_KILLED = re.compile(rb"^flux-job: task\(s\) Killed$|flux_module_finalize: ")
 
 
 @dataclass(frozen=True)
@@ -74,10 +86,33 @@ def run_in_allocation(
     timeout: float | None,
     env: dict[str, str] | None = None,
     instance_nodes: int | None = None,
+    on_this_machine: bool = False,
 ) -> RunResult:
     """The cell as a nested instance (`flux batch`) in the instance `env`'s FLUX_URI
-    names: the user's allocation, or the nested layout's outer instance."""
+    names: the user's allocation, or the nested layout's outer instance.
+
+    `on_this_machine`: every rank of the instance runs here and sees `folder`
+    (the outer test instance), so the cell ends early (the module doc).
+    """
     env = env if env is not None else flux_env(os.environ)
+    state = _StateFolders(folder, env) if on_this_machine else None
+    try:
+        return _run_batch(site, cell, folder, entrypoint, timeout, env, instance_nodes, state)
+    finally:
+        if state is not None:
+            state.remove()
+
+
+def _run_batch(
+    site: FluxSite,
+    cell: Cell,
+    folder: Path,
+    entrypoint: Path,
+    timeout: float | None,
+    env: dict[str, str],
+    instance_nodes: int | None,
+    state: _StateFolders | None,
+) -> RunResult:
     if site.shared_filesystem:
         env["KARY_RANK_ROOT"] = str(folder / "ranks")
     command = [
@@ -92,7 +127,11 @@ def run_in_allocation(
     if timeout is not None:
         # The job ends by itself a minute after kary would have cancelled it.
         command.append(f"--time-limit={int(timeout) + 60}s")
+    if state is not None:
+        command.extend(state.broker_opts)
+        entrypoint = stamped(entrypoint)  # its last act writes entry.exit
     command.append(str(entrypoint))
+    called = time.time()
     started = time.monotonic()
     jobid = run_flux(command, env, "flux batch").strip()
     if not _JOBID.match(jobid):
@@ -113,9 +152,28 @@ def run_in_allocation(
         cancel_job(site.flux, jobid, env)
         attach.kill()
 
-    out, err, timed_out = communicate_or_stop(attach, timeout, cancel)
+    exit_file = folder / EXIT_NAME
+    ended: list[int] = []
+
+    def over() -> bool:
+        status = read_exit_status(exit_file)
+        if status is not None:
+            ended.append(status)
+        return status is not None
+
+    def end() -> None:
+        # The cell is over; what its brokers would still do (rc3) is thrown away.
+        stop_job(site.flux, jobid, env, ["job", "kill", "--signal=SIGKILL", jobid])
+
+    if state is None:
+        out, err, timed_out = communicate_or_stop(attach, timeout, cancel)
+    else:
+        out, err, timed_out = communicate_or_stop(attach, timeout, cancel, over, end)
     wall = time.monotonic() - started
-    rc: int | None = None if timed_out else attach.returncode
+    rc: int | None = None if timed_out else ended[0] if ended else attach.returncode
+    if ended:
+        # attach's own words on the kill (the tasks' signal) are kary's doing, not the cell's.
+        err = b"\n".join(line for line in err.splitlines() if not _KILLED.search(line))
     hosts = run_flux([site.flux, "jobs", "-no", "{nodelist}", jobid], env, "flux jobs").strip()
     error = f"timed out after {timeout:g} s (job {jobid} cancelled)" if timed_out else None
     provenance = site.provenance(
@@ -125,13 +183,45 @@ def run_in_allocation(
         instance_nodes=instance_nodes or site.instance_nodes,
     )
     provenance.update({"jobid": jobid, "hosts": hosts or None})
-    return RunResult(out.decode("utf-8", "replace"), rc, timed_out, error, provenance)
+    spans = entry_spans(folder, called, time.time()) if state is not None else {}
+    return RunResult(out.decode("utf-8", "replace"), rc, timed_out, error, provenance, spans=spans)
+
+
+class _StateFolders:
+    """Where a nested instance on this machine keeps its brokers' run folders (in
+    the cell's folder) and rank 0's state (where Flux would: in ${TMPDIR:-/var/tmp}).
+
+    Each is sticky, so each broker makes a fresh temporary folder inside it as it
+    would in /tmp (flux-core's rundir.c): the same layout, in folders kary removes
+    after a nested instance killed before its own cleanup.
+    """
+
+    def __init__(self, folder: Path, env: dict[str, str]) -> None:
+        self.run = folder / "run"
+        self.run.mkdir(mode=0o700)
+        self.state = Path(
+            tempfile.mkdtemp(prefix="kary-state-", dir=env.get("TMPDIR") or "/var/tmp")
+        )
+        for made in (self.run, self.state):
+            made.chmod(0o1700)
+        self.broker_opts = [
+            f"--broker-opts=-Srundir={self.run}",
+            f"--broker-opts=-Sstatedir={self.state}",
+        ]
+
+    def remove(self) -> None:
+        shutil.rmtree(self.state, ignore_errors=True)  # run/ goes with the cell's folder
 
 
 def cancel_job(flux: str, jobid: str, env: dict[str, str]) -> None:
     """Cancel the job and wait until Flux has cleaned it up (its brokers are gone)."""
+    stop_job(flux, jobid, env, ["cancel", jobid])
+
+
+def stop_job(flux: str, jobid: str, env: dict[str, str], how: list[str]) -> None:
+    """Run `flux <how>` and wait until Flux has cleaned the job up (its brokers are gone)."""
     for command in (
-        [flux, "cancel", jobid],
+        [flux, *how],
         [flux, "job", "wait-event", "-t", f"{_CANCEL_WAIT_S:g}", jobid, "clean"],
     ):
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):

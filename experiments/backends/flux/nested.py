@@ -40,8 +40,9 @@ class NestedInstances:
             env["FLUX_URI"] = outer.uri
             # Rank 0's disk keeps each size's blob for the node count's later cells.
             env["KARY_BLOB_CACHE"] = str(outer.folder / "blobs")
+            # Every rank of the outer instance runs here: the cell ends at its exit status.
             result = run_in_allocation(
-                self.site, cell, folder, entrypoint, timeout, env, cell.nodes
+                self.site, cell, folder, entrypoint, timeout, env, cell.nodes, on_this_machine=True
             )
         except BaseException:
             # Ctrl-C (or a broken outer): nothing of the sweep outlives the cell.
