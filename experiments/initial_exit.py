@@ -13,12 +13,24 @@ the log as it ran, and the stamps precede the status.
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
-__all__ = ["EXIT_NAME", "read_exit_status", "write_exit_status_line"]
+__all__ = [
+    "EXIT_NAME",
+    "KILL_NOISE",
+    "read_exit_status",
+    "without_kill_noise",
+    "write_exit_status_line",
+]
 
 EXIT_NAME = "entry.exit"
+# What a nested instance killed at its exit status prints on the way down (seen with
+# flux-core 0.88): `flux job attach`'s word on the signal, and a Python broker module
+# of the instance losing its broker.  kary's doing, after the cell's last line: not
+# the cell's output or messages.
+KILL_NOISE = re.compile(r"^flux-job: task\(s\) Killed$|flux_module_finalize: ")
 
 
 def write_exit_status_line(folder: Path) -> str:
@@ -38,3 +50,8 @@ def read_exit_status(path: Path) -> int | None:
     if not text.endswith("\n") or not text.strip().isdigit():
         return None
     return int(text)
+
+
+def without_kill_noise(text: str) -> str:
+    """`text` without the lines a kill at the exit status adds (KILL_NOISE)."""
+    return "".join(line for line in text.splitlines(keepends=True) if not KILL_NOISE.search(line))

@@ -15,7 +15,10 @@ prints, per cell,
 and `{"event": "finished", "seq": N}` after the last cell (a driver fed more
 cells, formats/nested_bundle, says `why` it stopped waiting for them).  `end` may carry
 `error` (the job could not be submitted) instead of a job's rc; `result` is
-Flux's (COMPLETED, FAILED, TIMEOUT, CANCELED).  `split_frames` is the one
+Flux's (COMPLETED, FAILED, TIMEOUT, CANCELED); `ended_at_status: true` says the
+driver killed the job once its entrypoint had left its exit status (`rc`, then
+the entrypoint's; Flux's result FAILED) rather than wait for its brokers' rc3,
+and `CellFrame.output` leaves out what the kill printed.  `split_frames` is the one
 reader: the text between a cell's begin and end lines is that cell's log,
 exactly as rank 0 of a per-cell MiniCluster would have printed it.
 
@@ -35,6 +38,8 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from experiments.initial_exit import without_kill_noise
 
 __all__ = [
     "FRAME_PREFIX",
@@ -68,6 +73,14 @@ class CellFrame:
     @property
     def ended(self) -> bool:
         return self.end is not None
+
+    @property
+    def output(self) -> str:
+        """The cell's text as its job printed it: without what the driver's kill at the
+        cell's exit status added after its last line (the end frame's `ended_at_status`)."""
+        if self.end is not None and self.end.get("ended_at_status") is True:
+            return without_kill_noise(self.text)
+        return self.text
 
     @property
     def timed_out(self) -> bool:

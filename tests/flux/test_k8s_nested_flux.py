@@ -94,6 +94,13 @@ def test_a_failed_cell_and_a_timed_out_cell_do_not_stop_the_others(
     assert states == ["failed", "timeout", "succeeded"], states
     assert _record(data, CELLS[0])["rc"] == 3
     assert "Flux ended the nested job" in _record(data, CELLS[1])["error"]
+    # The cell that ran to its end was killed at its exit status rather than waited for
+    # through its brokers' rc3, and the kill's own words are not its log's; kary:1
+    # exited before its entrypoint set the trap that leaves the status: waited for.
+    assert _record(data, CELLS[2])["flux"]["ended_at_status"] is True
+    log = (data / CELLS[2] / "topology-experiment.out").read_text()
+    assert "Killed" not in log and "flux_module_finalize" not in log
+    assert _record(data, CELLS[0])["flux"]["ended_at_status"] is False
     assert len(cluster.cluster.created) == 1  # the same MiniCluster ran on
     assert _no_flux_left(cluster, scratch)
 

@@ -430,3 +430,23 @@ def test_a_cell_whose_log_lacks_lines_its_end_frame_counts_says_how_many() -> No
         "the log past lines kary had not read"
     )
     assert lines_lost(frames.cells["b"]) is None
+
+
+def test_a_cell_ended_at_its_status_loses_only_the_kills_lines() -> None:
+    # What flux-core 0.88 printed when the driver killed a nested job at its status.
+    noise = [
+        "flux-module-python-exec.py: flux_module_finalize: module status (FINALIZING): Broken pipe",
+        "flux-job: task(s) Killed",
+    ]
+    body = ['KARY {"meta": "done", "failed_steps": 0}', "flux-job: task(s) Killed!"]
+
+    def frames(**end: object) -> str:
+        lines = [format_frame("begin", "4/kary-2/0", 1), format_frame("job", "4/kary-2/0", 2)]
+        lines += [*body, *noise, format_frame("end", "4/kary-2/0", 3, rc=0, lines=4, **end)]
+        return "\n".join(lines) + "\n"
+
+    killed = split_frames(frames(ended_at_status=True)).cells["4/kary-2/0"]
+    assert killed.output == "\n".join(body) + "\n"  # a line that only looks alike stays
+    assert killed.lines_lost == 0  # the count covers what the job printed, kill included
+    waited = split_frames(frames()).cells["4/kary-2/0"]
+    assert waited.output == waited.text == "\n".join([*body, *noise]) + "\n"

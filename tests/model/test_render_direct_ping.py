@@ -37,7 +37,7 @@ def test_direct_is_rendered_only_when_asked(tmp_path: Path) -> None:
     trees = render_cell(6, "kary:2", [MIB], ["all", "leaves", "middle"], "c")
     assert "kary_direct" not in trees.entrypoint_sh and "http.server" not in trees.entrypoint_sh
     assert "ports:" not in trees.minicluster_yaml
-    assert "trap 'rm -rf \"$SCRATCH\"' EXIT" in trees.entrypoint_sh
+    assert 'trap \'kary_rc=$?; rm -rf "$SCRATCH"; ' in trees.entrypoint_sh
 
     both = render_cell(6, "kary:2", [MIB], ["all", "direct"], "c", RenderOptions(verify=True))
     body = _body(both.entrypoint_sh)
@@ -46,7 +46,7 @@ def test_direct_is_rendered_only_when_asked(tmp_path: Path) -> None:
     assert "kary_step verify-distribute-direct 1M 1048576 \\\n    kary_verify all " in body
     assert "kary_step delete-direct 1M 1048576 \\\n    kary_direct_stop" in body
     # The server is stopped on every way out, and direct has no archive of its own.
-    assert "trap 'kary_direct_stop; rm -rf \"$SCRATCH\"' EXIT" in body
+    assert 'trap \'kary_rc=$?; kary_direct_stop; rm -rf "$SCRATCH"; ' in body
     assert "kary-direct-1M" not in body
     assert body.count("flux archive create") == 1  # the `all` strategy's
     script = tmp_path / "entrypoint.sh"

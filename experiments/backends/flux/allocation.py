@@ -32,7 +32,7 @@ from experiments.backends.entry_stamps import entry_spans, stamped
 from experiments.backends.flux.site import FluxSite, flux_env, messages, run_flux
 from experiments.backends.waiting import communicate_or_stop
 from experiments.errors import UserError
-from experiments.initial_exit import EXIT_NAME, read_exit_status
+from experiments.initial_exit import EXIT_NAME, KILL_NOISE, read_exit_status
 from experiments.model.plan import Cell
 
 __all__ = ["AllocationFacts", "allocation_facts", "run_in_allocation"]
@@ -49,10 +49,6 @@ SEED_CONTENT_STORE = (
 )
 # A job id as `flux batch` prints it with FLUX_F58_FORCE_ASCII (f58), or decimal.
 _JOBID = re.compile(r"^(f[1-9A-HJ-NP-Za-km-z]+|[0-9]+)$")
-# What a nested instance kary killed at its end prints on the way down (seen with
-# flux-core 0.88): attach's word on the signal, and a Python broker module of the
-# instance losing its broker.  Not the cell's messages, so not recorded as them.
-_KILLED = re.compile(rb"^flux-job: task\(s\) Killed$|flux_module_finalize: ")
 
 
 @dataclass(frozen=True)
@@ -171,15 +167,15 @@ def _run_batch(
         out, err, timed_out = communicate_or_stop(attach, timeout, cancel, over, end)
     wall = time.monotonic() - started
     rc: int | None = None if timed_out else ended[0] if ended else attach.returncode
+    said = messages(err)
     if ended:
-        # attach's own words on the kill (the tasks' signal) are kary's doing, not the cell's.
-        err = b"\n".join(line for line in err.splitlines() if not _KILLED.search(line))
+        said = [line for line in said if not KILL_NOISE.search(line)]
     hosts = run_flux([site.flux, "jobs", "-no", "{nodelist}", jobid], env, "flux jobs").strip()
     error = f"timed out after {timeout:g} s (job {jobid} cancelled)" if timed_out else None
     provenance = site.provenance(
         cell,
         wall,
-        messages=messages(err)[-20:],
+        messages=said[-20:],
         instance_nodes=instance_nodes or site.instance_nodes,
     )
     provenance.update({"jobid": jobid, "hosts": hosts or None})

@@ -373,7 +373,7 @@ class NestedLayout:
         broke = frames_lost(frames, group.cell_ids, cell.id) or seen.broken
         if frame.end is None and broke is not None:
             return self._broken(group, cell, broke, provenance), True
-        text = frame.text
+        text = frame.output
         # A cell that ended without its result may have lost a node: pods and nodes as
         # pod_facts just listed them.
         lost = None if frame.ended else group.pods.loss.find(pods, cluster.nodes)
@@ -396,6 +396,7 @@ class NestedLayout:
             "brokers": cell.nodes,
             "wall_seconds": end.get("seconds"),
             "result": end.get("result"),
+            "ended_at_status": end.get("ended_at_status") is True,  # killed then: FAILED
         }
         provenance.update({"jobid": frame.jobid, "hosts": end.get("hosts") or None})
         rc = end.get("rc") if isinstance(end.get("rc"), int) else None
