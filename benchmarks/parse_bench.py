@@ -12,16 +12,20 @@ measures, each in a fresh child process:
   plots, report) against the seed's whole script (its parser, its CSV and JSON,
   one seaborn line plot per event and node count), both end to end.
 
-It prints two ratios against the seed run here: the full parse's speed-up over
-the seed's script (target >= 4x, goal 10x), and the throughput of `kary parse
+It prints three ratios against the seed run here: the full parse's speed-up over
+the seed's script (target >= 4x, goal 10x); the throughput of `kary parse
 --no-plots` on the largest tree over the seed parser's on its largest tree
-(target >= 50x). The seed's parser is not run on 8,000 logs by default: each
-row copies its frame, and its rows/s only fall as the tree grows, so the
-second ratio is a lower bound. `--seed-logs 200,800,8000` runs it there too
-(once, on 2026-11-23 on a 2-core machine, it took 1,013 s: 218 rows/s; on
-2026-11-28, run with kary's parse of the same 8,000-log tree in one benchmark,
-it had not finished after 2,370 s, when a 2,400 s timeout ended it: under 94
-rows/s, against kary parse --no-plots' 63,297) and then compares like with like.
+(target >= 50x; the seed's parser runs on 200 and 800 logs by default, and its
+rows/s only fall as the tree grows: each row copies its frame); and, the
+issue's own measure, both on the same largest tree (goal >= 100x).  There the
+seed's parser gets --seed-budget seconds (default 300) and is killed if it has
+not finished: its rows/s were then under rows/budget, so the printed ratio is
+a lower bound.  Unbounded it is slow: on 2026-11-23 on a 2-core machine it took
+1,013 s at 8,000 logs (218 rows/s); on 2026-11-28 a 2,400 s timeout ended it
+(under 94 rows/s); on 2026-11-29 it had used 2,295 CPU-s (38 min) without
+finishing, beside other work on the second core, when it was stopped (under 97
+rows/s, against kary parse --no-plots' 119,910 on the same tree).
+`--seed-logs 200,800,8000` runs it there without a budget.
 
 Every figure is the median of --repeat runs (default 3). The two sides of each
 ratio against the seed are run in turn (kary, seed, kary, seed, ...), so both
@@ -39,7 +43,8 @@ disk under $TMPDIR; on a 2-core machine at load average ~4 (2026-11-28)
 building it took 34 s and parsing it 105 s, at a peak of 906 MiB PSS (n=1).
 
 Run: .venv/bin/python benchmarks/parse_bench.py [--logs 800,8000] [--seed-logs 200,800]
-     [--plot-logs 80] [--memory-cells 100000]   (an empty --logs or --plot-logs skips that part)
+     [--plot-logs 80] [--seed-budget 300] [--memory-cells 100000]
+     (an empty --logs or --plot-logs skips that part)
 """
 
 from __future__ import annotations
@@ -207,6 +212,55 @@ def run_child(*args: str) -> dict[str, float]:
         [sys.executable, __file__, *args], check=True, capture_output=True, text=True
     )
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def seed_within(tree: Path, budget: float) -> tuple[dict[str, float] | None, float]:
+    """The seed's parser on `tree`, given at most `budget` seconds of wall time: (its
+    result, or None when it had not finished and was killed; the seconds it ran)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--child-seed", str(tree)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=budget)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return None, time.perf_counter() - start
+    return json.loads(out.strip().splitlines()[-1]), time.perf_counter() - start
+
+
+def same_tree_ratio(tree: Path, logs: int, rows: float, budget: float, work: Path) -> None:
+    """The issue's measure: kary's rows/s over the seed parser's on the same tree of
+    `logs` logs.  The seed's loop is quadratic (runs of 2026-11-23 and -28 took 1,013 s
+    and over 2,370 s at 8,000 logs), so it gets `budget` seconds: had it not finished
+    by then, its rows/s were under rows/budget, and the ratio is a lower bound."""
+    seed, ran = seed_within(tree, budget)
+    kary = run_cli(tree, work / f"cli-same-{logs}")[0]  # next, on the machine as the seed had it
+    kary_rate = rows / kary
+    if seed is None:
+        print(
+            f"{'seed loop (df.loc[i, :] = row)':<34}{logs:>7}{'':>9}{'> ' + format(ran, '.0f'):>10}"
+            f"{'< ' + format(rows / ran, ',.0f'):>11}   (not finished: killed at the budget)"
+        )
+        print(
+            f"throughput of kary parse --no-plots (CLI) over the seed's parser on the same "
+            f"{logs}-log tree: more than {kary_rate / (rows / ran):.0f}x (goal >= 100x; "
+            f"kary {kary:.2f} s, {kary_rate:,.0f} rows/s, run after the seed's {ran:.0f} s)"
+        )
+        return
+    seed_rate = seed["rows"] / seed["seconds"]
+    print(
+        f"{'seed loop (df.loc[i, :] = row)':<34}{logs:>7}{seed['rows']:>9.0f}"
+        f"{seed['seconds']:>10.2f}{seed_rate:>11,.0f}{seed['maxrss_mb']:>10.0f}"
+    )
+    print(
+        f"throughput of kary parse --no-plots (CLI) over the seed's parser on the same "
+        f"{logs}-log tree: {kary_rate / seed_rate:.0f}x (goal >= 100x; kary {kary:.2f} s)"
+    )
 
 
 def _median_run(repeat: int, *args: str) -> dict[str, float]:
@@ -379,6 +433,13 @@ def main() -> None:
         "--repeat", type=int, default=3, help="runs per measurement; the median is shown"
     )
     parser.add_argument(
+        "--seed-budget",
+        type=float,
+        default=300.0,
+        help="seconds the seed's parser gets on the largest --logs tree, for the ratio on "
+        "one tree (killed after: the ratio is then a lower bound; 0 skips it)",
+    )
+    parser.add_argument(
         "--memory-cells",
         type=int,
         default=0,
@@ -452,6 +513,8 @@ def main() -> None:
                 f"(target >= 50x; {big_cli:.2f} s, {rows / big_cli:,.0f} rows/s, runs "
                 "alternated with the seed's)"
             )
+        if big is not None and big not in seed_sizes and args.seed_budget > 0:
+            same_tree_ratio(trees[big], big, cli_rows[big], args.seed_budget, work)
         if len(sizes) >= 2:
             small, large = min(sizes), max(sizes)
             ratio = ours[large] / ours[small]
