@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from experiments.backends.entry_stamps import stamped
 from experiments.backends.flux.session_guard import session_members
 from experiments.backends.waiting import communicate_or_stop
@@ -124,3 +126,20 @@ def test_without_the_status_a_wait_still_times_out(tmp_path: Path) -> None:
         tmp_path, f'echo said; printf "5" >{partial}; exec sleep 600', timeout=1
     )
     assert (out, timed_out, called) == (b"said\n", True, ["stop"])
+
+
+def test_folders_a_nested_instance_cannot_have_are_the_cells_one_line_error(
+    tmp_path: Path,
+) -> None:
+    from experiments.backends.base import BackendError
+    from experiments.backends.flux.allocation import _StateFolders
+
+    with pytest.raises(BackendError, match="cannot make the nested instance's folders"):
+        _StateFolders(tmp_path, {"TMPDIR": str(tmp_path / "no-such-folder")})
+    cell = tmp_path / "cell"
+    cell.mkdir()
+    made = _StateFolders(cell, {"TMPDIR": str(tmp_path)})
+    # Sticky, so each broker makes its own folder inside (flux-core's rundir.c).
+    assert made.run.stat().st_mode & 0o1000 and made.state.stat().st_mode & 0o1000
+    made.remove()
+    assert not made.state.exists()

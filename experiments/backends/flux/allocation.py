@@ -194,12 +194,14 @@ class _StateFolders:
 
     def __init__(self, folder: Path, env: dict[str, str]) -> None:
         self.run = folder / "run"
-        self.run.mkdir(mode=0o700)
-        self.state = Path(
-            tempfile.mkdtemp(prefix="kary-state-", dir=env.get("TMPDIR") or "/var/tmp")
-        )
-        for made in (self.run, self.state):
-            made.chmod(0o1700)
+        base = env.get("TMPDIR") or "/var/tmp"
+        try:
+            self.run.mkdir(mode=0o700)
+            self.state = Path(tempfile.mkdtemp(prefix="kary-state-", dir=base))
+            for made in (self.run, self.state):
+                made.chmod(0o1700)
+        except OSError as err:  # e.g. a TMPDIR that is not writable: the cell's error
+            raise BackendError(f"cannot make the nested instance's folders: {err}") from None
         self.broker_opts = [
             f"--broker-opts=-Srundir={self.run}",
             f"--broker-opts=-Sstatedir={self.state}",
