@@ -101,14 +101,14 @@ def _waited(tmp_path: Path, script: str, timeout: float) -> tuple[bytes, bool, l
         called.append("stop")
         proc.kill()
 
-    def end() -> None:
+    def end_if_over() -> bool:
+        if read_exit_status(tmp_path / EXIT_NAME) is None:
+            return False
         called.append("end")
         proc.kill()
+        return True
 
-    def over() -> bool:
-        return read_exit_status(tmp_path / EXIT_NAME) is not None
-
-    out, _, timed_out = communicate_or_stop(proc, timeout, stop, over, end)
+    out, _, timed_out = communicate_or_stop(proc, timeout, stop, end_if_over)
     return out, timed_out, called
 
 

@@ -149,26 +149,23 @@ def _run_batch(
         attach.kill()
 
     exit_file = folder / EXIT_NAME
-    ended: list[int] = []
 
-    def over() -> bool:
-        status = read_exit_status(exit_file)
-        if status is not None:
-            ended.append(status)
-        return status is not None
-
-    def end() -> None:
+    def end_if_over() -> bool:
+        if read_exit_status(exit_file) is None:
+            return False
         # The cell is over; what its brokers would still do (rc3) is thrown away.
         stop_job(site.flux, jobid, env, ["job", "kill", "--signal=SIGKILL", jobid])
+        return True
 
-    if state is None:
-        out, err, timed_out = communicate_or_stop(attach, timeout, cancel)
-    else:
-        out, err, timed_out = communicate_or_stop(attach, timeout, cancel, over, end)
+    early = end_if_over if state is not None else None
+    out, err, timed_out = communicate_or_stop(attach, timeout, cancel, early)
     wall = time.monotonic() - started
-    rc: int | None = None if timed_out else ended[0] if ended else attach.returncode
+    # The entrypoint's own status, also where kary's kill ended the job (a job that
+    # ended by itself has the same one).
+    status = read_exit_status(exit_file) if state is not None else None
+    rc: int | None = None if timed_out else status if status is not None else attach.returncode
     said = messages(err)
-    if ended:
+    if status is not None:
         said = [line for line in said if not KILL_NOISE.search(line)]
     hosts = run_flux([site.flux, "jobs", "-no", "{nodelist}", jobid], env, "flux jobs").strip()
     error = f"timed out after {timeout:g} s (job {jobid} cancelled)" if timed_out else None
