@@ -8,6 +8,7 @@ import json
 import socket
 from pathlib import Path
 
+import pytest
 from cost_history_samples import MIB, TRUE_FLUX, truth_seconds, write_sweep
 from typer.testing import CliRunner
 
@@ -89,6 +90,7 @@ def test_terms_history_cannot_tell_are_assumptions_with_their_share(tmp_path: Pa
     assert "cannot tell it apart" in terms["shared_cpu_s_per_gb"].detail
 
 
+@pytest.mark.usefixtures("answering_flux")  # a flux plan checks that `flux` is flux-core's
 def test_plan_json_adds_the_interval_beside_the_old_keys(tmp_path: Path) -> None:
     history = _history(tmp_path / "history", (4, 8))
     result = runner.invoke(
@@ -110,6 +112,7 @@ def test_plan_json_adds_the_interval_beside_the_old_keys(tmp_path: Path) -> None
     assert all({"term", "detail", "share"} == set(a) for a in plan["assumptions"])
 
 
+@pytest.mark.usefixtures("answering_flux")
 def test_plan_text_shows_the_range_and_the_extrapolation(tmp_path: Path) -> None:
     history = _history(tmp_path / "history", (4, 8))
     result = runner.invoke(
