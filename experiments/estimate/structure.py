@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from experiments.estimate.parameters import GIB, TimeModel
 from experiments.formats.blobs import DEDUPLICATED
@@ -99,13 +100,33 @@ def _target_count(targets: str, nodes: int) -> int:
 
 def cell_steps(cell: Cell, verify: bool, generate: bool = True) -> list[Step]:
     """Every step of `cell`, the overhead first, in the order the template runs them."""
-    tree = build_tree(cell.topo, cell.nodes)
+    # A fit asks each cell of history for its steps once per candidate model, and
+    # cells of one design differ only in what does not shape them (iteration, knobs,
+    # links): fitting the local history for model_holdout.py asked 52,000 times for
+    # a few hundred distinct shapes, and building each one's tree was half its time.
+    deduplicated = cell.blob in DEDUPLICATED
+    shape = (cell.nodes, cell.topo, cell.sizes, cell.strategies, cell.experiment, deduplicated)
+    return list(_shape_steps(*shape, verify, generate))
+
+
+@lru_cache(maxsize=4096)
+def _shape_steps(
+    nodes: int,
+    topo: str,
+    sizes: tuple[int, ...],
+    strategies: tuple[str, ...],
+    experiment: str,
+    deduplicated: bool,
+    verify: bool,
+    generate: bool,
+) -> tuple[Step, ...]:
+    """cell_steps of a cell of this shape (Steps are frozen; the tuple is shared)."""
+    tree = build_tree(topo, nodes)
     tree_fanout, tree_depth = tree.max_fanout, tree.depth
     # A deduplicated blob (the seed's zeros) is one chunk: it crosses the tree once and
     # each rank writes the whole size.  Its waves have no feature that scales with bytes
     # moved, so zero-blob history informs only the terms that do not (formats/blobs.py).
-    deduplicated = cell.blob in DEDUPLICATED
-    distributions = len(cell.sizes) * len(cell.strategies)
+    distributions = len(sizes) * len(strategies)
     steps = [
         Step(
             OVERHEAD,
@@ -113,27 +134,27 @@ def cell_steps(cell: Cell, verify: bool, generate: bool = True) -> list[Step]:
             0,
             {
                 "run_overhead_s": 1.0,
-                "broker_start_s": float(cell.nodes),
-                "cold_cache_s_per_rank": float(cell.nodes * distributions),
+                "broker_start_s": float(nodes),
+                "cold_cache_s_per_rank": float(nodes * distributions),
             },
         )
     ]
-    if cell.experiment == PING:
+    if experiment == PING:
         # flux ping per rank and pad: a few milliseconds each, no blob; the
         # start-up is the cell's time.
-        return steps
-    for size in cell.sizes:
+        return tuple(steps)
+    for size in sizes:
         gb = size / GIB
         moved_gb = 0.0 if deduplicated else gb
         if generate:
             steps.append(Step("generate", GENERATE_BLOB, size, {"generate_s_per_gb": gb}))
-        for strategy in cell.strategies:
+        for strategy in strategies:
             events = strategy_events(strategy)
             steps.append(
                 Step("create", events.create, size, {"create_s": 1.0, "create_s_per_gb": gb})
             )
             # `direct`: every rank downloads from rank 0 itself, as a flat tree would.
-            fanout, depth = (cell.nodes - 1, 1) if strategy == DIRECT else (tree_fanout, tree_depth)
+            fanout, depth = (nodes - 1, 1) if strategy == DIRECT else (tree_fanout, tree_depth)
             for event, targets in strategy_waves(tree, strategy):
                 ranks = _reached(tree, targets)
                 steps.append(
@@ -155,7 +176,7 @@ def cell_steps(cell: Cell, verify: bool, generate: bool = True) -> list[Step]:
                     )
                 )
                 if verify:
-                    count = _target_count(targets, cell.nodes)
+                    count = _target_count(targets, nodes)
                     features = {
                         "verify_s": 1.0,
                         "verify_s_per_gb": gb,
@@ -166,10 +187,10 @@ def cell_steps(cell: Cell, verify: bool, generate: bool = True) -> list[Step]:
             clean = {
                 "clean_s": 1.0,
                 "clean_s_per_gb": gb,
-                "clean_s_per_rank": float(cell.nodes - 1),
+                "clean_s_per_rank": float(nodes - 1),
             }
             steps.append(Step("clean", events.clean, size, clean))
-    return steps
+    return tuple(steps)
 
 
 def step_seconds(step: Step, model: TimeModel) -> float:

@@ -17,6 +17,7 @@ from experiments.estimate.defaults import default_time_model
 from experiments.estimate.fit import ONE_SWEEP_SPREAD, fit_environment
 from experiments.estimate.history import load_sweeps
 from experiments.estimate.structure import cell_steps
+from experiments.formats.cell_layout import Knobs
 from experiments.model.plan import Cell
 
 
@@ -88,6 +89,25 @@ def test_a_ping_cell_is_its_start_up_and_direct_is_flat_whatever_the_tree() -> N
     direct = Cell(8, "kary:1", 0, (64 * MIB,), ("direct",))
     (wave,) = [s for s in cell_steps(direct, verify=True) if s.part == "distribute"]
     assert (wave.fanout, wave.depth) == (7, 1)
+
+
+def test_cells_of_one_shape_share_steps_and_a_blob_that_dedups_moves_nothing() -> None:
+    """cell_steps is cached by what shapes a cell: other iterations, knobs and links give
+    the same steps, a zeros blob (one chunk) none that scale with bytes moved, and a
+    caller's list is its own."""
+    cell = Cell(8, "kary:2", 0, (64 * MIB, 128 * MIB), ("all", "leaves"))
+    steps = cell_steps(cell, verify=True)
+    other = Cell(8, "kary:2", 3, cell.sizes, cell.strategies, Knobs(chunksize=MIB), "distribute",
+                 "latency-1ms")  # fmt: skip
+    assert cell_steps(other, verify=True) == steps
+    steps.clear()
+    assert len(cell_steps(cell, verify=True)) > 1
+    zeros = Cell(8, "kary:2", 0, cell.sizes, cell.strategies, blob="zeros")
+    waves = [s for s in cell_steps(zeros, verify=True) if s.part == "distribute"]
+    assert waves and all(w.moved == 0 and w.features["fanout_s_per_gb"] == 0 for w in waves)
+    assert cell_steps(Cell(16, "kary:2", 0, cell.sizes, cell.strategies), True) != cell_steps(
+        cell, True
+    )
 
 
 def test_history_read_twice_is_read_once_until_a_file_changes(tmp_path: Path) -> None:
