@@ -19,7 +19,7 @@ import yaml
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from experiments.errors import UserError
-from experiments.files import write_atomic
+from experiments.files import load_yaml, write_atomic
 
 __all__ = [
     "PRICING_ENDPOINT_REGION",
@@ -118,7 +118,7 @@ def read_catalog(catalog_path: Path) -> tuple[str, dict[str, Any]]:
     """The catalog's text and its parsed mapping, or a UserError."""
     try:
         text = Path(catalog_path).read_text()
-        catalog = yaml.safe_load(text) or {}
+        catalog = load_yaml(text) or {}
     except (OSError, yaml.YAMLError) as err:
         raise UserError(f"price catalog {catalog_path} is not readable YAML: {err}") from None
     return text, catalog

@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 from kubernetes.client.exceptions import ApiException
 
 from experiments.backends.base import BackendError
@@ -31,6 +30,7 @@ from experiments.backends.kubernetes.api import (
 )
 from experiments.backends.kubernetes.objects import MINICLUSTER, MINICLUSTER_LIST, POD_LIST, dig
 from experiments.errors import UserError
+from experiments.files import load_yaml
 from experiments.formats.labels import current_owner
 from experiments.model.operator import CRD_GROUP, CRD_PLURAL, CRD_VERSION, INSTALL_OPERATOR
 
@@ -104,7 +104,7 @@ def build_manifest(
 
     Labels the template already sets win; `labels` (the sweep's) are added.
     """
-    body = yaml.safe_load(minicluster_yaml)
+    body = load_yaml(minicluster_yaml)
     if not isinstance(body, dict) or body.get("kind") != "MiniCluster":
         raise BackendError("the rendered minicluster.yaml is not a MiniCluster")
     meta = body.setdefault("metadata", {})
