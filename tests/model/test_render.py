@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -149,6 +150,21 @@ def test_strict_undefined_fails_loudly(tmp_path: Path) -> None:
     (tmp_path / "entrypoint.sh.j2").write_text("echo {{ no_such_variable }}\n")
     with pytest.raises(UserError, match="undefined variable"):
         render_cell(4, "kary:2", [MIB], ["all"], "c", template_dir=tmp_path)
+
+
+def test_a_template_edited_between_cells_is_rendered_as_edited(tmp_path: Path) -> None:
+    """Compiled templates are kept per folder (template_environment); an edit to a
+    --template file between two renders is still what the second one renders."""
+    for name in ("minicluster.yaml.j2", "entrypoint.sh.j2"):
+        (tmp_path / name).write_text((resource_dir("templates") / name).read_text())
+    first = render_cell(4, "kary:2", [MIB], ["all"], "c", template_dir=tmp_path)
+    assert "KARY-EDITED" not in first.entrypoint_sh
+    edited = tmp_path / "entrypoint.sh.j2"
+    edited.write_text(edited.read_text() + "echo KARY-EDITED\n")
+    stamp = edited.stat().st_mtime + 1  # a new mtime even on a coarse-grained clock
+    os.utime(edited, (stamp, stamp))
+    second = render_cell(4, "kary:2", [MIB], ["all"], "c", template_dir=tmp_path)
+    assert second.entrypoint_sh.endswith("echo KARY-EDITED\n")
 
 
 def test_template_hash_changes_with_the_template(tmp_path: Path) -> None:
