@@ -101,6 +101,13 @@ def test_a_failed_cell_and_a_timed_out_cell_do_not_stop_the_others(
     log = (data / CELLS[2] / "topology-experiment.out").read_text()
     assert "Killed" not in log and "flux_module_finalize" not in log
     assert _record(data, CELLS[0])["flux"]["ended_at_status"] is False
+    # Flux's result and the job's nodes, both from the driver's one `flux jobs` call:
+    # the cell killed at its status reads FAILED, the one that exited 3 FAILED too.
+    assert [_record(data, cell)["flux"]["result"] for cell in (CELLS[0], CELLS[2])] == [
+        "FAILED",
+        "FAILED",
+    ]
+    assert all(_record(data, cell)["hosts"] for cell in (CELLS[0], CELLS[2]))
     assert len(cluster.cluster.created) == 1  # the same MiniCluster ran on
     assert _no_flux_left(cluster, scratch)
 

@@ -281,9 +281,8 @@ case "$1 $2" in
   "job wait-event") [ "$5 $6" = "f4 start" ] && exit 1; exit 0 ;;
   "resource status") printf 'STATE    NNODES RANKS\\navail         3 0-2\\ndrained       1 3\\n' ;;
   "cancel "*) ;;
-  "jobs -no") [ "$3" = "{result}" ] &&
-     { [ "$4" = f2 ] && echo FAILED || echo COMPLETED; }
-     [ "$3" = "{nodelist}" ] && echo "x[0-3]" ;;
+  "jobs -no") [ "$3" = "{result} {nodelist}" ] &&
+     { [ "$4" = f2 ] && echo "FAILED x[0-3]" || echo "COMPLETED x[0-3]"; } ;;
 esac
 """
 
