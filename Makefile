@@ -42,7 +42,10 @@ types: setup
 # the suite's time is waiting (real brokers' timeouts, fake kubelets, polls), so two
 # workers left the cores idle.  One run each on 2 cores, 2026-11-29: -n 2 495 s,
 # -n 3 419 s, -n 4 374 s (worksteal: an idle worker takes half another's queue, so
-# no worker ends with a long test alone).  TEST_WORKERS=0 runs it serially, in this
+# no worker ends with a long test alone).  Dealing each worker its share of the slow
+# tests first (tried 2026-11-29, two rounds alternated: 316 / 354 s against 321 / 340 s)
+# left the cores less idle but the wall no shorter: the suite is CPU-bound, mostly real
+# Flux's own start-up (docs/speed.md).  TEST_WORKERS=0 runs it serially, in this
 # process, as `pytest -q` does.
 # --durations: the 25 slowest tests of every run, where the suite's time goes.
 # PYTHONDONTWRITEBYTECODE emptied: an environment that sets it (container images do)
