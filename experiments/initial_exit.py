@@ -9,6 +9,12 @@ and the box's init watch for the file and, when it appears, kill the brokers
 and end with that status instead of waiting for the brokers' own shutdown.
 Everything the cell reports is written before the file: its output went to
 the log as it ran, and the stamps precede the status.
+
+The file is a number and a newline, written in one write(2).  Its other writer
+is the entrypoint's EXIT trap where KARY_EXIT_FILE is set (templates/entrypoint.sh.j2,
+the same printf, for a Kubernetes nested cell), and its other reader the nested
+driver in bash (templates/nested_driver.sh.j2's kary_follow_job, given EXIT_NAME by
+experiments/model/render_nested.py): a change here changes both.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from experiments.errors import UserError
 from experiments.formats.blobs import DEFAULT_BLOB, check_blob, kept_blob_name
 from experiments.formats.nested_bundle import FEED_CELLS, FEED_KEY, bundle, feed_text
 from experiments.formats.nested_frame import FRAME_PREFIX
+from experiments.initial_exit import EXIT_NAME
 from experiments.model.disk import EVICTION_FREE_PERCENT
 from experiments.model.render import (
     MINCRIT_MIN_FLUX,
@@ -234,6 +235,7 @@ def _driver(nodes: int, calls: list[str], settings: dict[str, Any]) -> str:
             nodes=nodes,
             calls=calls,
             prefix=FRAME_PREFIX,
+            exit_name=EXIT_NAME,
             mincrit_flux=".".join(map(str, MINCRIT_MIN_FLUX)),
             **settings,
             kary_version=__version__,
