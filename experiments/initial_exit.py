@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 __all__ = [
     "EXIT_NAME",
     "KILL_NOISE",
+    "NO_JOB_CLEANUP",
+    "NO_JOB_CLEANUP_ENV",
     "read_exit_status",
     "without_kill_noise",
     "write_exit_status_line",
@@ -37,6 +41,23 @@ EXIT_NAME = "entry.exit"
 # of the instance losing its broker.  kary's doing, after the cell's last line: not
 # the cell's output or messages.
 KILL_NOISE = re.compile(r"^flux-job: task\(s\) Killed$|flux_module_finalize: ")
+# Where a cell's instance does stop by itself (a nested cell in a user's allocation,
+# a per-cell MiniCluster, a nested cell whose status file is not on the driver's
+# node), rank 0 first runs
+# the four Python commands flux-core's rc1 pushes for the instance's end (flux-core
+# 0.88 etc/modprobe/rc1.py, push_cleanup: queue stop, resource acquire-mute, cancel,
+# queue idle): they stop the queue and cancel jobs still running.  A cell's instance
+# runs no job (its initial program is the entrypoint: flux exec, flux archive), so
+# they cost every node of the cell 0.4-0.6 s of nothing (benchmarks/job_cleanup.py).
+# This is rc1's own switch, in the environment of a cell's `flux batch` and of a
+# per-cell MiniCluster's container; a Flux without it cleans up as before.  Never
+# for an instance whose jobs are cells (the nested layout's outer one, whose
+# MiniCluster render_nested makes from a cell's): its stop must cancel them.
+_CLEANUP_SWITCH, _ON = "FLUX_DISABLE_JOB_CLEANUP", "1"
+NO_JOB_CLEANUP = f"{_CLEANUP_SWITCH}={_ON}"  # as `flux batch --env=` takes it
+# As a MiniCluster container's `environment` takes it: the operator makes it the
+# container's, so every broker's and rc1's (flux-operator controllers/flux/containers.go).
+NO_JOB_CLEANUP_ENV: Mapping[str, str] = MappingProxyType({_CLEANUP_SWITCH: _ON})
 
 
 def write_exit_status_line(folder: Path) -> str:

@@ -35,6 +35,7 @@ from experiments.formats.kary_line import (
     VOID_COLD_CACHE,
     VOID_NO_ARCHIVE,
 )
+from experiments.initial_exit import NO_JOB_CLEANUP_ENV
 from experiments.model.topology import Tree, build_tree, compress_idset
 from experiments.model.validate import (
     dns1123_name,
@@ -434,6 +435,7 @@ def render_cell(
             entrypoint=entrypoint,
             entrypoint_dir=str(Path(entrypoint_path).parent),
             entrypoint_path=entrypoint_path,
+            environment=NO_JOB_CLEANUP_ENV,
             direct_port=DIRECT_PORT if direct else None,
             node_selector=options.node_selector,
             tolerations=options.tolerations,

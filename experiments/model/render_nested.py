@@ -2,12 +2,15 @@
 
 Derived from a cell's MiniCluster as the backend would send it (so a user's
 template, image, flux view, node selector, tolerations and kary's labels all
-carry over), with three changes:
+carry over), with four changes:
 
 - no `spec.flux.topology`: the MiniCluster's own instance takes the operator's
   default; each cell sets its topology on the nested instance it runs in;
 - the launcher command runs the nested driver (templates/nested_driver.sh.j2)
   instead of one entrypoint;
+- the container's environment loses the switch that has a cell's instance skip
+  flux-core's job cleanup at its stop (initial_exit.py): this instance's jobs
+  are the cells, and its stop must cancel them;
 - `commands.pre` unpacks the driver and every cell's own entrypoint from a
   tar.gz in base64: the entrypoints are near-identical, so 16 cells of 30 nodes
   x 10 sizes (409 KB as text) pack into about 9 KB, far under the 1 MiB a
@@ -30,7 +33,7 @@ from experiments.errors import UserError
 from experiments.formats.blobs import DEFAULT_BLOB, check_blob, kept_blob_name
 from experiments.formats.nested_bundle import FEED_CELLS, FEED_KEY, bundle, feed_text
 from experiments.formats.nested_frame import FRAME_PREFIX
-from experiments.initial_exit import EXIT_NAME
+from experiments.initial_exit import EXIT_NAME, NO_JOB_CLEANUP, NO_JOB_CLEANUP_ENV
 from experiments.model.disk import EVICTION_FREE_PERCENT
 from experiments.model.render import (
     MINCRIT_MIN_FLUX,
@@ -175,6 +178,15 @@ def render_nested(
     spec["size"] = nodes
     spec.get("flux", {}).pop("topology", None)
     container["command"] = f"/bin/bash {posixpath.join(folder, DRIVER_NAME)}"
+    environment = {
+        key: value
+        for key, value in (container.get("environment") or {}).items()
+        if key not in NO_JOB_CLEANUP_ENV
+    }
+    if environment:
+        container["environment"] = environment
+    else:
+        container.pop("environment", None)
     if feed is not None:
         # The operator names the pod's volume by configMapName and its mount by this
         # key (controllers/flux/volumes.go, containers.go): the two must be the same.
@@ -236,6 +248,7 @@ def _driver(nodes: int, calls: list[str], settings: dict[str, Any]) -> str:
             calls=calls,
             prefix=FRAME_PREFIX,
             exit_name=EXIT_NAME,
+            no_job_cleanup=NO_JOB_CLEANUP,
             mincrit_flux=".".join(map(str, MINCRIT_MIN_FLUX)),
             **settings,
             kary_version=__version__,

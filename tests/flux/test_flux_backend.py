@@ -27,6 +27,7 @@ from analysis.tables.parsed_dir import load_parsed  # noqa: E402
 from analysis.tree import parse_tree  # noqa: E402
 from experiments.formats.kary_line import kary_records  # noqa: E402
 from experiments.formats.run_record import KARY_SPANS  # noqa: E402
+from experiments.initial_exit import NO_JOB_CLEANUP  # noqa: E402
 
 KARY = [sys.executable, "-c", "from experiments.cli import main; main()"]
 CELL = ["--exact-nodes", "4", "--topo", "kary:2", "--iters", "1"]
@@ -203,11 +204,15 @@ def test_a_timeout_stops_the_instance_and_records_timeout(flux: str, scratch: Pa
 
 
 def _in_allocation(
-    flux: str, scratch: Path, size: int, args: list[str]
+    flux: str, scratch: Path, size: int, args: list[str], then: str = ""
 ) -> subprocess.CompletedProcess[str]:
-    """`kary ARGS` as the initial program of a SIZE-node instance: a user's `flux alloc`."""
+    """`kary ARGS` as the initial program of a SIZE-node instance: a user's `flux alloc`;
+    `then`, a bash line run in the instance after kary (its status is kary's)."""
+    program = [*KARY, *args]
+    if then:
+        program = ["bash", "-c", f'"$@"; rc=$?; {then}; exit $rc', "kary", *program]
     return subprocess.run(
-        [flux, "start", f"--test-size={size}", *KARY, *args],
+        [flux, "start", f"--test-size={size}", *program],
         env=_env(scratch),
         cwd=REPO,
         capture_output=True,
@@ -219,11 +224,13 @@ def _in_allocation(
 def test_inside_an_allocation_each_cell_is_a_nested_batch_job(flux: str, scratch: Path) -> None:
     # All 8 "nodes" of a test instance are this host: the shared-filesystem case.
     data = scratch / "raw"
+    jobspec = scratch / "jobspec.json"
     done = _in_allocation(
         flux,
         scratch,
         8,
         ["run", *CELL, "--sizes", "2M", "--strategy", "all,leaves", "--data-dir", str(data)],
+        then=f"flux job info --original $(flux jobs -a -no {{id}}) jobspec >{jobspec}",
     )
     assert done.returncode == 0, done.stderr
     assert "nested in this Flux allocation" in done.stderr
@@ -235,6 +242,10 @@ def test_inside_an_allocation_each_cell_is_a_nested_batch_job(flux: str, scratch
     assert record["flux_version"] == _flux_version(flux)
     log = (data / "4/kary-2/0/topology-experiment.out").read_text()
     assert '"size_attr": "4"' in log  # the cell ran in its own 4-broker instance
+    # The cell's instance runs no job, so it skips rc1's job cleanup at its stop.
+    environment = json.loads(jobspec.read_text())["attributes"]["system"]["environment"]
+    name, value = NO_JOB_CLEANUP.split("=")
+    assert environment[name] == value
     assert wait_for_no_processes(str(scratch)) == []
 
 

@@ -44,6 +44,8 @@ uses.  What is followed, with the operator's lines:
   rank 0 `flux start -o --config ${cfg} ${brokerOptions} ${command}` in
   launcher mode (line 163), the others looping on `flux start` every 15 s
   until it exits 0 (lines 182-193; `worker_retry_s` may shorten it);
+- the container's `environment` as its env (controllers/flux/containers.go
+  lines 159-166): a per-cell MiniCluster's switch off of rc1's job cleanup;
 - the Job (controllers/flux/job.go line 90): restartPolicy OnFailure, so a
   container that exits non-zero starts again in the same pod (restartCount+1),
   on a fresh writable layer: the operator mounts no volume on /tmp
@@ -240,6 +242,9 @@ class BoxPods:
             "HOME": "/root",
             # The feed's ConfigMap volume, as the fake kubelet projects it.
             "KARY_FEED": str(self.feed_dir),
+            # The container's `environment`, which the operator makes its env
+            # (controllers/flux/containers.go lines 159-166).
+            **(body["spec"]["containers"][0].get("environment") or {}),
             **settings.env,
         }
         spec = {

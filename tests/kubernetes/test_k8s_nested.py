@@ -29,6 +29,7 @@ from experiments.formats.nested_frame import (
     frame_sequence,
     split_frames,
 )
+from experiments.initial_exit import NO_JOB_CLEANUP, NO_JOB_CLEANUP_ENV
 from experiments.model.log_budget import cell_log_bytes
 from experiments.model.plan import Cell
 from experiments.model.render import RenderOptions, render_cell
@@ -261,6 +262,16 @@ def test_the_nested_minicluster_validates_against_the_crd(minicluster_crd: Path)
     )
     validate_strictly(nested.body, crd_schema(minicluster_crd))
     assert yaml.safe_load(nested.yaml) == nested.body
+    # A cell's own instance skips rc1's job cleanup; the outer one, whose jobs are the
+    # cells, keeps it (the cell's MiniCluster it was made from had the switch).
+    base = yaml.safe_load(rendered[0].minicluster_yaml)["spec"]["containers"][0]
+    assert base["environment"] == dict(NO_JOB_CLEANUP_ENV)
+    assert "environment" not in nested.body["spec"]["containers"][0]
+    base["environment"]["USERS_OWN"] = "kept"  # a user's template's own variable stays
+    mine = yaml.safe_load(rendered[0].minicluster_yaml)
+    mine["spec"]["containers"][0] = base
+    again = render_nested(mine, 30, [NestedCell("30/kary-1/0", "kary:1", 600, "echo\n")])
+    assert again.body["spec"]["containers"][0]["environment"] == {"USERS_OWN": "kept"}
     # The seed's 16 topologies x 10 sizes: 409 KB of entrypoints, packed far under 1 MiB.
     assert sum(len(r.entrypoint_sh) for r in rendered) > 400_000
     assert len(nested.yaml) < 40_000
@@ -356,6 +367,8 @@ def test_the_driver_frames_each_cell_as_the_reader_expects(tmp_path: Path) -> No
     batches = [c for c in calls if c.startswith("batch ")]
     assert all("-Sstatedir=" in b and "--env=TMPDIR=" in b for b in batches)
     assert list((tmp_path / "state").iterdir()) == []
+    # And none runs the job cleanup of flux-core's rc1 at its stop: it runs no job.
+    assert all(f"--env={NO_JOB_CLEANUP}" in b for b in batches)
 
 
 def test_the_driver_checks_rank_zeros_disk_and_flux_version_before_a_cell(

@@ -32,7 +32,7 @@ from experiments.backends.entry_stamps import entry_spans, stamped
 from experiments.backends.flux.site import FluxSite, flux_env, messages, run_flux
 from experiments.backends.waiting import communicate_or_stop
 from experiments.errors import UserError
-from experiments.initial_exit import EXIT_NAME, KILL_NOISE, read_exit_status
+from experiments.initial_exit import EXIT_NAME, KILL_NOISE, NO_JOB_CLEANUP, read_exit_status
 from experiments.model.plan import Cell
 
 __all__ = ["AllocationFacts", "allocation_facts", "run_in_allocation"]
@@ -117,6 +117,7 @@ def _run_batch(
         f"-N{cell.nodes}",
         f"--broker-opts=-Stbon.topo={cell.topo}",
         *SEED_CONTENT_STORE,
+        f"--env={NO_JOB_CLEANUP}",  # it runs no job to clean up (initial_exit.py)
         "--output=kvs",
         f"--job-name=kary-{cell.id.replace('/', '-')}",
     ]
