@@ -43,12 +43,12 @@ EXIT_NAME = "entry.exit"
 KILL_NOISE = re.compile(r"^flux-job: task\(s\) Killed$|flux_module_finalize: ")
 # Where a cell's instance does stop by itself (a nested cell in a user's allocation,
 # a per-cell MiniCluster, a nested cell whose status file is not on the driver's
-# node), rank 0 first runs
-# the four Python commands flux-core's rc1 pushes for the instance's end (flux-core
-# 0.88 etc/modprobe/rc1.py, push_cleanup: queue stop, resource acquire-mute, cancel,
-# queue idle): they stop the queue and cancel jobs still running.  A cell's instance
-# runs no job (its initial program is the entrypoint: flux exec, flux archive), so
-# they cost every node of the cell 0.4-0.6 s of nothing (benchmarks/job_cleanup.py).
+# node), rank 0 first runs the four Python commands flux-core's rc1 pushes for the
+# instance's end (flux-core 0.88 etc/modprobe/rc1.py, push_cleanup: queue stop,
+# resource acquire-mute, cancel, queue idle): they stop the queue and cancel jobs
+# still running.  A cell's instance runs no job (its initial program is the
+# entrypoint: flux exec, flux archive), so they cost every node of the cell
+# 0.4-0.6 s of nothing (benchmarks/job_cleanup.py).
 # This is rc1's own switch, in the environment of a cell's `flux batch` and of a
 # per-cell MiniCluster's container; a Flux without it cleans up as before.  Never
 # for an instance whose jobs are cells (the nested layout's outer one, whose
