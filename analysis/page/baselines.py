@@ -45,13 +45,17 @@ def _seconds(value: float) -> str:
     return f"{value:.3g} s" if value < 10 else f"{value:.1f} s"
 
 
-def direct_table(events: pd.DataFrame) -> dict[str, Any] | None:
+def direct_table(
+    events: pd.DataFrame, samples: pd.DataFrame | None = None
+) -> dict[str, Any] | None:
     """direct beside the tree strategies that ran with it; None when direct never ran.
 
     `strategies` names the tree strategies shown; each row (source, nodes,
-    size) has a cell per strategy, None where that one did not run.
+    size) has a cell per strategy, None where that one did not run.  `samples`:
+    the events' `strategy_samples`, where the caller has them already.
     """
-    samples = strategy_samples(events)
+    if samples is None:
+        samples = strategy_samples(events)
     if samples.empty or not (samples["strategy"] == _DIRECT).any():
         return None
     ok = samples[samples["status"] == "ok"]

@@ -23,7 +23,7 @@ from analysis.page.baselines import direct_table, ping_tables
 from analysis.page.facts import Facts, collect_facts
 from analysis.page.inline_plots import collect_plots
 from analysis.page.race import race_view
-from analysis.page.results import number_or_none
+from analysis.page.results import number_or_none, strategy_samples
 from analysis.page.view import design_cards, seconds, strategy_views, test_rule
 from analysis.page.where import where_line
 from analysis.tables.parsed_dir import Parsed, load_parsed
@@ -155,6 +155,7 @@ def _dates(facts: Facts) -> str:
 def _dataset(index: int, name: str, path: Path, parsed: Parsed) -> dict[str, Any]:
     """Everything the page shows of one directory but its plots (see `_add_plots`)."""
     facts = collect_facts(parsed)
+    samples = strategy_samples(parsed.events)  # the verdicts' and direct's table
     return {
         "name": name,
         "path": str(path),
@@ -162,8 +163,8 @@ def _dataset(index: int, name: str, path: Path, parsed: Parsed) -> dict[str, Any
         "facts": facts,
         "overview": _overview(facts),
         "where": [where_line(place) for place in facts.places] + facts.capacity_notes,
-        "strategies": strategy_views(parsed),
-        "direct": direct_table(parsed.events),
+        "strategies": strategy_views(parsed, samples),
+        "direct": direct_table(parsed.events, samples),
         "pings": ping_tables(parsed.ping),
         "designs": design_cards(parsed, facts.designs),
         "node_counts": sorted({n for n, _ in facts.designs}),

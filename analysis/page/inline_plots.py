@@ -100,10 +100,10 @@ def _with_blobs(plots: list[Plot], parsed: Parsed) -> list[Plot]:
     if events.empty:
         return plots
     dedup = deduplicated_rows(events)
-    zeros = set(events.loc[dedup, "event"].astype(str))
+    zeros = set(events.loc[dedup, "event"].astype(str).unique())
     if not zeros:
         return plots
-    others = set(events.loc[~dedup, "event"].astype(str))
+    others = set(events.loc[~dedup, "event"].astype(str).unique())
     labelled = []
     for plot in plots:
         event = _event_of(plot.name)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -132,11 +133,15 @@ def _with_designs(frame: pd.DataFrame) -> pd.DataFrame:
         f"{topo} · {setting}" if setting else topo
         for topo, setting in zip(topos, setting_labels(frame, knobs), strict=True)
     ]
-    orders = [
-        (topology_order_key(topo), setting)
-        for topo, setting in zip(topos, setting_order_key(frame, knobs), strict=True)
-    ]
-    ranked = dict.fromkeys(design for _, design in sorted(zip(orders, designs, strict=True)))
+    # Designs rank by their least (topology, setting) order, ties by name; a table's
+    # rows repeat few topologies and designs, so each order is worked out once.
+    topo_orders = {topo: topology_order_key(topo) for topo in set(topos)}
+    least: dict[str, tuple[Any, ...]] = {}
+    for design, topo, setting in zip(designs, topos, setting_order_key(frame, knobs), strict=True):
+        order = (topo_orders[topo], setting)
+        if design not in least or order < least[design]:
+            least[design] = order
+    ranked = sorted(least, key=lambda design: (least[design], design))
     rank = {design: i for i, design in enumerate(ranked)}
     return frame.assign(design=designs, design_rank=[rank[d] for d in designs])
 

@@ -165,9 +165,11 @@ def _strip_cell(
     }
 
 
-def strategy_views(parsed: Parsed) -> list[dict[str, Any]]:
-    """Per strategy present: its verdict matrix and its table of iteration strips."""
-    samples = strategy_samples(parsed.events)
+def strategy_views(parsed: Parsed, samples: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+    """Per strategy present: its verdict matrix and its table of iteration strips.
+    `samples`: the events' `strategy_samples`, where the caller has them already."""
+    if samples is None:
+        samples = strategy_samples(parsed.events)
     if samples.empty:
         return []
     # Each zero-blob source's words, from its events (its archives' chunks, by size).
@@ -217,7 +219,7 @@ def strategy_views(parsed: Parsed) -> list[dict[str, Any]]:
 def _writes_warnings(events: pd.DataFrame, samples: pd.DataFrame) -> dict[tuple[str, int], str]:
     """Per zero-blob (source, nodes): `these times measure each rank's disk writes: the
     archive had 1 distinct chunk of 16 at 16M`."""
-    sources = sorted({s for s in samples["source"].astype(str) if deduplicated(s)})
+    sources = sorted({s for s in samples["source"].astype(str).unique() if deduplicated(s)})
     if not sources:
         return {}
     frame = events.assign(where=source_names(events))

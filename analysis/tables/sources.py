@@ -66,15 +66,23 @@ def _text(value: object) -> str:
 def source_names(frame: Any) -> list[str]:
     """Per row of a table (a DataFrame: not imported, as the parse's workers import this
     module and never pandas), its source label; a column it lacks counts as empty."""
+    # As numpy object arrays: a pandas string column's tolist() steps through the
+    # column one element at a time.
     columns = [
-        frame[name].tolist() if name in frame.columns else [""] * len(frame)
+        frame[name].to_numpy(dtype=object) if name in frame.columns else [""] * len(frame)
         for name in ("backend", "cluster", "place", "links", "blob")
     ]
     ran = _ran_texts(frame)
-    return [
-        source_label(backend, cluster, place, links, blob, ran=text)
-        for backend, cluster, place, links, blob, text in zip(*columns, ran, strict=True)
-    ]
+    # A table of 200,000 events has a handful of sources: each is worked out once.
+    labels: dict[tuple[object, ...], str] = {}
+    names = []
+    for row in zip(*columns, ran, strict=True):
+        label = labels.get(row)
+        if label is None:
+            backend, cluster, place, links, blob, text = row
+            label = labels[row] = source_label(backend, cluster, place, links, blob, ran=text)
+        names.append(label)
+    return names
 
 
 # How a varying Flux version or template hash reads in a label.
@@ -88,11 +96,11 @@ def _ran_texts(frame: Any) -> list[str]:
     varying = [
         name
         for name in RAN_COLUMNS
-        if name in frame.columns and len({_text(v) for v in frame[name].tolist()}) > 1
+        if name in frame.columns and len({_text(v) for v in frame[name].unique()}) > 1
     ]
     if not varying:
         return [""] * len(frame)
-    columns = zip(*(frame[name].tolist() for name in varying), strict=True)
+    columns = zip(*(frame[name].to_numpy(dtype=object) for name in varying), strict=True)
     return [
         ", ".join(
             _RAN_WORDS[name].format(_text(value) or "not recorded")
