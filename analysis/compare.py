@@ -45,7 +45,7 @@ from analysis.compare_match import (
     setting_text,
     with_run_axes,
 )
-from analysis.read.records import is_void
+from analysis.read.records import void_mask
 from analysis.tables.parsed_dir import Parsed
 from analysis.tables.stats import ALPHA, MIN_RUNS, TEST_NAME, rank_test, ratio_of_medians
 from experiments.errors import UserError
@@ -184,7 +184,7 @@ def _settings(axes: list[str], pair: Pair, shown: list[str]) -> tuple[str, str]:
 def _times(group: pd.DataFrame) -> tuple[np.ndarray, int, int]:
     """(ok timings, failed steps, void steps) of one group."""
     ok = (group["status"] == "ok") & group["time_seconds"].notna()
-    void = group["status"].map(is_void).astype(bool)
+    void = void_mask(group["status"])
     times = group.loc[ok, "time_seconds"].to_numpy(dtype=float)
     return times, int((~ok & ~void).sum()), int(void.sum())
 

@@ -27,7 +27,7 @@ from analysis.page.where import (
     nodes_of,
     where_of,
 )
-from analysis.read.records import is_void
+from analysis.read.records import is_void, void_mask
 from analysis.tables.blobs import WRITES, archive_facts, deduplicated_rows
 from analysis.tables.parsed_dir import Parsed
 from analysis.tables.sources import source_names
@@ -163,7 +163,7 @@ def collect_facts(parsed: Parsed) -> Facts:
         facts.strategies = [s for s in STRATEGIES if s in present]
     facts.steps = len(timed)
     facts.steps_failed = int((timed["status"] == "failed").sum()) if len(timed) else 0
-    facts.steps_void = int(timed["status"].map(is_void).sum()) if len(timed) else 0
+    facts.steps_void = int(void_mask(timed["status"]).sum()) if len(timed) else 0
     # One row per cell: runs.csv, or (the seed's parsed CSVs have none) each log's events.
     table = runs if not runs.empty else events.drop_duplicates(["uid", "iteration"])
     facts.sources = sorted(set(source_names(table)))
@@ -230,7 +230,7 @@ def _failures(timed: pd.DataFrame) -> list[Failure]:
     if timed.empty:
         failed = timed
     else:
-        failed = timed[(timed["status"] == "failed") | timed["status"].map(is_void)]
+        failed = timed[(timed["status"] == "failed") | void_mask(timed["status"])]
     groups: dict[tuple[int, str, str, str, str], list[str]] = {}
     for row in failed.itertuples(index=False):
         # A void step's status says so and why: `void: cold cache not established`.

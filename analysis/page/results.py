@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.read.records import is_void
+from analysis.read.records import void_mask
 from analysis.tables.knobs import design_axes, setting_labels, setting_order_key
 from analysis.tables.sources import source_names
 from analysis.tables.stats import RankTest, could_decide, decides, rank_test, summarize
@@ -95,7 +95,7 @@ def strategy_samples(events: pd.DataFrame) -> pd.DataFrame:
     if "source" in events.columns:
         frame["log"] = events["source"].astype(str).where(events["source"] != "", frame["log"])
     frame["ok"] = (frame["status"] == "ok") & frame["time_seconds"].notna()
-    frame["failed"] = ~frame["ok"] & ~frame["status"].map(is_void)
+    frame["failed"] = ~frame["ok"] & ~void_mask(frame["status"])
     frame = _with_designs(frame)
     names = frame["event"].astype(str)
     parts: list[pd.DataFrame] = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "FAILED",
@@ -16,6 +16,7 @@ __all__ = [
     "few",
     "is_void",
     "step_of",
+    "void_mask",
     "void_status",
 ]
 
@@ -35,6 +36,13 @@ def void_status(reason: str) -> str:
 def is_void(status: object) -> bool:
     """True for a void step's status."""
     return isinstance(status, str) and status.startswith(f"{VOID}:")
+
+
+def void_mask(statuses: Any) -> Any:
+    """`is_void` of every status in a pandas Series at once, as a boolean Series (a
+    table's rows, where a call per row costs seconds; pandas is not imported here, as
+    the parse's workers never load it)."""
+    return statuses.astype(str).str.startswith(f"{VOID}:", na=False).astype(bool)
 
 
 # skipped: the file gave no rows.  partial: it gave rows but something in it

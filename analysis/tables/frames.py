@@ -16,7 +16,7 @@ from itertools import chain
 import numpy as np
 import pandas as pd
 
-from analysis.read.records import is_void
+from analysis.read.records import void_mask
 from analysis.tables.rows import TableRows
 from analysis.tables.summary_rows import SUMMARY_COLUMNS, Summary, summary_of
 from experiments.formats.parsed import (
@@ -125,7 +125,7 @@ def summary_table(events: pd.DataFrame) -> pd.DataFrame:
         (frame["status"] == "ok").to_numpy(),
         gid,
         frame["size_gb"].dtype.kind in "iu",
-        frame["status"].map(is_void).to_numpy(dtype=bool),
+        void_mask(frame["status"]).to_numpy(dtype=bool),
     )
     return summary_frame(summary)
 

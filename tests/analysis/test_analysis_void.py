@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 from analysis_samples import run_record, write_cell
 
 from analysis import load_parsed, parse_tree
+from analysis.read.records import is_void, void_mask, void_status
 from experiments.backends.base import RunResult
 from experiments.execution.outcome import judge
 from experiments.formats.kary_line import (
@@ -138,3 +141,19 @@ def test_a_distribution_is_void_unless_a_cold_cache_line_before_it_shows_every_c
     direct = CELL + _step("distribute-direct", seconds=1.0) + done
     events = load_parsed(_parse(tmp_path / "f", direct)).events.set_index("event")
     assert events.loc["distribute-direct", "status"] == "ok"
+
+
+def test_the_void_mask_of_a_table_is_is_void_of_each_status() -> None:
+    statuses = ["ok", "failed", void_status("cold cache not established"), "void", "", "voided"]
+    odd = [np.nan, None, 3, void_status("x")]
+    columns = [
+        pd.Series(statuses, dtype="str"),  # as a parsed table's CSV reads
+        pd.Series(statuses + odd, dtype=object),
+        pd.Series([np.nan, np.nan]),  # a column every row left empty: float
+        pd.Series([], dtype="str"),
+    ]
+    for column in columns:
+        mask = void_mask(column)
+        assert mask.dtype == bool and list(mask.index) == list(column.index)
+        assert mask.tolist() == [is_void(s) for s in column.tolist()], column.tolist()
+    assert void_mask(columns[1]).sum() == 2
