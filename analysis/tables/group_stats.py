@@ -9,7 +9,6 @@ of analysis.tables.stats' docstring.
 
 from __future__ import annotations
 
-import math
 from functools import cache
 
 import numpy as np
@@ -41,12 +40,15 @@ def median_ci_ranks(n: int, level: float = CI_LEVEL) -> tuple[int, int, float] |
     total = 2**n
     best = (0, n - 1, 1 - 2 * 1 / total)
     below = 0  # sum of C(n, i) for i < j
+    term = 1  # C(n, j - 1), each from the one before: math.comb anew each step was
+    # quadratic in n (1.2 s for the four group sizes of 8,000 logs)
     for j in range(1, n // 2 + 1):
-        below += math.comb(n, j - 1)
+        below += term
         coverage = 1 - 2 * below / total
         if coverage < level:
             break
         best = (j - 1, n - j, coverage)
+        term = term * (n - j + 1) // j
     return best
 
 

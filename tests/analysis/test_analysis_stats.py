@@ -31,6 +31,19 @@ def test_median_ci_ranks_have_exact_coverage(
     assert median_ci_ranks(n) == expected
 
 
+@pytest.mark.parametrize("n", [11, 100, 1001])
+def test_median_ci_ranks_of_large_groups_are_the_sign_tests(n: int) -> None:
+    # The narrowest order statistics x(j), x(n+1-j) whose exact coverage, 1 - 2
+    # P(Bin(n, 1/2) < j), is still at least 95%, each term from math.comb.
+    below, expected = 0, None
+    for j in range(1, n // 2 + 1):
+        below += math.comb(n, j - 1)
+        if 1 - 2 * below / 2**n < 0.95:
+            break
+        expected = (j - 1, n - j, 1 - 2 * below / 2**n)
+    assert expected is not None and median_ci_ranks(n) == expected
+
+
 def test_mann_whitney_counts_are_the_exact_null_distribution() -> None:
     assert _mann_whitney_counts(3, 3) == [1, 1, 2, 3, 3, 3, 3, 2, 1, 1]
     assert sum(_mann_whitney_counts(7, 9)) == math.comb(16, 7)
