@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 
 from analysis import median_ci_ranks, ratio_of_medians, summarize, topology_order_key
-from analysis.tables.stats import _mann_whitney_counts
+from analysis.tables import pair_differences
+from analysis.tables.pair_differences import kth_pair_difference
+from analysis.tables.stats import _mann_whitney_counts, _shift_interval_rank
 
 
 @pytest.mark.parametrize(
@@ -168,3 +170,36 @@ def test_grouping_by_the_telling_keys_gives_the_summary_of_all_keys() -> None:
     quick = summarize(frame, SUMMARY_KEYS, group_by=_SUMMARY_GROUPS)
     pd.testing.assert_frame_equal(quick, full)
     assert len(full) > 20
+
+
+@pytest.mark.parametrize("kind", ["spread", "ties", "equal", "close"])
+def test_the_kth_pair_difference_without_making_every_pair_is_the_sorted_ones(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pair_differences, "MAKE_ALL_PAIRS", 0)  # bisect even small ones
+    rng = np.random.default_rng(11)
+    for n, m in [(1, 1), (1, 40), (37, 5), (60, 59)]:
+        if kind == "spread":
+            x, y = rng.normal(size=n), rng.normal(0.3, 2.0, size=m)
+        elif kind == "ties":
+            x, y = rng.integers(0, 4, n).astype(float), rng.integers(0, 4, m).astype(float)
+        elif kind == "equal":
+            x, y = np.full(n, 0.25), np.full(m, 0.25)
+        else:  # log times a few percent apart, as a compare's are
+            x, y = np.log(rng.lognormal(0, 0.01, n)), np.log(rng.lognormal(0.001, 0.01, m))
+        x, y = np.sort(x), np.sort(y)
+        every = np.sort((y[None, :] - x[:, None]).ravel())
+        for k in sorted({1, n * m, (n * m + 1) // 2, int(rng.integers(1, n * m + 1))}):
+            got = kth_pair_difference(x, y, k)
+            assert got == pytest.approx(every[k - 1], rel=1e-12, abs=1e-12), (n, m, k)
+
+
+def test_the_ratio_interval_of_large_groups_is_the_pairwise_one() -> None:
+    rng = np.random.default_rng(5)
+    before, after = rng.lognormal(0, 0.2, 700), rng.lognormal(0.05, 0.2, 600)
+    interval = ratio_of_medians(before, after)  # 420,000 pairs: bisected, not made
+    assert interval is not None and interval.coverage == 0.95
+    every = np.sort((np.log(after)[None, :] - np.log(before)[:, None]).ravel())
+    k, _ = _shift_interval_rank(700, 600, 0.95)
+    assert interval.low == pytest.approx(np.exp(every[k - 1]), rel=1e-12)
+    assert interval.high == pytest.approx(np.exp(every[700 * 600 - k]), rel=1e-12)

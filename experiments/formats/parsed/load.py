@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from experiments.errors import UserError
@@ -133,14 +134,18 @@ def _places_from_runs(events: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     return events
 
 
-def cell_values(events: pd.DataFrame, runs: pd.DataFrame, column: str) -> list[str]:
+def cell_values(events: pd.DataFrame, runs: pd.DataFrame, column: str) -> np.ndarray:
     """Per events row, its cell's value of a runs.csv column ("" where runs.csv lacks
-    the column or the cell): a run's `source` is its cell's folder, an event's its log."""
+    the column or the cell): a run's `source` is its cell's folder, an event's its log.
+    An array of str objects, one per events row, in its order."""
     if column not in runs.columns or "source" not in runs.columns or "source" not in events:
-        return [""] * len(events)
+        return np.full(len(events), "", dtype=object)
     logs = [f"{cell}/{LOG_NAME}" if cell else LOG_NAME for cell in runs["source"].astype(str)]
     found = dict(zip(logs, runs[column].fillna("").astype(str), strict=True))
-    return [found.get(str(log), "") for log in events["source"]]
+    # Through a numpy array: stepping through a pandas string column itself costs a
+    # Python call per element (221,272 rows, seven columns, two trees in a compare).
+    logs_of_rows = events["source"].astype(str).to_numpy(dtype=object)
+    return np.array([found.get(log, "") for log in logs_of_rows], dtype=object)
 
 
 def _seed_cells(runs: pd.DataFrame) -> set[str]:
