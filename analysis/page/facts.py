@@ -281,36 +281,43 @@ def _bad_cells(runs: Sequence[Mapping[Hashable, Any]], outcomes: list[str]) -> l
 def _dates_and_cost(facts: Facts, records: pd.DataFrame) -> None:
     if not {"started", "finished"} <= set(records.columns):
         return
-    walls: list[tuple[float, pd.Series]] = []
+    seconds: list[float] = []  # each timed cell's wall
+    timed: list[int] = []  # and its row's position in records
     starts, ends = [], []
-    for _, record in records.iterrows():
-        start, end = _when(record["started"]), _when(record["finished"])
+    # The two columns as arrays, not a Series a row (iterrows): 8,000 cells took 0.6 s.
+    started = records["started"].to_numpy(dtype=object)
+    finished = records["finished"].to_numpy(dtype=object)
+    for position, (start_text, end_text) in enumerate(zip(started, finished, strict=True)):
+        start, end = _when(start_text), _when(end_text)
         starts += [start] if start else []
         ends += [end] if end else []
         if start and end and end >= start:
-            walls.append(((end - start).total_seconds(), record))
+            seconds.append((end - start).total_seconds())
+            timed.append(position)
     if starts:
         facts.started = min(starts).strftime("%Y-%m-%d %H:%M %Z").strip()
     if ends:
         facts.finished = max(ends).strftime("%Y-%m-%d %H:%M %Z").strip()
-    if walls:
-        facts.wall_seconds = sum(w for w, _ in walls)
-    facts.cost = _cost(walls)
+    if seconds:
+        facts.wall_seconds = sum(seconds)
+    facts.cost = _cost(seconds, records.iloc[timed])
 
 
-def _cost(walls: list[tuple[float, pd.Series]]) -> str | None:
-    """The cost of the cells' wall time, each node at the capacity it ran on
-    (analysis.page.cost), when every cell names a priced instance."""
-    if not walls:
+def _cost(seconds: list[float], cells: pd.DataFrame) -> str | None:
+    """The cost of the cells' wall time (`seconds`, one a row of `cells`), each node at
+    the capacity it ran on (analysis.page.cost), when every cell names a priced
+    instance."""
+    if not seconds:
         return None
     # This machine (the emulator, a test instance, a box) or an allocation: kary bills none.
-    unbilled = free_or_unbilled_cost(where_of(pd.DataFrame([r for _, r in walls])))
+    unbilled = free_or_unbilled_cost(where_of(cells))
     if unbilled is not None:
         return unbilled
     catalog = _catalog()
     if catalog is None:
         return None
-    return cost_text([Cell.of(w, r) for w, r in walls], catalog)
+    rows = (row for _, row in cells.iterrows())
+    return cost_text([Cell.of(w, r) for w, r in zip(seconds, rows, strict=True)], catalog)
 
 
 def _catalog() -> PriceCatalog | None:
