@@ -40,8 +40,8 @@ def median_ci_ranks(n: int, level: float = CI_LEVEL) -> tuple[int, int, float] |
     total = 2**n
     best = (0, n - 1, 1 - 2 * 1 / total)
     below = 0  # sum of C(n, i) for i < j
-    term = 1  # C(n, j - 1), each from the one before: math.comb anew each step was
-    # quadratic in n (1.2 s for the four group sizes of 8,000 logs)
+    term = 1  # C(n, j - 1), each from the one before: math.comb anew each step grew
+    # faster than n^2 (5.4 s at n = 10,000, 184 s at 40,000)
     for j in range(1, n // 2 + 1):
         below += term
         coverage = 1 - 2 * below / total
