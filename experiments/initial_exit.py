@@ -10,6 +10,10 @@ and end with that status instead of waiting for the brokers' own shutdown.
 Everything the cell reports is written before the file: its output went to
 the log as it ran, and the stamps precede the status.
 
+The other half of not waiting for what a cell does not need is here too: the
+switch (NO_JOB_CLEANUP) that spares a cell's own instance flux-core's job
+cleanup where it does stop by itself.
+
 The file is a number and a newline, written in one write(2).  Its other writer
 is the entrypoint's EXIT trap where KARY_EXIT_FILE is set (templates/entrypoint.sh.j2,
 the same printf, for a Kubernetes nested cell), and its other reader the nested

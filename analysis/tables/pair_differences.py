@@ -1,4 +1,4 @@
-"""The k-th smallest of all n x m pairwise differences y_j - x_i, without making them all.
+"""Order statistics of all n x m pairwise differences y_j - x_i, without making them all.
 
 The ratio of medians' interval (analysis.tables.stats.ratio_of_medians) is two
 order statistics of the log differences between every timing of one side and
@@ -18,9 +18,11 @@ rounding of one difference.  Small inputs are made and sorted as before.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-__all__ = ["kth_pair_difference"]
+__all__ = ["pair_differences_at"]
 
 # Pairs up to this many are made and sorted outright (1 MiB of floats).
 MAKE_ALL_PAIRS = 1 << 17
@@ -28,13 +30,21 @@ MAKE_ALL_PAIRS = 1 << 17
 _WINDOW_PER_VALUE = 4
 
 
-def kth_pair_difference(x: np.ndarray, y: np.ndarray, k: int) -> float:
-    """The k-th smallest (1-based) of y[j] - x[i] over all pairs; x and y sorted."""
+def pair_differences_at(x: np.ndarray, y: np.ndarray, ks: Sequence[int]) -> list[float]:
+    """The k-th smallest (1-based) of y[j] - x[i] over all pairs, for each k of `ks`;
+    x and y sorted."""
     n, m = len(x), len(y)
-    if not 1 <= k <= n * m:
-        raise ValueError(f"k={k} is not in 1..{n * m}")
+    if not all(1 <= k <= n * m for k in ks):
+        raise ValueError(f"each k of {list(ks)} must be in 1..{n * m}")
     if n * m <= MAKE_ALL_PAIRS:
-        return float(np.partition((y[None, :] - x[:, None]).ravel(), k - 1)[k - 1])
+        every = np.partition((y[None, :] - x[:, None]).ravel(), [k - 1 for k in ks])
+        return [float(every[k - 1]) for k in ks]
+    return [_bisected(x, y, k) for k in ks]
+
+
+def _bisected(x: np.ndarray, y: np.ndarray, k: int) -> float:
+    """The k-th smallest difference, by bisecting on how many pairs lie at or below t."""
+    n, m = len(x), len(y)
     lo, hi = float(y[0] - x[-1]), float(y[-1] - x[0])
     # Bounds a little outside the extremes: no pair at or below lo, every one at or
     # below hi, whatever the rounding of y - t.

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.tables.group_stats import CI_LEVEL, SUMMARY_STATS, group_stats, median_ci_ranks
-from analysis.tables.pair_differences import kth_pair_difference
+from analysis.tables.pair_differences import pair_differences_at
 
 __all__ = [
     "ALPHA",
@@ -120,8 +120,7 @@ def ratio_of_medians(
     tiny = 1e-9  # a 0.000 s timing would make the log ratio infinite
     log_a, log_b = np.sort(np.log(np.maximum(a, tiny))), np.sort(np.log(np.maximum(b, tiny)))
     k, coverage = _shift_interval_rank(n, m, level)
-    low = kth_pair_difference(log_a, log_b, k)
-    high = kth_pair_difference(log_a, log_b, n * m + 1 - k)
+    low, high = pair_differences_at(log_a, log_b, (k, n * m + 1 - k))
     return RatioInterval(ratio, float(np.exp(low)), float(np.exp(high)), coverage)
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from analysis import median_ci_ranks, ratio_of_medians, summarize, topology_order_key
 from analysis.tables import pair_differences
-from analysis.tables.pair_differences import kth_pair_difference
+from analysis.tables.pair_differences import pair_differences_at
 from analysis.tables.stats import _mann_whitney_counts, _shift_interval_rank
 
 
@@ -172,11 +172,13 @@ def test_grouping_by_the_telling_keys_gives_the_summary_of_all_keys() -> None:
     assert len(full) > 20
 
 
+@pytest.mark.parametrize("make_all_pairs", [0, pair_differences.MAKE_ALL_PAIRS])
 @pytest.mark.parametrize("kind", ["spread", "ties", "equal", "close"])
-def test_the_kth_pair_difference_without_making_every_pair_is_the_sorted_ones(
-    kind: str, monkeypatch: pytest.MonkeyPatch
+def test_pair_differences_bisected_or_made_all_are_the_sorted_ones(
+    kind: str, make_all_pairs: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pair_differences, "MAKE_ALL_PAIRS", 0)  # bisect even small ones
+    # 0: bisect even these small ones; else all are made (every case here is small).
+    monkeypatch.setattr(pair_differences, "MAKE_ALL_PAIRS", make_all_pairs)
     rng = np.random.default_rng(11)
     for n, m in [(1, 1), (1, 40), (37, 5), (60, 59)]:
         if kind == "spread":
@@ -189,9 +191,9 @@ def test_the_kth_pair_difference_without_making_every_pair_is_the_sorted_ones(
             x, y = np.log(rng.lognormal(0, 0.01, n)), np.log(rng.lognormal(0.001, 0.01, m))
         x, y = np.sort(x), np.sort(y)
         every = np.sort((y[None, :] - x[:, None]).ravel())
-        for k in sorted({1, n * m, (n * m + 1) // 2, int(rng.integers(1, n * m + 1))}):
-            got = kth_pair_difference(x, y, k)
-            assert got == pytest.approx(every[k - 1], rel=1e-12, abs=1e-12), (n, m, k)
+        ks = sorted({1, n * m, (n * m + 1) // 2, int(rng.integers(1, n * m + 1))})
+        got = pair_differences_at(x, y, ks)
+        assert got == pytest.approx([every[k - 1] for k in ks], rel=1e-12, abs=1e-12), (n, m)
 
 
 def test_the_ratio_interval_of_large_groups_is_the_pairwise_one() -> None:
