@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "emulator"))
 from emulator_helpers import wait_for_no_processes
@@ -31,9 +31,7 @@ def test_a_race_on_a_real_test_instance_times_real_cells(
          "kary:3", "--sizes", "1M", "--first-test", "2", "--max-blocks", "2", "--seed", "1",
          "--data-dir", str(raw)],
     )  # fmt: skip
-    # Two blocks cannot separate two topologies (Wilcoxon's smallest p with 2 is 0.5).
-    assert result.exit_code == 1, result.output
-    assert "not separated" in result.output
+    _no_fastest_in_two_blocks(result)
     kept = read_race(raw)
     assert kept is not None
     blocks = kept.race["blocks"]
@@ -61,7 +59,7 @@ def test_a_nested_race_runs_every_block_in_one_outer_instance(
          "kary:1", "--topo", "kary:3", "--sizes", "1M", "--first-test", "2", "--max-blocks",
          "2", "--seed", "1", "--data-dir", str(raw)],
     )  # fmt: skip
-    assert result.exit_code == 1, result.output  # not separated in two blocks
+    _no_fastest_in_two_blocks(result)
     outers = {}
     for cell in ("4/kary-1/0", "4/kary-3/0", "4/kary-1/1", "4/kary-3/1"):
         record = read_record(raw / cell)
@@ -70,3 +68,15 @@ def test_a_nested_race_runs_every_block_in_one_outer_instance(
     assert len({o["name"] for o in outers.values()}) == 1
     assert sorted(o["cell_index"] for o in outers.values()) == [0, 1, 2, 3]
     assert wait_for_no_processes(str(scratch)) == []
+
+
+def _no_fastest_in_two_blocks(result: Result) -> None:
+    """Two blocks cannot name a fastest of two topologies (Wilcoxon's smallest p with 2
+    is 0.5), so the race ends not separated (exit 1); or, where the two blocks' ratios
+    came out nearly alike (real timings: it happened in CI), a stated tie by TOST
+    (decided: exit 0)."""
+    assert "fastest within" not in result.output, result.output
+    if result.exit_code == 0:
+        assert "kary race: tie within 5% at 95% confidence" in result.output, result.output
+    else:
+        assert result.exit_code == 1 and "not separated" in result.output, result.output
