@@ -7,13 +7,16 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: figures setup demo check lint types test bench clean
+.PHONY: figures setup demo check lint types test bench clean lock
 
 # The venv's own pip, not upgraded: the install a user types must resolve too,
-# and CI (make check -> setup) proves it on every run.
-$(BIN)/kary: pyproject.toml
+# and CI (make check -> setup) proves it on every run.  LOCK pins every package to
+# the versions the committed figures were made with (issue 57: a release between
+# two CI runs moved them); `make setup LOCK=` installs pyproject's ranges alone.
+LOCK ?= constraints.txt
+$(BIN)/kary: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev]' $(if $(LOCK),-c $(LOCK))
 	touch $@
 
 setup: $(BIN)/kary
@@ -80,6 +83,14 @@ bench: setup
 # whole with its golden file in docs/figures/ (about a minute; --update rewrites them).
 figures: setup
 	$(BIN)/python benchmarks/figures.py
+
+# constraints.txt anew: a scratch venv, the newest versions pyproject's ranges allow.
+# Review the figures it moves (make figures) and commit both.
+lock:
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/pip install --quiet -e '.[dev]'
+	{ sed -n '/^#/p' constraints.txt; .lock-venv/bin/pip freeze --exclude-editable | grep -v '^kary'; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt && rm -rf .lock-venv
 
 clean:
 	rm -rf $(VENV) data .pytest_cache .mypy_cache .ruff_cache

@@ -56,6 +56,7 @@ from figure_files import (  # noqa: E402
     write_exit_codes,
 )
 from machine_load import CpuMeter  # noqa: E402
+from pins import differences, installed, pinned  # noqa: E402
 
 from analysis.read.workers import usable_cores  # noqa: E402
 
@@ -528,6 +529,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{result.name}:")
             print("\n".join(result.detail))
     failed = sum(r.ok is False for r in results)
+    drift = differences(pinned(), installed())
+    if failed and drift:  # the first question a differing figure raises
+        print("\npackages that differ from constraints.txt (the figures were made with its pins):")
+        print("\n".join(f"  {line}" for line in drift))
     print(f"{len(results) - failed} of {len(results)} checks pass" + (": FAIL" if failed else ""))
     return 1 if failed else 0
 

@@ -18,11 +18,15 @@ A box cell's `distribute-all-nodes` time is modelled as
 Each term is linear in its coefficient, so the fit is non-negative least
 squares on seconds (as fit.py's is).  Because the features carry the link
 speed, the busiest broker's children and the depth, one fit predicts other
-node counts, topologies and link speeds.
+node counts, topologies and link speeds.  Sweeps at one node count and one
+size cannot tell `cpu` from `d` (the two columns are proportional): the fit
+is then not unique, and the exact solver (nonnegative.py) takes the optimum
+with `c` = 0, where an iterative one stopped wherever its path ended (0.37
+s/GB/rank on the first protocol's N=8 fit, same residual).
 
 The 80% interval.  A fit's own residuals (ratios actual / fitted, 10th to
 90th percentile) describe run-to-run noise around the sweeps it saw: about
-x0.95-x1.04 here, and only 38% and 25% of held-out runs fell inside it
+x0.95-x1.04 here, and only 31% and 25% of held-out runs fell inside it
 (benchmarks/results/box-model-holdout.txt), because the model's error on a
 node count or link speed it never saw is larger than that noise.  So with
 three or more sweeps the band is the spread *between* sweeps instead: each
@@ -42,10 +46,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.optimize import lsq_linear
 
 from experiments.errors import UserError
 from experiments.estimate.link_floor import distribution_floors
+from experiments.estimate.nonnegative import nonnegative_least_squares
 from experiments.estimate.parameters import GIB
 
 if TYPE_CHECKING:
@@ -159,7 +163,7 @@ def _condition(o: BoxObservation) -> tuple[int, float, float | None]:
 def _solve(observations: Sequence[BoxObservation]) -> np.ndarray:
     matrix = np.array([o.features() for o in observations])
     seconds = np.array([o.seconds for o in observations])
-    return np.asarray(lsq_linear(matrix, seconds, bounds=(0.0, np.inf)).x)
+    return nonnegative_least_squares(matrix, seconds)
 
 
 def _ratios(observations: Sequence[BoxObservation], solution: np.ndarray) -> np.ndarray:

@@ -1,8 +1,8 @@
 """Fit the time model's parameters to history, one environment at a time.
 
 Every step is linear in the parameters (structure.py), so each part (create,
-distribute, verify, ...) is a small least-squares problem: scipy's lsq_linear
-with every parameter >= 0.  The residuals are seconds, not ratios: a plan
+distribute, verify, ...) is a small least-squares problem with every
+parameter >= 0, solved exactly (nonnegative.py).  The residuals are seconds, not ratios: a plan
 predicts a sum, and least squares on seconds predicts sums without the bias a
 fit on ratios or logs has on right-skewed timings.
 
@@ -26,10 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import lsq_linear
 
 from experiments.estimate.coverage import Coverage, Environment
 from experiments.estimate.history import ObservedCell, Sweep
+from experiments.estimate.nonnegative import nonnegative_least_squares
 from experiments.estimate.parameters import FITTED_PARAMETERS, TimeModel
 from experiments.estimate.structure import OVERHEAD, Step, step_seconds
 from experiments.model.topology import build_tree
@@ -150,7 +150,7 @@ def _fit_part(
     weight = math.sqrt(PRIOR_OBSERVATIONS) * np.where(scale > 0, scale, 1.0)
     augmented = np.vstack([matrix, np.diag(weight)])
     wanted = np.concatenate([target, weight * defaults])
-    solution = lsq_linear(augmented, wanted, bounds=(0.0, np.inf)).x
+    solution = nonnegative_least_squares(augmented, wanted)
     flags = _informed(matrix)
     return (
         {n: float(v) for n, v in zip(names, solution, strict=True)},
