@@ -61,7 +61,7 @@ def main() -> int:
     for line in lines:
         print(line)
     if lines:
-        print(f"{len(lines)} package(s) differ from {CONSTRAINTS.name}: `make setup` installs the pins")
+        print(f"{len(lines)} package(s) differ from {CONSTRAINTS.name}: `make setup` pins them")
         return 1
     print(f"every package pinned in {CONSTRAINTS.name} is installed at its version")
     return 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from benchmark_scripts import load_benchmark
 
 pins = load_benchmark("pins")
