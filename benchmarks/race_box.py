@@ -10,7 +10,10 @@ times, template hash and kary commit) and plan.json (`kary race ... --dry-run
 
 - what made it (benchmarks/provenance.py: one template hash and kary commit, the
   first start to the last finish) and the race's settings and seed;
-- the answer (experiments/race/answer.py, as `kary race` ended with it);
+- the answer (experiments/race/answer.py, as `kary race` ended with it), and the
+  answer today's rules give on the same complete blocks, in the order they ran
+  (`rescore`: a race kept under earlier rules is re-scored, not re-run; where
+  today's rules would have wanted more blocks than it ran, it says so);
 - each block: its size, how many survived into it, the fastest and slowest
   timing, and the decision after it (test, p, who was dropped);
 - what it spent: runs, the cells' wall time (run.json's start to finish) and
@@ -48,8 +51,8 @@ from experiments.formats.parsed.load import load_parsed  # noqa: E402
 from experiments.formats.race_state import read_race  # noqa: E402
 from experiments.plan_view import format_duration  # noqa: E402
 from experiments.race.answer import answer_text  # noqa: E402
-from experiments.race.engine import Race  # noqa: E402
-from experiments.race.rules import TIE, WINNER  # noqa: E402
+from experiments.race.engine import Block, Race  # noqa: E402
+from experiments.race.rules import CONTINUE, TIE, WINNER, RaceRules  # noqa: E402
 
 
 def _wall_seconds(runs: pd.DataFrame) -> pd.Series:
@@ -83,6 +86,50 @@ def block_rows(race: Race) -> list[str]:
             f"{after} |"
         )
     return rows
+
+
+def rescore(kept: Race) -> Race:
+    """The race's complete blocks, in the order they ran, decided by today's rules (its
+    confidence, zone and budget kept)."""
+    import dataclasses
+
+    rules = dataclasses.replace(
+        RaceRules(),
+        confidence=kept.rules.confidence,
+        zone=kept.rules.zone,
+        max_blocks=kept.rules.max_blocks,
+    )
+    race = Race.start(kept.candidates, kept.sizes, kept.mode, rules, kept.seed, kept.nodes)
+    for old in kept.blocks:  # every attempt, voided ones too: a block's index is its iteration
+        lane = race.lane(old.lane)
+        if lane.decided:
+            break
+        block = Block(old.lane, old.size_bytes, old.iteration, list(lane.survivors))
+        race.blocks.append(block)
+        lane.attempts += 1
+        if old.times:
+            race.record(block, {c: old.times[c] for c in block.order})
+        else:
+            race.record(block, None, old.void)
+    return race
+
+
+def rescored_lines(kept: Race) -> list[str]:
+    today = rescore(kept)
+    rules = today.rules
+    lines = [
+        f"under today's rules (first test after {rules.first_test} blocks, error spent over "
+        "the looks, drops beyond the zone), on the same complete blocks:",
+        f"answer: {answer_text(today)}",
+    ]
+    if any(lane.outcome == CONTINUE for lane in today.lanes):
+        lines.append(
+            "(the race stopped before today's rules would have: they wanted more blocks than "
+            "it ran)"
+        )
+    same = answer_text(today).split(" (")[0] == answer_text(kept).split(" (")[0]
+    lines.append("the answer is the same" if same else "the answer CHANGED under today's rules")
+    return lines
 
 
 def cost_rows(race: Race, runs: pd.DataFrame, plan: dict[str, Any]) -> list[str]:
@@ -162,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         made_by({"race": [Made.of(row) for row in runs.to_dict("records")]}),
         "",
         f"answer: {answer_text(race)}",
+        "",
+        *rescored_lines(race),
         "",
         *block_rows(race),
         "",

@@ -66,6 +66,19 @@ def _sealed_environment(
     monkeypatch.setenv("KUBECONFIG", str(home / "kubeconfig"))
 
 
+@pytest.fixture(autouse=True)
+def _fewer_race_replays(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A race plan replays its race 200 times (and each fixed blocked design it tries 100):
+    seconds a plan, paid by every test that plans a race.  Tests take 40 and 20, the same
+    code on fewer seeds; a test marked `full_replays` keeps kary's own counts."""
+    if request.node.get_closest_marker("full_replays"):
+        return
+    import experiments.race.plan as race_plan
+
+    monkeypatch.setattr(race_plan, "REPLAYS", 40)
+    monkeypatch.setattr(race_plan, "BLOCKED_REPLAYS", 20)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """Under pytest-xdist (`make test` runs -n 2), a test marked `alone` runs with no

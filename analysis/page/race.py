@@ -44,6 +44,7 @@ def race_view(parsed_dir: Path) -> dict[str, Any] | None:
             f"seed {race.seed}"
         ),
         "chart": _chart(race),
+        "test": _test_named(race),
         "decisions": _decisions(race),
         "voided": [
             {"iteration": b.iteration, "size": format_size(b.size_bytes), "reason": b.void}
@@ -58,13 +59,23 @@ def race_view(parsed_dir: Path) -> dict[str, Any] | None:
     }
 
 
+def _test_named(race: Race) -> str:
+    """The test the race's looks used (decide.py names it in each decision)."""
+    names = [d.test for lane in race.lanes for d in lane.decisions if d.p is not None]
+    return names[-1] if names else "none: the race ended before its first test"
+
+
 def _decisions(race: Race) -> list[dict[str, str]]:
     rows = []
     by_iteration = {b.iteration: b for b in race.blocks}
     for lane in race.lanes:
+        last = lane.decisions[-1] if lane.decisions else None
         for iteration, decision in zip(lane.blocks, lane.decisions, strict=True):
             if decision.p is None:
                 continue
+            # The look the race stopped at shows the race's ending (not separated,
+            # stopped), not only what the test decided.
+            outcome = lane.outcome if decision is last and lane.decided else decision.outcome
             dropped = ", ".join(
                 f"{c.candidate} (p adj {c.p_adjusted:.3g})"
                 for c in decision.comparisons
@@ -76,12 +87,11 @@ def _decisions(race: Race) -> list[dict[str, str]]:
                     "size": format_size(by_iteration[iteration].size_bytes),
                     "n": str(decision.blocks),
                     "survivors": str(len(decision.survivors)),
-                    "test": decision.test,
-                    "statistic": "" if decision.statistic is None else f"{decision.statistic:.3g}",
+                    "level": "" if decision.level is None else f"{decision.level:.3g}",
                     "p": "" if decision.p is None else f"{decision.p:.3g}",
                     "best": decision.best,
                     "dropped": dropped or "none",
-                    "outcome": decision.outcome,
+                    "outcome": outcome,
                 }
             )
     return rows

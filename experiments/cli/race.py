@@ -40,7 +40,8 @@ def race(
     zone: Annotated[float, typer.Option(
         "--zone", help="Indifference zone: topologies closer than this fraction tie.")] = 0.05,
     first_test: Annotated[int, typer.Option(
-        "--first-test", help="The first test comes after this many blocks (irace: 5).")] = 5,
+        "--first-test", help="The first test comes after this many blocks (irace's is 5; "
+        "kary's replays chose 3).")] = 3,
     max_blocks: Annotated[int, typer.Option(
         "--max-blocks", help="Budget: at most this many blocks (per size with --per-size).")] = 20,
     futility: Annotated[float, typer.Option(
@@ -63,10 +64,12 @@ def race(
 ) -> None:  # fmt: skip
     """Decide which topology is fastest by racing them: drop the clearly slower after each block.
 
-    Every surviving topology runs once per block, at one size (smallest first);
-    after block --first-test, Friedman and Conover's test (Holm) drop those
-    significantly slower than the best.  The race ends with one left, a tie
-    within --zone, "the best differs by size", or the budget spent.  State is in
+    Every surviving topology runs once per block, at one size (the smallest and
+    largest first, then those between); at a few looks from block --first-test
+    on, paired t-tests on log times drop those shown more than --zone slower than
+    the leader, each claim at --confidence for the whole race (its error spent
+    over the looks).  The race ends with one left, a tie within --zone, "the best
+    differs by size", or not separated.  State is in
     DATA_DIR/race.json: Ctrl-C and the same command resume.  Exit 0 when
     decided, 1 when not, 130 when interrupted.
 
@@ -85,11 +88,11 @@ def race(
     sweep = o.sweep_from_flags(locals(), ctx)
     planned = plan_race(sweep, rules, PER_SIZE if per_size else ACROSS, max_cost, allow_cpu_bound)
     if dry_run:
+        planned.check_cost(max_cost)  # refused before a plan whose cases it cannot hold
         if as_json:
             typer.echo(json.dumps(planned.to_json(), indent=2))
         else:
             typer.echo(planned.text(max_cost), nl=False)
-        planned.check_cost(max_cost)
         return
     if not as_json:
         typer.echo(planned.text(max_cost), nl=False, err=True)

@@ -1,15 +1,23 @@
 """What a race found, in words: the answer line `kary race` ends with and the report shows.
 
-- one left: "fastest within 5% at 95% confidence: kary:2";
-- a tie: "tie within 5% at 95% confidence: kary:1, kary:2 (kary:1 / kary:2 1.01,
-  90% interval 0.98-1.04)";
-- the best differs by size: "the best differs by size (95% confidence): kary:2 at
-  the small end, kary:1 at the large end, crossing near 48M";
+Every sentence is one a test in race.json backs (decide.py), at the race's
+confidence over the whole race:
+
+- one left: "fastest within 5% at 95% confidence: kary:2", every other dropped
+  as shown more than the zone slower than the leader;
+- a tie: "tie within 5% at 95% confidence: kary:1, kary:2 (kary:2 / kary:1
+  1.01, 98% interval 0.98-1.04)", every pair shown within the zone (TOST), the
+  interval at the level the deciding look spent;
+- the best differs by size: "the best differs by size (95% confidence): kary:2
+  faster than kary:1 at 64M, 128M, slower at 16M, crossing near 48M";
 - the budget was spent first, or would likely not decide (futility.py): "not
-  separated (...; n = 20 blocks): kary:1, kary:2 are left", with what more blocks
-  would likely take;
+  separated (...; n = 20 blocks): kary:1, kary:2 are left", with the closest
+  pair's ratio and interval (no claim: neither shown beyond the zone nor within
+  it) and what more blocks would likely take, a projection;
 - blocks kept being voided: "stopped: 3 blocks in a row were void (...)".
 
+Across sizes each answer says the sizes it timed in complete blocks: it is an
+answer for those, and for the whole range asked once both ends were timed.
 Per size, a line for each size's lane.
 """
 
@@ -37,11 +45,11 @@ def lane_answer(race: Race, lane: Lane) -> str:
     rules = race.rules
     sure = f"within {rules.zone:.0%} at {rules.confidence:.0%} confidence"
     last: Decision | None = lane.decisions[-1] if lane.decisions else None
-    n = f"n = {len(lane.blocks)} blocks"
+    n = f"n = {len(lane.blocks)} blocks" + (timed_text(race, lane) if race.mode == ACROSS else "")
     if lane.outcome == WINNER:
         return f"fastest {sure}: {lane.survivors[0]} ({n})"
     if lane.outcome == TIE and last is not None:
-        level = 1 - 2 * rules.alpha
+        level = 1 - 2 * (last.level or rules.alpha)
         ratios = ", ".join(
             f"{c.candidate} / {last.best} {c.ratio:.3g}, {level:.0%} interval "
             f"{c.ratio_low:.3g}-{c.ratio_high:.3g}"
@@ -51,6 +59,13 @@ def lane_answer(race: Race, lane: Lane) -> str:
         return f"tie {sure}: {', '.join(lane.survivors)} ({ratios}; {n})"
     if lane.outcome == BY_SIZE and last is not None and last.crossing:
         cross = last.crossing
+        if "candidate" in cross:
+            return (
+                f"the best differs by size ({rules.confidence:.0%} confidence): "
+                f"{cross['candidate']} faster than {cross['leader']} at "
+                f"{_sizes(cross['sizes_faster'])}, slower at {_sizes(cross['sizes_slower'])}, "
+                f"crossing near {format_size(int(cross['crossing_bytes']))} ({n})"
+            )
         return (
             f"the best differs by size ({rules.confidence:.0%} confidence): "
             f"{cross['faster_small']} at the small end, {cross['faster_large']} at the large "
@@ -67,6 +82,26 @@ def lane_answer(race: Race, lane: Lane) -> str:
     return f"undecided so far ({n}): {', '.join(lane.survivors)} are left"
 
 
+def _sizes(sizes: list[int]) -> str:
+    return ", ".join(format_size(int(s)) for s in sizes)
+
+
+def timed_text(race: Race, lane: Lane) -> str:
+    """Which sizes the answer covers: those its complete blocks timed."""
+    timed = sorted({race.blocks[i].size_bytes for i in lane.blocks})
+    if not timed:
+        return ""
+    low, high = min(race.sizes), max(race.sizes)
+    if timed == sorted(race.sizes):
+        return f"; timed at every size asked, {_sizes(timed)}"
+    if timed[0] == low and timed[-1] == high:
+        return f"; timed at {_sizes(timed)}, both ends of {format_size(low)}-{format_size(high)}"
+    return (
+        f"; timed at {_sizes(timed)} only: an answer for {format_size(timed[0])}-"
+        f"{format_size(timed[-1])}, not the {format_size(low)}-{format_size(high)} asked"
+    )
+
+
 def more_blocks_text(race: Race, lane: Lane, last: Decision) -> str:
     """How many more blocks the closest pair would likely need, at the spread seen: a
     paired t-test's sample size for 80% power at the race's confidence."""
@@ -80,26 +115,31 @@ def more_blocks_text(race: Race, lane: Lane, last: Decision) -> str:
     if not effect or not math.isfinite(target.ratio_high) or target.ratio_high <= 0:
         return f"{target.candidate} and {last.best} look alike: more blocks may only show a tie"
     if effect < math.log1p(race.rules.zone):
-        # A difference inside the zone is a tie to be shown, not a gap to be separated:
-        # the blocks that would separate it grow without bound as it shrinks.
+        # A ratio inside the zone is a tie to be shown, not a gap to be separated: the
+        # blocks that would separate it grow without bound as it shrinks.  Not a claim:
+        # its interval says how little the blocks so far have shown.
         return (
-            f"{target.candidate} and {last.best} differ by less than the "
-            f"{race.rules.zone:.0%} zone (ratio {target.ratio:.3g}): more blocks would more "
+            f"{target.candidate} / {last.best} {target.ratio:.3g} (interval "
+            f"{target.ratio_low:.3g}-{target.ratio_high:.3g}: shown neither beyond the "
+            f"{race.rules.zone:.0%} zone nor within it); at that ratio more blocks would more "
             "likely show a tie than separate them"
         )
-    from scipy.stats import t as student
+    from statistics import stdev
 
     n = len(lane.blocks)
-    spread = (
-        (math.log(target.ratio_high) - math.log(target.ratio))
-        / float(student.ppf(race.rules.confidence, n - 1))
-        * math.sqrt(n)
-    )
-    z = float(norm.ppf(1 - race.rules.alpha / 2) + norm.ppf(0.8))
-    needed = math.ceil((z * spread / effect) ** 2)
-    if len(lane.survivors) == 2:
-        # Two are tested by Wilcoxon's exact test, whose smallest p is 2 / 2**n.
-        needed = max(needed, math.ceil(math.log2(2 / race.rules.alpha) + 1e-9))
+    column = {c: [race.blocks[i].times or {} for i in lane.blocks] for c in (target.candidate,)}
+    diffs = [
+        math.log(times[target.candidate] / times[last.best])
+        for times in column[target.candidate]
+        if target.candidate in times and last.best in times
+    ]
+    if len(diffs) < 2 or stdev(diffs) == 0:
+        return f"{target.candidate} and {last.best} differ steadily: more blocks would tell"
+    # A projection, not a claim: the blocks at which the gap beyond the zone would pass
+    # the drop test at 80% power, at the spread seen, with the whole confidence.
+    beyond = effect - math.log1p(race.rules.zone)
+    z = float(norm.ppf(1 - race.rules.alpha) + norm.ppf(0.8))
+    needed = math.ceil((z * stdev(diffs) / beyond) ** 2)
     more = max(1, needed - n)
     return (
         f"separating {target.candidate} from {last.best} (ratio {target.ratio:.3g}) would take "

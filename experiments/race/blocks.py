@@ -99,7 +99,12 @@ def block_line(race: Race, block: Block, decision: Any) -> str:
     if decision is None:
         return f"{head}: {times}"
     lane = race.lane(block.lane)
-    what = decision.test if decision.p is None else f"{decision.test}: p = {decision.p:.3g}"
+    what = (
+        decision.test
+        if decision.p is None or decision.level is None
+        else f"paired t-tests, error spent {decision.level:.2g} at this look: smallest p adj "
+        f"{decision.p:.3g}"
+    )
     dropped = (
         "; dropped "
         + ", ".join(

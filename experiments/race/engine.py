@@ -5,7 +5,10 @@ runs) and its replays (the plan's expected case, benchmarks/race_replay.py),
 so what is proved on replays is what runs.
 
 A *lane* is one race: across sizes there is one, whose blocks cycle through the
-sizes from the smallest up; per size there is a lane per size, and their
+sizes in `size_order`: the smallest, the largest, then the sizes between, each
+farthest from those already timed (so a race that decides at its first test has
+timed both ends of the range it answers for, and the sizes between evenly);
+per size there is a lane per size, and their
 blocks interleave (one allocation serves all).  A *block* is every survivor of
 a lane once, at one size, in a random order drawn from the race's seed.  Each
 block attempt is a new iteration of the raw tree, so a block that was voided
@@ -32,12 +35,32 @@ from experiments.race.rules import (
     RaceRules,
 )
 
-__all__ = ["NOT_SEPARATED", "STOPPED", "Block", "Lane", "Race", "replay"]
+__all__ = ["NOT_SEPARATED", "STOPPED", "Block", "Lane", "Race", "replay", "size_order"]
 
 NOT_SEPARATED = "not-separated"  # the budget was spent first
 STOPPED = "stopped"  # blocks kept being voided
 # Voided attempts in a row after which a lane stops: the cause will not heal by itself.
 MAX_VOIDS_IN_A_ROW = 3
+
+
+def size_order(sizes: Sequence[int]) -> list[int]:
+    """The sizes in the order a lane's blocks cycle through them: the smallest, the
+    largest, then each next the one farthest (in log size) from every size already in
+    the order (the smaller on a tie)."""
+    import math
+
+    remaining = sorted(set(sizes))
+    if len(remaining) <= 2:
+        return remaining
+    order = [remaining.pop(0), remaining.pop()]
+    while remaining:
+        chosen = max(
+            remaining,
+            key=lambda s: (min(abs(math.log(s / t)) for t in order), -s),
+        )
+        order.append(chosen)
+        remaining.remove(chosen)
+    return order
 
 
 @dataclass
@@ -83,8 +106,13 @@ class Lane:
         return self.outcome != CONTINUE
 
     def next_size(self) -> int:
-        """Sizes from the smallest up, then again (every block is another sample)."""
-        return self.sizes[len(self.blocks) % len(self.sizes)]
+        """Sizes in `size_order`, then again (every block is another sample)."""
+        order = size_order(self.sizes)
+        return order[len(self.blocks) % len(order)]
+
+    def spent(self) -> list[float]:
+        """The error each of its looks spent (sequential.py), in order."""
+        return [d.level for d in self.decisions if d.level]
 
 
 @dataclass
@@ -195,6 +223,7 @@ class Race:
             self.rules,
             sizes=[b.size_bytes for b in blocks] if across else None,
             size_range=(min(self.sizes), max(self.sizes)) if across else None,
+            spent=lane.spent(),
         )
 
     def stop_for_budget(self, reason: str) -> None:

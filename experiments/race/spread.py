@@ -5,8 +5,10 @@ run drawn log-normally around its prediction.  How wide that draw is decides how
 long the replayed race runs, so where `--history` holds repeated cells (one
 cell, several iterations) the spread is theirs: the pooled standard deviation
 of log seconds of the distribution step within each (sweep, cell, size) group,
-weighted by its degrees of freedom.  Without repeats the plan says it uses the
-stated default.
+weighted by its degrees of freedom.  Only cells of the plan's own blob kind
+count: the seed's zero blobs move one distinct chunk (formats/blobs.py), so
+their repeats say nothing of how a random blob's distribution varies.  Without
+repeats of that kind the plan says it uses the stated default, and why.
 """
 
 from __future__ import annotations
@@ -33,11 +35,12 @@ class Spread:
     sigma: float
     groups: int = 0  # repeated (cell, size) groups it pools; 0: the stated default
     runs: int = 0
+    why_stated: str = "--history with repeated cells sets it"
 
     @property
     def note(self) -> str:
         if not self.groups:
-            return f"spread {self.sigma:.0%} (stated; --history with repeated cells sets it)"
+            return f"spread {self.sigma:.0%} (stated; {self.why_stated})"
         return (
             f"spread {self.sigma:.1%} from history ({self.runs} runs of {self.groups} "
             "repeated cells)"
@@ -47,13 +50,18 @@ class Spread:
 STATED_SPREAD = Spread(DEFAULT_SPREAD)
 
 
-def race_spread(history: Path | None, event: str) -> Spread:
-    """The pooled spread of `event`'s seconds over repeats in `history`, else the default."""
+def race_spread(history: Path | None, event: str, blob: str | None = None) -> Spread:
+    """The pooled spread of `event`'s seconds over repeats in `history` of cells with
+    `blob` (None: any), else the default."""
     if history is None:
         return STATED_SPREAD
     groups: dict[tuple[object, ...], list[float]] = defaultdict(list)
+    other_kinds: set[str] = set()
     for sweep in load_sweeps(Path(history)):
         for observed in sweep.cells:
+            if blob is not None and observed.cell.blob != blob:
+                other_kinds.add(observed.cell.blob)
+                continue
             cell = dataclasses.replace(observed.cell, iteration=0)
             for (step, size), seconds in observed.seconds.items():
                 if step == event and seconds > 0:
@@ -61,6 +69,10 @@ def race_spread(history: Path | None, event: str) -> Spread:
     repeated = [logs for logs in groups.values() if len(logs) >= 2]
     freedom = sum(len(logs) - 1 for logs in repeated)
     if not freedom:
+        if other_kinds:
+            kinds = ", ".join(sorted(other_kinds))
+            why = f"history's repeats are of {kinds} blobs, which say nothing of {blob} ones"
+            return dataclasses.replace(STATED_SPREAD, why_stated=why)
         return STATED_SPREAD
     squares = sum(sum((x - sum(logs) / len(logs)) ** 2 for x in logs) for logs in repeated)
     return Spread(math.sqrt(squares / freedom), len(repeated), sum(map(len, repeated)))

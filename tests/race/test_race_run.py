@@ -221,8 +221,10 @@ def test_a_race_on_the_emulator_records_ordinary_cells_that_parse(tmp_path: Path
          "--sizes", "1M", "--first-test", "2", "--max-blocks", "2", "--data-dir", str(raw),
          "--seed", "3"],
     )  # fmt: skip
-    assert result.exit_code == 1, result.output  # two blocks cannot decide: not separated
-    assert "not separated" in result.output
+    # Two blocks decide only a clear gap (a paired t-test on one degree of freedom).
+    assert result.exit_code in (0, 1), result.output
+    answer = result.output.strip().splitlines()[-1]
+    assert ("not separated" in answer) == (result.exit_code == 1), answer
     kept = read_race(raw)
     assert kept is not None and len(kept.race["blocks"]) == 2
     assert all(b["times"] for b in kept.race["blocks"])
