@@ -144,6 +144,13 @@ FIGURES = [
         "kept in benchmarks/results/box-topologies-n*.json",
     ),
     Figure(
+        "race-replays-before",
+        [PYTHON, "benchmarks/race_replay.py", "--from-json",
+         "benchmarks/results/race-replays-before-1000.json"],
+        "replays on this 2-core VM of the engine at kary commit 05d0fda, scored by today's "
+        "benchmarks/race_replay.py (seeded: the same on any machine)",
+    ),
+    Figure(
         "race-box-n8",
         [PYTHON, "benchmarks/race_box.py", "benchmarks/results/race-box-n8-100Mbit",
          "--plain", "benchmarks/results/box-topologies-n8.json", "--speed", "100Mbit"],

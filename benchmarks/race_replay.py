@@ -307,6 +307,11 @@ def _size_claim_holds(scenario: Scenario, crossing: dict[str, Any] | None) -> bo
     """At every size the claim names, the one it calls faster is faster in truth."""
     if not crossing:
         return False
+    if "candidate" not in crossing:  # rules before sizes were named: the range's two ends
+        small, large, sizes = crossing["faster_small"], crossing["faster_large"], scenario.sizes
+        return scenario.mean(small, min(sizes)) < scenario.mean(large, min(sizes)) and (
+            scenario.mean(large, max(sizes)) < scenario.mean(small, max(sizes))
+        )
     other, leader = crossing["candidate"], crossing["leader"]
     return all(
         scenario.mean(other, s) < scenario.mean(leader, s) for s in crossing["sizes_faster"]
@@ -440,6 +445,7 @@ def table(data: dict[str, Any]) -> tuple[str, int]:
         f"futility {rules.get('futility', 0.0):.0%}; {data['replays']} replays a scenario on "
         f"the {seeds['name']} seeds {seeds['start']:,}-{seeds['start'] + data['replays'] - 1:,}"
         + (" (never used to choose a rule)" if seeds["name"] == "validation" else ""),
+        *([f"engine: {data['engine']}"] if data.get("engine") else []),
         "each claim scored against the truth: a false drop drops one within the zone of the "
         "true best; a wrong pick or tie names one more than the zone slower than it; an "
         "incomplete tie leaves out one within the zone; a false size change names a size where "

@@ -28,14 +28,20 @@ def test_a_race_on_a_real_test_instance_times_real_cells(
     result = CliRunner().invoke(
         app,
         ["race", "--backend", "flux", "--exact-nodes", "4", "--topo", "kary:1", "--topo",
-         "kary:3", "--sizes", "1M", "--first-test", "2", "--max-blocks", "2", "--seed", "1",
+         "kary:3", "--sizes", "1M,4M", "--first-test", "2", "--max-blocks", "2", "--seed", "1",
          "--data-dir", str(raw)],
     )  # fmt: skip
     _answered_in_two_blocks(result)
+    # Across sizes, the answer says what its blocks timed: both ends, 1M then 4M.
+    assert "timed at every size asked, 1M, 4M" in result.output.strip().splitlines()[-1]
     kept = read_race(raw)
     assert kept is not None
     blocks = kept.race["blocks"]
     assert [b["iteration"] for b in blocks] == [0, 1]
+    assert [b["size_bytes"] for b in blocks] == [2**20, 4 * 2**20]
+    # One look, at block 2 of 2: it may spend the whole 5% and no more, kept in race.json.
+    (look,) = [d for d in kept.race["lanes"][0]["decisions"] if d["level"] is not None]
+    assert look["blocks"] == 2 and look["level"] == pytest.approx(0.05)
     for block in blocks:
         assert set(block["times"]) == {"kary:1", "kary:3"}
         for topo, seconds in block["times"].items():
