@@ -256,9 +256,13 @@ class RacePlan:
             return (
                 f"what drives the cost: {close}; at the plan's spread "
                 f"({self.spread.sigma:.1%}) neither a drop nor a tie of them is likely by block "
-                f"{self.rules.max_blocks}, so the race ends not separated at its first test "
-                f"(${best.usd:,.2f}); {history}a wider --zone or a larger --max-blocks could "
-                "decide it"
+                f"{self.rules.max_blocks}, so the race likely ends not separated ("
+                + (
+                    f"${expected.usd:,.0f}"
+                    if expected.usd >= 0.5
+                    else format_duration(expected.seconds) + " of cells"
+                )
+                + f"); {history}a wider --zone or a larger --max-blocks could decide it"
             )
         if expected.usd <= best.usd * 1.05 or not late:
             return None

@@ -92,6 +92,28 @@ def test_kary_waits_until_the_lost_rank_has_a_new_ready_pod(
     assert waited.waited_s == 3 * 15.0  # three looks, 15 s apart, on the fake clock
 
 
+@pytest.mark.parametrize("stale_last", [True, False])
+def test_a_stale_terminating_pod_beside_its_replacement_does_not_hide_it(
+    monkeypatch: pytest.MonkeyPatch, stale_last: bool
+) -> None:
+    """The dead node's pod stays Terminating (no pod of an unreachable node is removed
+    until its Node object is) while the Job makes the replacement at once: index 2 lists
+    two pods, in either order, and the replacement ends the wait."""
+    clock = _Clock()
+    stale = _pod(2, "a2")
+    stale["metadata"]["deletionTimestamp"] = "2026-12-07T06:00:00Z"
+    pods = (
+        [_pod(0, "a0"), _pod(2, "b2"), stale]
+        if stale_last
+        else [_pod(0, "a0"), stale, _pod(2, "b2")]
+    )
+    monkeypatch.setattr(node_lost_module, "job_pods", lambda api, ns, name: pods)
+    waited = await_replacement(
+        _cluster(clock), NAME, {0: ("a0", 0), 2: ("a2", 0)}, [2], 900.0, clock
+    )
+    assert waited.back and waited.waited_s == 0.0
+
+
 def test_a_replacement_that_never_comes_ends_the_wait_at_its_bound_and_stops_the_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

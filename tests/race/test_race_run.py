@@ -255,6 +255,11 @@ def test_parse_keeps_the_race_and_the_report_shows_it(tmp_path: Path) -> None:
     page = build_report([parsed])
     assert "The race</h2>" in page
     assert "fastest within 5% at 95% confidence: kary:1" in page
+    # One answer: the per-size verdicts say the race's is the one above them.
+    assert "These runs are a race's, and its answer is the one above" in page
+    # The look's test is named once; each look's row shows the error it spent.
+    assert "Each look's test: paired t-tests on log times" in page
+    assert "<th>error spent</th>" in page
     # The chart: kary:2 and kary:3 dropped (a cross each), block 1 voided (hollow squares).
     assert page.count(">✕</text>") == 2
     assert 'fill="none" stroke="#999"' in page

@@ -20,7 +20,14 @@ failures alike) before the replacement exists.
 
 So the cell fails (never a timing) with the reason, and before the next
 cell kary waits, at most `limit_s`, for each lost rank to have a new pod,
-Running with its containers ready; the wait is recorded in run.json
+Running with its containers ready.  The old pod does not go away meanwhile:
+Kubernetes removes no pod from an unreachable node until its Node object is
+deleted, so it stays Terminating, while the Job controller makes the
+replacement at once (an Indexed Job's default `podReplacementPolicy` is
+TerminatingOrFailed: https://kubernetes.io/docs/concepts/workloads/controllers/job/#pod-replacement-policy;
+https://kubernetes.io/docs/tasks/run-application/force-delete-stateful-set-pod/#delete-pods
+on pods of an unreachable node), so one index can list two pods, in either
+order: a rank is back when any of its pods is the replacement; the wait is recorded in run.json
 (`node_lost`).  Then the group is deleted and the next cell starts a new one.
 If the replacement does not come in time the run stops (the same command
 resumes).
@@ -102,9 +109,12 @@ def await_replacement(
             pods = job_pods(cluster.api, cluster.namespace, name)
         except (ApiException, ApiUnavailable):
             pods = []  # an API that keeps failing: the bound still ends the wait
-        by_rank = {pod_index(p, name): p for p in pods}
         back = all(
-            r in by_rank and _replaced(by_rank[r], identity.get(r, (None, 0))[0]) for r in ranks
+            any(
+                pod_index(p, name) == r and _replaced(p, identity.get(r, (None, 0))[0])
+                for p in pods
+            )
+            for r in ranks
         )
         waited = clock() - started
         if back or waited >= limit_s:
