@@ -25,13 +25,20 @@ Where the bytes go (templates/entrypoint.sh.j2, nested_driver.sh.j2), on rank 0:
 - **images** the node pulls, and **the node's own** use of its disk (OS, kubelet
   and containerd state, system pods' images, logs).
 - **the kubelet's eviction reserve**: the kubelet evicts pods once its disk's
-  free share falls under its hard thresholds, by default nodefs.available<10%
-  and imagefs.available<15% (Kubernetes docs, "Node-pressure Eviction").  The
-  workers kary's cluster files make (EKS AL2023, GKE COS) keep images, the
-  containers' writable layers and the pods' emptyDirs on one file system, so
-  the imagefs signal watches the same disk and its 15% binds first: the rest
-  must fit in 85% of the disk (EVICTION_FREE_SHARE; the nested driver keeps
-  the same share free before each cell).
+  free share falls under its hard thresholds, which depend on who configured
+  the kubelet (`eviction_threshold`).  The kubelet's own defaults are
+  nodefs.available<10% and imagefs.available<15% (Kubernetes docs,
+  "Node-pressure Eviction"); on one file system (images, the containers'
+  writable layers and the pods' emptyDirs together, as on the workers kary's
+  cluster files make) the imagefs 15% binds first.  EKS's AL2023 nodes are
+  configured by nodeadm, which sets evictionHard to memory.available<100Mi,
+  nodefs.available<10% and nodefs.inodesFree<5% with no imagefs signal
+  (amazon-eks-ami, nodeadm/internal/kubelet/config.go), and a kubelet given an
+  evictionHard map zeroes the signals it leaves out: there nodefs's 10% binds,
+  a 200 GB disk evicting at about 20 GB free.  GKE's cannot be read without a
+  node: the kubelet's defaults are assumed, and said to be.  The rest must fit
+  in the disk less that share (the nested driver keeps the same share free
+  before each cell).
 
 Every other rank holds one extracted size at a time (the clean step removes
 it; its content cache is in memory), plus the same margin.  Nested, rank 0's
@@ -50,6 +57,7 @@ a 10 GB cell hold about 300 GB (`local_disk_need`, `check_local_disk`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -64,17 +72,20 @@ from experiments.model.render import DEFAULT_IMAGE, flux_view_for, image_info, i
 
 __all__ = [
     "CLOSE_SHARE",
+    "EVICTION_BY_PROVIDER",
     "EVICTION_FREE_PERCENT",
-    "EVICTION_FREE_SHARE",
     "FLUX_VIEW_COPIES",
     "FLUX_VIEW_TREE_BYTES",
+    "KUBELET_DEFAULT_EVICTION",
     "SYSTEM_BYTES",
     "DiskNeed",
+    "EvictionThreshold",
     "LocalDiskNeed",
     "check_disk",
     "check_local_disk",
     "disk_line",
     "disk_need",
+    "eviction_threshold",
     "format_gb",
     "local_disk_need",
 ]
@@ -90,7 +101,47 @@ SYSTEM_BYTES = 10 * GIB
 NODEFS_EVICTION_PERCENT = 10
 IMAGEFS_EVICTION_PERCENT = 15
 EVICTION_FREE_PERCENT = max(NODEFS_EVICTION_PERCENT, IMAGEFS_EVICTION_PERCENT)
-EVICTION_FREE_SHARE = EVICTION_FREE_PERCENT / 100
+
+
+@dataclass(frozen=True)
+class EvictionThreshold:
+    """The share of a node's disk its kubelet keeps free, and where that figure is from."""
+
+    percent: int
+    source: str
+    short: str  # what the plan's disk line says of it
+    assumed: bool = False  # not read from the provider's own configuration
+
+
+KUBELET_DEFAULT_EVICTION = EvictionThreshold(
+    EVICTION_FREE_PERCENT,
+    "the kubelet's defaults, nodefs.available<10% and imagefs.available<15%, on one file "
+    "system (Kubernetes docs, Node-pressure Eviction)",
+    "the kubelet's default imagefs.available<15%",
+    assumed=True,
+)
+EVICTION_BY_PROVIDER = {
+    "eks": EvictionThreshold(
+        NODEFS_EVICTION_PERCENT,
+        "EKS AL2023's nodeadm: evictionHard memory.available<100Mi, nodefs.available<10%, "
+        "nodefs.inodesFree<5%, no imagefs signal (amazon-eks-ami, "
+        "nodeadm/internal/kubelet/config.go)",
+        "EKS nodeadm's nodefs.available<10%",
+    ),
+    "gke": dataclasses.replace(
+        KUBELET_DEFAULT_EVICTION,
+        source="GKE's own thresholds cannot be read without a node: the kubelet's defaults, "
+        "nodefs.available<10% and imagefs.available<15%, assumed",
+        short="the kubelet's default imagefs.available<15%, assumed for GKE",
+    ),
+}
+
+
+def eviction_threshold(provider: str | None) -> EvictionThreshold:
+    """What a node of `provider` (eks, gke; None: unknown) keeps free of its disk."""
+    return EVICTION_BY_PROVIDER.get(provider or "", KUBELET_DEFAULT_EVICTION)
+
+
 # The flux view's tree as the operator copies it (module doc): an estimate, not a
 # measurement: three times the view image's estimated 500 MB compressed pull
 # (render.IMAGES), gzip's usual ratio on binaries and shared libraries.
@@ -126,6 +177,7 @@ class DiskNeed:
     view: int  # the operator's copies of the flux view on the node
     other_ranks: int  # each other rank's whole need, its margin included
     peak: str  # where rank 0's peak is: "the 30-node group", "cell 30/kary-16/0"
+    eviction: EvictionThreshold = KUBELET_DEFAULT_EVICTION
 
     @property
     def margin(self) -> int:
@@ -153,7 +205,7 @@ class DiskNeed:
         whole = format_gb(self.rank0)
         return (
             f"{whole} on rank 0 ({self.layout}, {self.peak}: {parts}, "
-            f"{EVICTION_FREE_PERCENT}% of {whole})"
+            f"{self.eviction.percent}% of {whole}: {self.eviction.short})"
         )
 
 
@@ -182,12 +234,12 @@ def _archived(cell: Cell) -> int:
     return sum(_sizes(cell))
 
 
-def _with_margin(payload: int, images: int) -> tuple[int, int]:
+def _with_margin(payload: int, images: int, free_percent: int) -> tuple[int, int]:
     """(whole need, eviction reserve): payload + images (the view's copies among them)
-    + system must fit below the kubelet's threshold, in (1 - EVICTION_FREE_SHARE) of
-    the disk."""
+    + system must fit below the kubelet's threshold, in (100 - free_percent)% of the
+    disk."""
     used = payload + images + SYSTEM_BYTES
-    whole = math.ceil(used / (1 - EVICTION_FREE_SHARE))
+    whole = math.ceil(used / (1 - free_percent / 100))
     return whole, whole - used
 
 
@@ -237,8 +289,11 @@ def _peaks(cells: Sequence[Cell], layout: str) -> list[_Peak]:
     return peaks
 
 
-def disk_need(cells: Sequence[Cell], layout: str, image: str | None = None) -> DiskNeed:
-    """The disk `cells` need per node in `layout` (nested or per-cell), at rank 0's peak."""
+def disk_need(
+    cells: Sequence[Cell], layout: str, image: str | None = None, provider: str | None = None
+) -> DiskNeed:
+    """The disk `cells` need per node in `layout` (nested or per-cell), at rank 0's peak,
+    on a node of `provider` (its kubelet's eviction threshold)."""
     peaks = _peaks(cells, layout)
     images = _image_bytes(image)
     view = _view_bytes(image)
@@ -246,9 +301,10 @@ def disk_need(cells: Sequence[Cell], layout: str, image: str | None = None) -> D
     cache, scratch, store = (
         (peak.blob_cache, peak.scratch, peak.content_store) if peak else (0, 0, 0)
     )
-    _, reserve = _with_margin(cache + scratch + store, images + view)
+    eviction = eviction_threshold(provider)
+    _, reserve = _with_margin(cache + scratch + store, images + view, eviction.percent)
     largest = max((p.largest for p in peaks), default=0)
-    other, _ = _with_margin(largest, images + view)
+    other, _ = _with_margin(largest, images + view, eviction.percent)
     return DiskNeed(
         layout=layout,
         blob_cache=cache,
@@ -260,6 +316,7 @@ def disk_need(cells: Sequence[Cell], layout: str, image: str | None = None) -> D
         view=view,
         other_ranks=other,
         peak=peak.where if peak else "no cells",
+        eviction=eviction,
     )
 
 
@@ -346,7 +403,7 @@ def disk_line(
     has; None off a cluster file (a plan that does not fit was refused before)."""
     if cluster is None or layout not in (NESTED, PER_CELL):
         return None
-    need = disk_need(cells, layout, image)
+    need = disk_need(cells, layout, image, cluster.provider)
     return (
         f"disk: {need.text()}; {format_gb(need.other_ranks)} on every other rank; "
         f"each worker has {cluster.worker_disk.text}"

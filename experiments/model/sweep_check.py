@@ -112,7 +112,10 @@ def check_cells(checked: CheckedSweep, cells: Sequence[Cell], max_nodes: int) ->
             f"the plan needs {max_nodes} nodes but {cluster.path} has {cluster.nodes} workers"
         )
     if cluster is not None and checked.backend == "kubernetes":
-        needs = [disk_need(cells, layout, checked.image) for layout in (NESTED, PER_CELL)]
+        needs = [
+            disk_need(cells, layout, checked.image, cluster.provider)
+            for layout in (NESTED, PER_CELL)
+        ]
         chosen = next(need for need in needs if need.layout == checked.layout)
         check_disk(cluster, chosen, needs)
 

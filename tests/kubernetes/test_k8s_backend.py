@@ -23,6 +23,7 @@ from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.errors import UserError
 from experiments.model.render import DEFAULT_IMAGE, RenderOptions
 
+REPO = Path(__file__).resolve().parents[2]
 MC_PATH = "/apis/flux-framework.org/v1alpha2/namespaces/default/miniclusters"
 JOBS_PATH = "/apis/batch/v1/namespaces/default/jobs"
 INSTALL = (
@@ -94,6 +95,20 @@ def test_the_backend_is_found_by_name_and_configured_from_settings(apiserver: An
     )
     assert isinstance(backend, KubernetesBackend)
     assert (backend.namespace, backend.labels) == ("bench", {"kary/sweep": "s9"})
+
+
+@pytest.mark.parametrize(("spec", "percent"), [("eks-30.yaml", 10), ("gke-30.yaml", 15), (None, 15)])
+def test_the_nested_driver_keeps_free_what_the_provider_s_kubelet_evicts_under(
+    apiserver: Any, spec: str | None, percent: int
+) -> None:
+    """EKS AL2023's nodeadm sets nodefs.available<10% and no imagefs signal (issue 59, 2);
+    GKE's cannot be read without a node: the kubelet's default 15%, assumed."""
+    from experiments.model.cluster_spec import load_cluster_spec
+
+    cluster = load_cluster_spec(REPO / "clusters" / spec) if spec else None
+    backend = make_backend("kubernetes", BackendSettings(cluster=cluster))
+    assert isinstance(backend, KubernetesBackend)
+    assert backend.eviction_percent == percent
 
 
 def test_a_failed_job_is_a_failure_with_pods_states_and_events(

@@ -57,6 +57,7 @@ from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.backends.kubernetes.preemption import await_workers
 from experiments.errors import UserError
 from experiments.formats.run_record import NESTED, PER_CELL
+from experiments.model.disk import EVICTION_FREE_PERCENT, eviction_threshold
 from experiments.model.layout import effective_layout
 from experiments.model.operator import CRD_GROUP, CRD_PLURAL, CRD_VERSION, INSTALL_OPERATOR
 
@@ -98,7 +99,9 @@ class KubernetesBackend(Backend):
         workers: dict[str, str] | None = None,
         desired_nodes: int | None = None,
         node_poll_s: float = 10.0,
+        eviction_percent: int = EVICTION_FREE_PERCENT,
     ) -> None:
+        self.eviction_percent = eviction_percent
         self.namespace = namespace
         self.context = context
         self.cluster = cluster
@@ -166,6 +169,7 @@ class KubernetesBackend(Backend):
             layout=effective_layout(settings.layout, "kubernetes"),
             workers=dict(spec.node_selector) if spec else None,
             desired_nodes=spec.nodes if spec else None,
+            eviction_percent=eviction_threshold(spec.provider if spec else None).percent,
         )
 
     # -- up / down ---------------------------------------------------------------
@@ -289,6 +293,7 @@ class KubernetesBackend(Backend):
             self.watch_window_s,
             default_timeout_s=self.default_timeout_s,
             sleep=self.sleep,
+            eviction_percent=self.eviction_percent,
         )
 
     def _nested_layout(self, api: KubeApi) -> NestedLayout:

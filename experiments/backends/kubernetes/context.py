@@ -15,6 +15,7 @@ from experiments.backends.kubernetes.api import KubeApi, RetryPolicy
 from experiments.backends.kubernetes.minicluster import Teardown
 from experiments.backends.kubernetes.nodes import NodeCatalog
 from experiments.backends.kubernetes.pod_watch import StartLimits
+from experiments.model.disk import EVICTION_FREE_PERCENT
 
 __all__ = ["ClusterContext"]
 
@@ -42,3 +43,6 @@ class ClusterContext:
     window_s: float
     default_timeout_s: float = 6 * 3600.0
     sleep: Callable[[float], None] = time.sleep
+    # The share of a node's disk its kubelet keeps free (model/disk.py, by provider):
+    # the nested driver keeps it free before each cell.
+    eviction_percent: int = EVICTION_FREE_PERCENT

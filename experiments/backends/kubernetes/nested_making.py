@@ -59,7 +59,13 @@ def new_group(
     base = build_manifest(rendered.minicluster_yaml, first.id, cluster.namespace, cluster.labels)
     name = cluster.name_cell(f"{base['metadata']['name']}-n{first.nodes}")
     feed = Feed(feed_name(name)) if held else None
-    manifest = render_nested(base, first.nodes, [nested_cell(q, limit) for q in cells], feed=feed)
+    manifest = render_nested(
+        base,
+        first.nodes,
+        [nested_cell(q, limit) for q in cells],
+        eviction_free_percent=cluster.eviction_percent,
+        feed=feed,
+    )
     manifest.body["metadata"]["name"] = name
     size = int(manifest.body["spec"]["size"])
     return Group(
