@@ -73,10 +73,10 @@ def _fewer_race_replays(request: pytest.FixtureRequest, monkeypatch: pytest.Monk
     code on fewer seeds; a test marked `full_replays` keeps kary's own counts."""
     if request.node.get_closest_marker("full_replays"):
         return
-    import experiments.race.plan as race_plan
+    import experiments.race.plan_model as plan_model
 
-    monkeypatch.setattr(race_plan, "REPLAYS", 40)
-    monkeypatch.setattr(race_plan, "BLOCKED_REPLAYS", 20)
+    monkeypatch.setattr(plan_model, "REPLAYS", 40)
+    monkeypatch.setattr(plan_model, "BLOCKED_REPLAYS", 20)
 
 
 @pytest.hookimpl(wrapper=True)

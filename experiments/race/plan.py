@@ -7,7 +7,7 @@ the plan's hourly rate.  Then:
 - **best**: the first test decides: `first_test` blocks of every candidate;
 - **expected**: the race replayed (engine.replay) on the model's predictions,
   each run drawn log-normally with the spread of repeated cells in `--history`
-  (spread.py), else a stated 10%: the median of `REPLAYS` replays by cost, with
+  (spread.py), else a stated 10%: the median of `plan_model.REPLAYS` (200) replays by cost, with
   their 10th to 90th percentile, to the dollar (what a replay costs varies far
   more than its cents);
 - **worst**: no candidate is ever dropped: `max_blocks` blocks of every candidate
@@ -48,8 +48,6 @@ in the same layout (every size in one cell).
 from __future__ import annotations
 
 import dataclasses
-import math
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,18 +61,21 @@ from experiments.model.plan import Cell
 from experiments.model.render_nested import FEED_EXPECTED_S
 from experiments.plan_view import format_duration
 from experiments.planned import PlannedSweep
-from experiments.race.engine import Race, replay, size_order
-from experiments.race.rules import ACROSS, BY_SIZE, TIE, WINNER, RaceRules, uniform_runs_a_side
-from experiments.race.sequential import look_blocks, look_level
+from experiments.race.engine import Race
+from experiments.race.plan_model import (
+    block_sizes,
+    cheapest_blocked,
+    check_decidable,
+    cost_driver,
+    decided,
+    percentile,
+    replays,
+)
+from experiments.race.rules import ACROSS, RaceRules, uniform_runs_a_side
 from experiments.race.spread import STATED_SPREAD, Spread, race_spread
 from experiments.smoke import NO_SMOKE, SmokePlan
 
-__all__ = ["REPLAYS", "Case", "RacePlan", "plan_race_cost"]
-
-# The expected case's replays (their spread: spread.py), and those of each fixed
-# blocked design tried for the comparator.
-REPLAYS = 200
-BLOCKED_REPLAYS = 100
+__all__ = ["Case", "RacePlan", "plan_race_cost"]
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,7 @@ class RacePlan:
             if self.fixed_seconds
             else "fixed: none (nothing to provision here)"
         )
-        drives = self.cost_driver()
+        drives = cost_driver(self)
         if drives:
             lines.append(drives)
         if self.undecidable:
@@ -227,51 +228,6 @@ class RacePlan:
                 f"--max-cost ${max_cost:,.2f}: the race stops before a block that would pass it"
             )
         return "\n".join(lines) + "\n"
-
-    def cost_driver(self) -> str | None:
-        """What the expected race spends past its first test, and why: the survivors the
-        median replay kept, how close the model puts them, and what their blocks cost;
-        or, where most replays decide nothing, why not."""
-        race = self.expected_race
-        if race is None:
-            return None
-        best, expected = self.case("best"), self.case("expected")
-        lane = min(race.lanes, key=lambda lane: len(lane.survivors))
-        first = self.rules.first_test
-        late = [b for b in race.blocks if b.times and b.lane == lane.key][first:]
-        kept = sorted({c for b in late for c in b.order}) or sorted(lane.survivors)
-        if len(kept) < 2:
-            return None
-        spread = max(
-            max(self.cell_seconds(t, s) for t in kept)
-            / max(min(self.cell_seconds(t, s) for t in kept), 1e-9)
-            for s in self.sizes
-        )
-        close = (
-            f"the time model puts {', '.join(kept)} within {spread - 1:.1%} of each other, "
-            f"zone {self.rules.zone:.0%}"
-        )
-        history = "" if self.spread.groups else "history from runs like these (--history), "
-        if not _decided(race):
-            return (
-                f"what drives the cost: {close}; at the plan's spread "
-                f"({self.spread.sigma:.1%}) neither a drop nor a tie of them is likely by block "
-                f"{self.rules.max_blocks}, so the race likely ends not separated ("
-                + (
-                    f"${expected.usd:,.0f}"
-                    if expected.usd >= 0.5
-                    else format_duration(expected.seconds) + " of cells"
-                )
-                + f"); {history}a wider --zone or a larger --max-blocks could decide it"
-            )
-        if expected.usd <= best.usd * 1.05 or not late:
-            return None
-        return (
-            f"what drives the cost: past the first test the expected race keeps "
-            f"{', '.join(kept)} ({close}) for {len(late)} more blocks, "
-            f"${expected.usd - best.usd:,.2f} of its ${expected.usd:,.2f}; "
-            f"{history}a wider --zone, --max-blocks or --max-cost bound it"
-        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -349,66 +305,6 @@ def plan_race_cost(
     return planned
 
 
-def _block_sizes(planned: RacePlan, count: int) -> list[int]:
-    """The sizes of a lane's first `count` blocks, in the race's order (engine)."""
-    order = size_order(planned.sizes)
-    return [order[b % len(order)] for b in range(count)]
-
-
-def _can_decide(planned: RacePlan, blocks: int, max_blocks: int) -> bool:
-    """Whether the model's clearest drop, or a tie of all, reaches its test's bar by
-    `blocks` blocks (the looks `max_blocks` allows), at the plan's spread: the expected
-    statistic against the critical value (half the replays would, more or less)."""
-    from statistics import NormalDist
-
-    rules, k = planned.rules, len(planned.candidates)
-    sizes = _block_sizes(planned, blocks) if planned.mode == ACROSS else planned.sizes[:1] * blocks
-    counts = [sizes.count(s) for s in sorted(set(sizes))]
-    weight = sum(1 / c for c in counts) / len(counts) ** 2
-    se = planned.spread.sigma * math.sqrt(2 * weight)
-    logs = {t: _model_log_time(planned, t, sorted(set(sizes))) for t in planned.candidates}
-    best = min(logs.values())
-    gaps = sorted(v - best for v in logs.values())
-    spent: list[float] = []
-    for look in look_blocks(rules.first_test, max_blocks):
-        level = look_level(rules.alpha, look, max_blocks, spent)
-        spent.append(level)
-        if look != blocks or not level:
-            continue
-        z = NormalDist().inv_cdf
-        if gaps[-1] - rules.margin > z(1 - level / (k * (k - 1))) * se:
-            return True
-        return gaps[-1] + z(1 - level) * se < rules.margin
-    return False
-
-
-def _model_log_time(planned: RacePlan, topo: str, sizes: Sequence[int]) -> float:
-    return sum(math.log(max(planned.cell_seconds(topo, s), 1e-9)) for s in sizes) / len(sizes)
-
-
-def check_decidable(planned: RacePlan) -> str | None:
-    """Refuse a race whose test cannot decide within its budget; say why the model
-    expects one not to (the module docstring), else None."""
-    rules = planned.rules
-    if rules.max_blocks < 2 or rules.first_test > rules.max_blocks:
-        raise UserError(
-            f"--first-test {rules.first_test} and --max-blocks {rules.max_blocks}: a race needs "
-            "at least 2 blocks and its first test within its budget"
-        )
-    last = look_blocks(rules.first_test, rules.max_blocks)[-1]
-    if _can_decide(planned, last, rules.max_blocks):
-        return None
-    seen = (
-        f"warning: the model expects --max-blocks {rules.max_blocks} not to decide this race: "
-        f"at the spread the plan replays with ({planned.spread.sigma:.1%}) its clearest gap "
-        f"is not shown beyond the {rules.zone:.0%} zone, nor every pair within it, by then"
-    )
-    for budget in range(rules.max_blocks + 1, 1001):
-        if _can_decide(planned, look_blocks(rules.first_test, budget)[-1], budget):
-            return f"{seen}; --max-blocks {budget} likely would"
-    return f"{seen}, nor by 1,000 blocks: its topologies sit near the zone's edge"
-
-
 # Parts of an estimate that no block changes: paid once per race (or sweep).
 _FIXED_PARTS = ("image pull", "provision", "teardown")
 
@@ -475,7 +371,7 @@ def _cases(planned: RacePlan) -> list[Case]:
 
     def blocks(count: int) -> list[tuple[int, Sequence[str]]]:
         if planned.mode == ACROSS:
-            return [(size, candidates) for size in _block_sizes(planned, count)]
+            return [(size, candidates) for size in block_sizes(planned, count)]
         return [(s, candidates) for s in sizes for _ in range(count)]
 
     worst_blocks = rules.max_blocks
@@ -484,29 +380,29 @@ def _cases(planned: RacePlan) -> list[Case]:
         while worst_blocks > 1 and case("", "", blocks(worst_blocks)).usd > planned.max_cost:
             worst_blocks -= 1
     held = dataclasses.replace(rules, max_blocks=worst_blocks)
-    replays = _replays(planned, held)
-    costs = [planned.usd(planned.fixed_seconds + seconds) for seconds, _ in replays]
-    planned.expected_race = replays[len(replays) // 2][1]
+    replayed = replays(planned, held)
+    costs = [planned.usd(planned.fixed_seconds + seconds) for seconds, _ in replayed]
+    planned.expected_race = replayed[len(replayed) // 2][1]
     expected = [(b.size_bytes, b.order) for b in planned.expected_race.blocks if b.times]
-    decided = sum(_decided(race) for _, race in replays) / len(replays)
-    low, high = _percentile(costs, 0.10), _percentile(costs, 0.90)
+    share = sum(decided(race) for _, race in replayed) / len(replayed)
+    low, high = percentile(costs, 0.10), percentile(costs, 0.90)
     uniform = uniform_runs_a_side(len(candidates), rules.confidence)
     expected_case = case(
         "expected",
         "expected (replayed)",
         expected,
-        f"median of {REPLAYS} replays on the model, 10-90% ${low:,.0f}-${high:,.0f}, "
-        f"{decided:.0%} of them decided; {planned.spread.note}",
+        f"median of {len(replayed)} replays on the model, 10-90% ${low:,.0f}-${high:,.0f}, "
+        f"{share:.0%} of them decided; {planned.spread.note}",
     )
     expected_case = dataclasses.replace(expected_case, usd_low=low, usd_high=high)
-    fixed = _cheapest_blocked(planned, held, decided)
+    fixed = cheapest_blocked(planned, held, share)
     blocked = (
         case(
             "blocked",
             "blocked, same test",
             blocks(fixed),
             f"{fixed} blocks of every topology, one look: the fewest that decide as often "
-            f"({decided:.0%}) on the model",
+            f"({share:.0%}) on the model",
         )
         if fixed
         else None
@@ -530,59 +426,3 @@ def _cases(planned: RacePlan) -> list[Case]:
             f"the fewest a side for p < {1 - rules.confidence:g} (Holm) against each other",
         ),
     ]
-
-
-def _replay_on_model(planned: RacePlan, rules: RaceRules, index: int) -> Race:
-    """One replay of the race on the model's predictions, drawn with the plan's spread."""
-    noise = random.Random(index)
-    race = Race.start(planned.candidates, planned.sizes, planned.mode, rules, index)
-
-    def sample(topo: str, size: int, _iteration: int) -> float:
-        mean = max(planned.cell_seconds(topo, size), 1e-3)
-        return mean * math.exp(noise.gauss(0.0, planned.spread.sigma))
-
-    return replay(race, sample)
-
-
-def _replays(planned: RacePlan, rules: RaceRules) -> list[tuple[float, Race]]:
-    """REPLAYS replays of the race, each with its seconds, cheapest first."""
-    replays = []
-    for index in range(REPLAYS):
-        race = _replay_on_model(planned, rules, index)
-        blocks = [(b.size_bytes, b.order) for b in race.blocks if b.times]
-        replays.append((planned.runs_seconds(blocks), race))
-    replays.sort(key=lambda item: item[0])
-    return replays
-
-
-def _decided(race: Race) -> bool:
-    return all(lane.outcome in (WINNER, TIE, BY_SIZE) for lane in race.lanes)
-
-
-def _percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
-def _cheapest_blocked(planned: RacePlan, rules: RaceRules, target: float) -> int | None:
-    """The fewest blocks (first_test..max_blocks) whose fixed design, one look with the
-    race's test, decides as often as `target` on the model; None if none does (or the
-    race decides too seldom, under 5%, to compare)."""
-    if target < 0.05:
-        return None
-
-    def rate(blocks: int) -> float:
-        fixed = dataclasses.replace(rules, first_test=blocks, max_blocks=blocks, futility=0.0)
-        runs = [_replay_on_model(planned, fixed, 10_000 + i) for i in range(BLOCKED_REPLAYS)]
-        return sum(_decided(race) for race in runs) / len(runs)
-
-    low, high = 2, rules.max_blocks
-    if rate(high) < target:
-        return None
-    while low < high:
-        middle = (low + high) // 2
-        if rate(middle) >= target:
-            high = middle
-        else:
-            low = middle + 1
-    return low

@@ -97,7 +97,9 @@ def test_the_backend_is_found_by_name_and_configured_from_settings(apiserver: An
     assert (backend.namespace, backend.labels) == ("bench", {"kary/sweep": "s9"})
 
 
-@pytest.mark.parametrize(("spec", "percent"), [("eks-30.yaml", 10), ("gke-30.yaml", 15), (None, 15)])
+@pytest.mark.parametrize(
+    ("spec", "percent"), [("eks-30.yaml", 10), ("gke-30.yaml", 15), (None, 15)]
+)
 def test_the_nested_driver_keeps_free_what_the_provider_s_kubelet_evicts_under(
     apiserver: Any, spec: str | None, percent: int
 ) -> None:
