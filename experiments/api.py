@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from experiments.errors import UserError
@@ -34,6 +34,7 @@ from experiments.formats.blobs import DEFAULT_BLOB, check_blob
 from experiments.formats.cell_layout import sweep_copy_path
 from experiments.machine_probes import here_now
 from experiments.model.cell_filter import parse_only
+from experiments.model.disk import disk_need
 from experiments.model.identity import StudySettings
 from experiments.model.operator import OPERATOR_IMAGE
 from experiments.model.pins import OPERATOR_PIN_KEY, require_pinned
@@ -106,7 +107,7 @@ def plan(sweep: Sweep) -> PlannedSweep:
         verify=verify,
         node_selector=dict(cluster.node_selector) if cluster else {},
         tolerations=tuple(cluster.tolerations) if cluster else (),
-        requests=pod_requests(cluster) or {},
+        requests=pod_requests(cluster, _pod_writes(checked, cells.cells)) or {},
     )
     settings = study_settings(checked, render)
     ledger = read_ledger(
@@ -322,3 +323,12 @@ def _confirm(
         "this run is billed and there is no terminal to confirm it: "
         "check the plan above and add --yes",
     )
+
+
+def _pod_writes(checked: CheckedSweep, cells: Sequence[Cell]) -> int | None:
+    """What rank 0's pod writes at its peak on a cluster (model/disk.py), which each pod
+    requests as ephemeral-storage (model/pod_resources.py); None elsewhere."""
+    if checked.cluster is None or checked.backend != "kubernetes" or not cells:
+        return None
+    need = disk_need(cells, checked.layout, checked.image, checked.cluster.provider)
+    return need.pod_writes

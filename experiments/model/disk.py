@@ -184,6 +184,13 @@ class DiskNeed:
         return self.view + self.images + self.system + self.eviction_reserve
 
     @property
+    def pod_writes(self) -> int:
+        """What rank 0's pod itself writes (its emptyDirs and writable layer: the blobs,
+        the content store, the view's copies): the kubelet's measure of its
+        ephemeral-storage use, so what the pod requests (pod_resources.py)."""
+        return self.blob_cache + self.scratch + self.content_store + self.view
+
+    @property
     def rank0(self) -> int:
         return self.blob_cache + self.scratch + self.content_store + self.margin
 

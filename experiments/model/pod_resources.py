@@ -1,14 +1,24 @@
-"""What each MiniCluster pod requests of its worker: more than half of it (issue 44, item 2).
+"""What each MiniCluster pod requests of its worker: more than half of its vCPUs and
+memory, and the disk it writes (issue 44, item 2; issue 59, item 3).
 
-A pod that requests nothing is BestEffort: under node pressure the kubelet evicts
-it first (Kubernetes docs, "Node-pressure Eviction": pods whose usage exceeds their
-requests go first, and a BestEffort pod's always does), and the scheduler may put
-two of a MiniCluster's pods on one node, which then share its disk, its NIC and its
-cores and time something no one asked about.  Requesting POD_SHARE of a worker's
-vCPUs and memory (more than half) leaves room for one such pod a node and keeps it
-under what the provider reserves for the kubelet, the OS and the system pods (EKS
-and GKE reserve a few percent of the CPU and up to about a quarter of a small
-node's memory: allocatable is what is left).
+A pod that requests nothing lets the scheduler put two of a MiniCluster's pods on
+one node, which then share its disk, its NIC and its cores and time something no one
+asked about.  Requesting POD_SHARE of a worker's vCPUs and memory (more than half)
+leaves room for one such pod a node and keeps it under what the provider reserves
+for the kubelet, the OS and the system pods (EKS and GKE reserve a few percent of
+the CPU and up to about a quarter of a small node's memory: allocatable is what is
+left).  Under memory pressure the kubelet then ranks the pod by its memory use over
+that request.
+
+Those requests do not protect against *disk* pressure: under DiskPressure the
+kubelet ranks pods by their ephemeral-storage use over their ephemeral-storage
+request, and the QoS class plays no part (Kubernetes docs, "Node-pressure
+Eviction", Pod selection for kubelet eviction).  A pod that requests no
+ephemeral-storage is always over it.  So each pod also requests the disk rank 0's
+pod writes at its peak, as the plan figures it (model/disk.py, DiskNeed.pod_writes:
+the blobs, the content store, the flux view's copies): the scheduler places by it
+and the kubelet ranks by it.  One container template serves every pod of a
+MiniCluster, so every pod requests rank 0's figure, the largest.
 
 Requests only, no limits: a CPU limit throttles the brokers by the CFS quota, and a
 memory limit makes the kernel kill the pod at it; neither is a cost the benchmark
@@ -93,13 +103,19 @@ def worker_machine(cluster: ClusterSpec) -> Machine | None:
     return min(shown, key=lambda m: (m.vcpus, m.memory_gib))
 
 
-def pod_requests(cluster: ClusterSpec | None) -> dict[str, str] | None:
+def pod_requests(
+    cluster: ClusterSpec | None, ephemeral_bytes: int | None = None
+) -> dict[str, str] | None:
     """The container's resources.requests for a pod of `cluster`'s workers, e.g.
-    {"cpu": "12000m", "memory": "24576Mi"} on c5a.4xlarge; None off a cluster file or
-    for a type kary's catalog does not list (the pods then request nothing)."""
+    {"cpu": "12000m", "memory": "24576Mi", "ephemeral-storage": "2870Mi"} on c5a.4xlarge
+    (`ephemeral_bytes`: what the pod writes, rounded up to MiB); None off a cluster
+    file or for a type kary's catalog does not list (the pods then request nothing)."""
     machine = worker_machine(cluster) if cluster is not None else None
     if machine is None:
         return None
     cpu = math.floor(machine.vcpus * 1000 * POD_SHARE)
     memory = math.floor(machine.memory_gib * 1024 * POD_SHARE)
-    return {"cpu": f"{cpu}m", "memory": f"{memory}Mi"}
+    requests = {"cpu": f"{cpu}m", "memory": f"{memory}Mi"}
+    if ephemeral_bytes:
+        requests["ephemeral-storage"] = f"{math.ceil(ephemeral_bytes / 2**20)}Mi"
+    return requests

@@ -22,10 +22,12 @@ from experiments.resources import resource_path
 @pytest.mark.parametrize(
     ("cluster", "requests"),
     [
-        # c5a.4xlarge: 16 vCPUs, 32 GiB; three quarters of each.
-        ("eks-30.yaml", {"cpu": "12000m", "memory": "24576Mi"}),
+        # c5a.4xlarge: 16 vCPUs, 32 GiB; three quarters of each.  The disk rank 0's pod
+        # writes: the 1M blob kept and its content-store copy, and the flux view's two
+        # copies (2 x 1.5 GB): 2 MiB + 3e9 bytes, rounded up to 2864 MiB.
+        ("eks-30.yaml", {"cpu": "12000m", "memory": "24576Mi", "ephemeral-storage": "2864Mi"}),
         # c2d-standard-32 with threadsPerCore: 1 shows 16 vCPUs (one a core), 128 GiB.
-        ("gke-30.yaml", {"cpu": "12000m", "memory": "98304Mi"}),
+        ("gke-30.yaml", {"cpu": "12000m", "memory": "98304Mi", "ephemeral-storage": "2864Mi"}),
     ],
 )
 def test_a_plan_on_a_cluster_file_requests_most_of_a_worker_and_the_crd_takes_it(
@@ -48,6 +50,26 @@ def test_a_plan_on_a_cluster_file_requests_most_of_a_worker_and_the_crd_takes_it
     # MiniClusterContainer.resources is what the operator gives the pod's container
     # (flux-operator 0d75cef8, controllers/flux/containers.go: container.Resources).
     assert document["spec"]["containers"][0]["resources"] == {"requests": requests}
+
+
+def test_each_pod_requests_the_disk_its_plan_says_rank_0_writes(tmp_path: Path) -> None:
+    """Under DiskPressure the kubelet ranks pods by ephemeral-storage use over request,
+    whatever their QoS class (issue 59, 3): a pod requesting none is always over it."""
+    from experiments.model.disk import GIB, disk_need
+
+    sweep = Sweep(
+        exact_nodes=4,
+        topos=["kary:2", "kary:4"],
+        sizes=["1G", "4G"],
+        cluster=resource_path("clusters", "eks-30.yaml"),
+        data_dir=tmp_path / "raw",
+    )
+    planned = api.plan(sweep)
+    need = disk_need(planned.plan.cells, "nested", planned.render.image, "eks")
+    # Nested: both sizes kept (5 GiB) and the largest cell's content store (5 GiB).
+    assert need.blob_cache == need.content_store == 5 * GIB
+    writes = need.blob_cache + need.scratch + need.content_store + need.view
+    assert planned.render.requests["ephemeral-storage"] == f"{-(-writes // 2**20)}Mi"
 
 
 def test_no_cluster_file_or_an_unknown_type_requests_nothing(tmp_path: Path, cell: Cell) -> None:
