@@ -9,6 +9,12 @@ builds and record only the tag.  kary knows no published digest of either
 a billed run takes them by digest from the user, `--flux-view` (or the sweep
 file's `flux_view`) and the cluster file's `kary/operator-image` annotation,
 and refuses a tag with one line saying how to find the digest.
+
+A digest pins a build, not its source.  The operator's images carry no
+per-commit tag and no revision label, so a digest taken from `:latest` today
+need not be a build of the commit whose manifest and CRD kary targets
+(operator.OPERATOR_COMMIT): nothing in the image says which commit it is.  The
+pin, and run.json's `operator_digest`, say so (`OPERATOR_SOURCE_UNKNOWN`).
 """
 
 from __future__ import annotations
@@ -17,11 +23,23 @@ import re
 
 from experiments.errors import UserError
 
-__all__ = ["OPERATOR_PIN_KEY", "digest_help", "is_pinned", "require_pinned"]
+__all__ = [
+    "OPERATOR_PIN_KEY",
+    "OPERATOR_SOURCE_UNKNOWN",
+    "digest_help",
+    "is_pinned",
+    "require_pinned",
+]
 
 # Where a cluster file names the operator's controller image (eksctl's
 # metadata.annotations; kary's GKE spec: annotations).
 OPERATOR_PIN_KEY = "kary/operator-image"
+# What a pinned operator digest does not say (module doc), recorded beside it.
+OPERATOR_SOURCE_UNKNOWN = (
+    "a digest taken from the operator's :latest; its images carry no per-commit tag or "
+    "revision label, so it need not be a build of commit {commit}, whose manifest and CRD "
+    "kary targets"
+)
 _PINNED = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
 
 

@@ -21,6 +21,7 @@ from experiments.backends.base import BackendSettings
 from experiments.backends.kubernetes.backend import KubernetesBackend
 from experiments.backends.kubernetes.pod_watch import StartLimits
 from experiments.errors import UserError
+from experiments.model.pins import OPERATOR_SOURCE_UNKNOWN
 from experiments.model.render import DEFAULT_IMAGE, RenderOptions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,6 +54,8 @@ def test_a_cell_runs_and_leaves_nothing_behind(
         "kubernetes_version": "v1.33.1-eks-fake",
         "operator_image": OPERATOR_IMAGE,
         "operator_digest": OPERATOR_DIGEST,
+        # A digest pins a build, not its source: :latest has no per-commit tag (issue 59, 5).
+        "operator_source": OPERATOR_SOURCE_UNKNOWN.format(commit="0d75cef8"),
         "instance_type": "c5a.4xlarge",
         "zones": ["us-east-2b"],
         "nodes_used": 4,

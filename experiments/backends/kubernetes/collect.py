@@ -50,8 +50,18 @@ from experiments.backends.kubernetes.pod_watch import (
 )
 from experiments.backends.kubernetes.preemption import Preempted, preempted_result
 from experiments.formats.kary_line import meta_record
-from experiments.model.operator import OPERATOR_CONTAINER, OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE
-from experiments.model.pins import OPERATOR_PIN_KEY, is_pinned, require_pinned
+from experiments.model.operator import (
+    OPERATOR_COMMIT,
+    OPERATOR_CONTAINER,
+    OPERATOR_DEPLOYMENT,
+    OPERATOR_NAMESPACE,
+)
+from experiments.model.pins import (
+    OPERATOR_PIN_KEY,
+    OPERATOR_SOURCE_UNKNOWN,
+    is_pinned,
+    require_pinned,
+)
 from experiments.redact import redact
 
 __all__ = [
@@ -110,6 +120,9 @@ def operator_facts(api: KubeApi) -> dict[str, Any]:
             digest = image_digest(status.get("imageID"))
             if status.get("name") == manager.get("name") and digest:
                 facts["operator_digest"] = digest
+                facts["operator_source"] = OPERATOR_SOURCE_UNKNOWN.format(
+                    commit=OPERATOR_COMMIT[:8]
+                )
     return facts
 
 
