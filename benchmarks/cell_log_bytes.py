@@ -14,7 +14,9 @@ lines whatever runs them; sizes 1M, which prints as many lines as 10G), and
 the bytes counted are those of its log up to `SCRIPT entrypoint` (a nested
 cell does not print its script), plus the driver's three frames, plus what the
 kubelet's CRI log file adds to each line (`<RFC 3339 nano timestamp> stdout F
-`, 40 bytes: the rotation counts the file on disk).
+`, 40 bytes: the rotation counts the file on disk) and the `\r` the operator's
+TTY puts before each line's end (1 byte).  The bytes a line costs are applied
+when the samples are read (`log_bytes`), so kept samples re-fit with them.
 
 The samples fit `bytes = a + b*N + S*(c + T*(d + e*N))` (distribute: N nodes,
 S sizes, T strategies) and `bytes = a + b*N + S*(c + e*N)` (ping) exactly
@@ -41,8 +43,12 @@ from experiments.formats.nested_frame import format_frame  # noqa: E402
 from experiments.model.log_budget import (  # noqa: E402
     CRI_LINE_BYTES,
     DEFAULT_ROTATE_BYTES,
+    TTY_LINE_BYTES,
     group_budget,
 )
+
+# What the log file holds beyond each line's text and `\n`.
+LINE_BYTES = CRI_LINE_BYTES + TTY_LINE_BYTES
 
 # (experiment, nodes, sizes, strategies): as many as each fit has unknowns, then checks.
 DISTRIBUTE = [(4, 1, 1), (8, 1, 1), (4, 2, 1), (4, 2, 3), (8, 2, 3)]
@@ -63,7 +69,7 @@ def _frames_bytes() -> int:
             hosts="flux-sample-n256-0123abcd-[0-255]", seconds=1234.567, lines=12345,
         ),
     ]  # fmt: skip
-    return sum(len(f) + 1 + CRI_LINE_BYTES for f in frames)
+    return sum(len(f) + 1 + LINE_BYTES for f in frames)
 
 
 def _run_cell(experiment: str, nodes: int, sizes: int, strategies: int, scratch: Path) -> dict:
@@ -86,8 +92,14 @@ def _run_cell(experiment: str, nodes: int, sizes: int, strategies: int, scratch:
     return {
         "experiment": experiment, "nodes": nodes, "sizes": sizes, "strategies": strategies,
         "bytes": len(text.encode()), "lines": lines,
-        "log_bytes": len(text.encode()) + lines * CRI_LINE_BYTES + _frames_bytes(),
+        "log_bytes": log_bytes(len(text.encode()), lines),
     }  # fmt: skip
+
+
+def log_bytes(text_bytes: int, lines: int) -> int:
+    """A cell's bytes in the log file: its text, each line's CRI prefix and TTY `\r`,
+    and the driver's frames."""
+    return text_bytes + lines * LINE_BYTES + _frames_bytes()
 
 
 def _design(experiment: str, nodes: int, sizes: int, strategies: int) -> list[float]:
@@ -100,7 +112,7 @@ def fit(samples: list[dict], experiment: str) -> list[float]:
     """The model's coefficients from the samples of `experiment` that are not checks."""
     rows = [s for s in samples if s["experiment"] == experiment and not s.get("check")]
     matrix = np.array([_design(experiment, s["nodes"], s["sizes"], s["strategies"]) for s in rows])
-    target = np.array([s["log_bytes"] for s in rows], dtype=float)
+    target = np.array([log_bytes(s["bytes"], s["lines"]) for s in rows], dtype=float)
     coef, *_ = np.linalg.lstsq(matrix, target, rcond=None)
     return [float(c) for c in coef]
 
@@ -112,7 +124,8 @@ def predict(coef: list[float], experiment: str, nodes: int, sizes: int, strategi
 def report(samples: list[dict]) -> str:
     out = [
         f"bytes one cell adds to rank 0's log file (CRI format: +{CRI_LINE_BYTES} bytes a "
-        "line, + the driver's frames); emulator, kary:2, 1M/2M, no verify",
+        f"line, the TTY's \\r +{TTY_LINE_BYTES}, + the driver's frames); emulator, kary:2, "
+        "1M/2M, no verify",
         "",
         "| experiment | nodes | sizes | strategies | lines | log bytes | fit | check |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -123,7 +136,8 @@ def report(samples: list[dict]) -> str:
         guess = predict(coefs[e], e, s["nodes"], s["sizes"], s["strategies"])
         out.append(
             f"| {e} | {s['nodes']} | {s['sizes']} | {s['strategies']} | {s['lines']} | "
-            f"{s['log_bytes']} | {guess:.0f} | {'yes' if s.get('check') else 'no'} |"
+            f"{log_bytes(s['bytes'], s['lines'])} | {guess:.0f} | "
+            f"{'yes' if s.get('check') else 'no'} |"
         )
     d, p = coefs["distribute"], coefs["ping"]
     out += [

@@ -28,31 +28,25 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("KARY_SHARED", REPO.parent / "shared"))
 REFERENCE = SHARED / "reference"
 
-_SEALED_VARIABLES = (
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "all_proxy",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_PROFILE",
-    "AWS_DEFAULT_PROFILE",
-    "AWS_CONFIG_FILE",
-    "AWS_SHARED_CREDENTIALS_FILE",
-    "GOOGLE_APPLICATION_CREDENTIALS",
-    "CLOUDSDK_CONFIG",
-    "KUBECONFIG",
-)
+# Variables a caller's shell may carry that reach a client kary's tests stub (issue
+# 60, item 14: with AWS_ENDPOINT_URL set, boto3 sent 23 tests' calls past their stubs):
+# every AWS_*, Google Cloud and kube setting and every proxy is cleared, whatever its
+# exact name (AWS_ENDPOINT_URL_EC2, no_proxy, ...), before the fixture sets its own.
+_SEALED_PREFIXES = ("AWS_", "CLOUDSDK_", "GOOGLE_", "GCE_", "KUBE")
+_SEALED_SUFFIXES = ("_PROXY",)
+
+
+def sealed(name: str) -> bool:
+    """Whether the test environment clears variable `name` (case-insensitive)."""
+    upper = name.upper()
+    return upper.startswith(_SEALED_PREFIXES) or upper.endswith(_SEALED_SUFFIXES)
 
 
 @pytest.fixture(autouse=True)
 def _sealed_environment(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    for name in _SEALED_VARIABLES:
+    for name in [n for n in os.environ if sealed(n)]:
         monkeypatch.delenv(name, raising=False)
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))

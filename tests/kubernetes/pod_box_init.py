@@ -22,7 +22,12 @@ execs its container on request, so a container can restart in the same pod
   the operator's volume (`config_root`) and what is bound in; a new pod's
   (`["start", i, "new-pod"]`, a lost pod's replacement) loses that volume too;
 - its containers' output in FOLDER/pod-<i>/container-<n>.log and exit status
-  in container-<n>.exit (the host side, box_pods.py, serves rank 0's log).
+  in container-<n>.exit (the host side, box_pods.py, serves rank 0's log).  A
+  container runs on a terminal, as the Flux Operator runs its application
+  container (flux-operator 0d75cef8, controllers/flux/containers.go: `TTY:
+  true`): a pseudo-terminal is its stdin, stdout and stderr, and its line
+  discipline ends every line `\r\n`, as the API serves a real pod's log.  An
+  exec has none (`kubectl exec` without -t).
 
 Requests come on the FIFO FOLDER/control, one JSON list per line:
 `["start", i, "container" | "new-pod"]`, `["kill", i]` (every process of the pod, its brokers too),
@@ -35,12 +40,15 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import select
 import shutil
 import signal
 import sys
+import termios
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -124,6 +132,7 @@ class _Holder:
         self.folder = Path(spec["folder"])
         self.pod_dir = self.folder / f"pod-{index}"
         self.container: int | None = None
+        self.pump: threading.Thread | None = None  # the container terminal's copier
         self.count = 0
         self.execs: dict[int, str] = {}
         self.evicted = False
@@ -198,6 +207,7 @@ class _Holder:
             self.container = self._spawn(
                 ["bash", str(self.folder / "pod.sh")],
                 self.pod_dir / f"container-{self.count}.log",
+                tty=True,
             )
         elif verb == "kill":
             self._kill_all()
@@ -221,23 +231,35 @@ class _Holder:
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
 
-    def _spawn(self, argv: list[str], output: Path) -> int:
+    def _spawn(self, argv: list[str], output: Path, tty: bool = False) -> int:
         log = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        terminal = os.openpty() if tty else None
         pid = os.fork()
         if pid == 0:  # pragma: no cover - execs
             try:
                 os.setsid()
-                os.dup2(log, 1)
-                os.dup2(log, 2)
-                devnull = os.open(os.devnull, os.O_RDONLY)
-                os.dup2(devnull, 0)
+                if terminal is not None:
+                    os.close(terminal[0])
+                    fcntl.ioctl(terminal[1], termios.TIOCSCTTY, 0)
+                    for fd in (0, 1, 2):
+                        os.dup2(terminal[1], fd)
+                else:
+                    os.dup2(log, 1)
+                    os.dup2(log, 2)
+                    devnull = os.open(os.devnull, os.O_RDONLY)
+                    os.dup2(devnull, 0)
                 os.chdir("/tmp")
                 env = dict(self.spec["env"], HOSTNAME=self.spec["hosts"][self.index])
                 os.execvpe(argv[0], argv, env)
             except BaseException as err:
                 os.write(2, f"pod box: {argv[0]}: {err}\n".encode())
             os._exit(127)
-        os.close(log)
+        if terminal is None:
+            os.close(log)
+            return pid
+        os.close(terminal[1])
+        self.pump = threading.Thread(target=_pump, args=(terminal[0], log), daemon=True)
+        self.pump.start()
         return pid
 
     def _kill_all(self) -> None:
@@ -264,9 +286,31 @@ class _Holder:
             code = code if code >= 0 else 128 - code
             if pid == self.container:
                 self.container = None
+                # Its last lines reach the log before its status does (the host side
+                # reads the log whole once the status is there); a process left
+                # holding the terminal does not keep the status back.
+                if self.pump is not None:
+                    self.pump.join(timeout=2.0)
                 _write_status(self.pod_dir / f"container-{self.count}.exit", code)
             elif pid in self.execs:
                 _write_status(self.pod_dir / f"exec-{self.execs.pop(pid)}.exit", code)
+
+
+def _pump(master: int, log: int) -> None:
+    """Copy what the container writes on its terminal to its log, until the terminal's
+    last holder closes it."""
+    try:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: no process holds the terminal any more
+                return
+            if not data:
+                return
+            os.write(log, data)
+    finally:
+        os.close(master)
+        os.close(log)
 
 
 def _write_status(path: Path, code: int) -> None:
