@@ -60,7 +60,24 @@ COMMAND_MODULES = {
 }
 
 
-def _group() -> None:
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(_version_line())
+        raise typer.Exit()
+
+
+def _version_line() -> str:
+    from experiments.version import __version__, kary_commit
+
+    commit = kary_commit()
+    return f"kary {__version__}" + (f" (commit {commit})" if commit else "")
+
+
+def _group(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print kary's version."
+    ),
+) -> None:
     pass
 
 
@@ -69,7 +86,11 @@ def build_app(modules: list[str] | None = None) -> typer.Typer:
     app = typer.Typer(
         cls=_KaryGroup,
         name="kary",
-        help="Plan, run and analyse k-ary data-distribution benchmarks of Flux.",
+        help="Plan, run and analyse k-ary data-distribution benchmarks of Flux.\n\n"
+        "Start with `kary plan --exact-nodes 8 --topo kary:2,kary:4` (what would run, its "
+        "time and cost, nothing started), then `kary run` with the same flags, then `kary "
+        "parse --data data/raw --out data/parsed`; `kary race` decides which fan-out is "
+        "fastest.",
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
@@ -99,6 +120,9 @@ def __getattr__(name: str) -> Any:
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: only the named command's module is imported."""
     args = sys.argv[1:] if argv is None else argv
+    if args == ["--version"]:  # no command module to import for it
+        print(_version_line())
+        return
     module = COMMAND_MODULES.get(args[0]) if args else None
     # Anything else (--help, a typo) gets every command, to list them.
     app = build_app([module]) if module is not None else build_app()

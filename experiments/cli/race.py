@@ -106,6 +106,11 @@ def race(
     )
     if as_json:
         typer.echo(json.dumps(outcome.race.to_json(), indent=2))
+    elif not outcome.interrupted:
+        # The answer on stdout, progress on stderr: `kary race ... > answer.txt` keeps it.
+        from experiments.race.answer import answer_text
+
+        typer.echo(f"kary race: {answer_text(outcome.race)}")
     raise typer.Exit(outcome.exit_code)
 
 

@@ -43,7 +43,6 @@ from experiments.model.plan import Cell, Plan
 from experiments.model.render import template_hash
 from experiments.model.sweep import Sweep
 from experiments.planned import PlannedSweep, stderr_line
-from experiments.race.answer import answer_text
 from experiments.race.blocks import Verdict, block_cells, block_line, judge_block, judge_cell
 from experiments.race.engine import Block, Race
 from experiments.race.held_backend import HeldBackend
@@ -195,7 +194,7 @@ def run_race(
     data_dir = planned.data_dir
     race = _resume_or_start(planned, data_dir)
     if race.finished:
-        echo(f"kary race: already decided: {answer_text(race)}")
+        echo("kary race: already decided (race.json): its answer stands")
         return RaceOutcome(race)
     planned.check_cost(max_cost)
     if base.billed:
@@ -275,7 +274,6 @@ def _blocks(
         echo(block_line(race, block, decision))
         if summary.stopped_because and not voided:
             return RaceOutcome(race, stopped_because=summary.stopped_because)
-    echo(f"kary race: {answer_text(race)}")
     return RaceOutcome(race)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -68,3 +69,22 @@ def test_a_cluster_file_that_is_not_yaml_is_one_line(tmp_path: Path) -> None:
         f"kary: error: cluster file {page} is not valid YAML (line 3, column 25): "
         "mapping values are not allowed here\n",
     )
+
+
+def test_kary_version_prints_the_version_and_the_console_script_too(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from experiments.cli import main
+    from experiments.version import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout.startswith(f"kary {__version__}")
+    main(["--version"])  # the console script's fast path: no command module imported
+    assert capsys.readouterr().out.startswith(f"kary {__version__}")
+
+
+def test_kary_help_says_which_command_to_run_first() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    assert "Start with `kary plan" in result.stdout and "then `kary run`" in result.stdout
