@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.race.engine import Race, replay, size_order
+from experiments.race.plan_model import one_look
 from experiments.race.rules import ACROSS, BY_SIZE, PER_SIZE, TIE, WINNER, RaceRules
 from experiments.race.rules import uniform_runs_a_side as uniform_a_side
 
@@ -354,11 +355,6 @@ def replay_one(args: tuple[int, int, RaceRules]) -> dict[str, Any]:
     }
 
 
-def _blocked_rules(rules: RaceRules, blocks: int) -> RaceRules:
-    """The race's own test at one look after `blocks` blocks (all the error at it)."""
-    return dataclasses.replace(rules, first_test=blocks, max_blocks=blocks, futility=0.0)
-
-
 def _blocked_seconds(scenario: Scenario, blocks: int) -> float:
     """A fixed design of `blocks` blocks of every topology (per lane: every size)."""
     if scenario.mode == ACROSS:
@@ -370,7 +366,7 @@ def _blocked_seconds(scenario: Scenario, blocks: int) -> float:
 
 
 def blocked_right(index: int, seeds: range, rules: RaceRules, blocks: int, pool: Any) -> float:
-    fixed = _blocked_rules(rules, blocks)
+    fixed = one_look(rules, blocks)
     args = [(index, seed, fixed) for seed in seeds[:BLOCKED_REPLAYS]]
     results = pool.map(replay_one, args, chunksize=20)
     return sum(r["verdict"] == "right" for r in results) / len(results)

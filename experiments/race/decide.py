@@ -133,12 +133,11 @@ def decide(
     rules: RaceRules,
     *,
     sizes: Sequence[int] | None = None,
-    size_range: tuple[int, int] | None = None,
     spent: Iterable[float] = (),
 ) -> Decision:
     """The test after a block over `times` (one row per complete block, one column per
-    candidate, seconds > 0).  `sizes` (one per block) and `size_range` (the smallest and
-    largest size asked for) only across sizes; `spent`: the levels earlier looks used."""
+    candidate, seconds > 0).  `sizes` (one per block) only across sizes; `spent`: the
+    levels earlier looks used."""
     import numpy as np
 
     logs = np.log(np.asarray(times, dtype=float))
@@ -228,7 +227,7 @@ def decide(
         level=level,
         sizes_timed=timed,
     )
-    return _outcome(decision, logs, leader, candidates, sizes, size_range, rules)
+    return _outcome(decision, logs, leader, candidates, sizes, rules)
 
 
 def _leader(logs: Any, sizes: Sequence[int] | None) -> int:
@@ -329,7 +328,6 @@ def _outcome(
     leader: int,
     candidates: Sequence[str],
     sizes: Sequence[int] | None,
-    size_range: tuple[int, int] | None,
     rules: RaceRules,
 ) -> Decision:
     from dataclasses import replace

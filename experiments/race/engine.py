@@ -222,7 +222,6 @@ class Race:
             times,
             self.rules,
             sizes=[b.size_bytes for b in blocks] if across else None,
-            size_range=(min(self.sizes), max(self.sizes)) if across else None,
             spent=lane.spent(),
         )
 

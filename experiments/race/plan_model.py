@@ -37,6 +37,7 @@ __all__ = [
     "check_decidable",
     "cost_driver",
     "decided",
+    "one_look",
     "percentile",
     "replays",
 ]
@@ -121,6 +122,12 @@ def check_decidable(planned: ModelledRace) -> str | None:
     return f"{seen}, nor by 1,000 blocks: its topologies sit near the zone's edge"
 
 
+def one_look(rules: RaceRules, blocks: int) -> RaceRules:
+    """A fixed blocked design with the race's own test: `blocks` blocks of every candidate,
+    one look that may spend all the error, no futility."""
+    return dataclasses.replace(rules, first_test=blocks, max_blocks=blocks, futility=0.0)
+
+
 def _replay_on_model(planned: ModelledRace, rules: RaceRules, index: int) -> Race:
     """One replay of the race on the model's predictions, drawn with the plan's spread."""
     noise = random.Random(index)
@@ -161,7 +168,7 @@ def cheapest_blocked(planned: ModelledRace, rules: RaceRules, target: float) -> 
         return None
 
     def rate(blocks: int) -> float:
-        fixed = dataclasses.replace(rules, first_test=blocks, max_blocks=blocks, futility=0.0)
+        fixed = one_look(rules, blocks)
         runs = [_replay_on_model(planned, fixed, 10_000 + i) for i in range(BLOCKED_REPLAYS)]
         return sum(decided(race) for race in runs) / len(runs)
 

@@ -129,9 +129,7 @@ def test_a_best_that_changes_with_size_is_named() -> None:
     # b: 1.5 times a at 16M, half of a at 128M.
     b = [6.48 * (s / MIB) ** 0.4717 * math.exp(noise.gauss(0, 0.02)) for s in sizes]
     times = [[s / MIB * math.exp(noise.gauss(0, 0.02)), t] for s, t in zip(sizes, b, strict=True)]
-    decision = decide(
-        ["a", "b"], times, RULES, sizes=sizes, size_range=(16 * MIB, 128 * MIB), spent=[0.02, 0.01]
-    )
+    decision = decide(["a", "b"], times, RULES, sizes=sizes, spent=[0.02, 0.01])
     assert decision.outcome == BY_SIZE
     assert decision.crossing is not None
     # b grows slower than a: a wins small blobs, b large ones.
@@ -150,7 +148,7 @@ def test_a_candidate_faster_at_some_size_is_held_not_dropped() -> None:
         return [s / MIB * math.exp(noise.gauss(0, 0.02)) * f for f in (1.0, 3.0, c)]
 
     times = [row(s) for s in sizes]
-    decision = decide(["a", "b", "c"], times, RULES, sizes=sizes, size_range=(16 * MIB, 128 * MIB))
+    decision = decide(["a", "b", "c"], times, RULES, sizes=sizes)
     assert "b" in decision.dropped
     kept = {c.candidate: c for c in decision.comparisons}["c"]
     assert kept.faster_at_a_size and not kept.dropped
