@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sealed_environment import sealed
 from unavailable import unavailable
 
 # A suite started with SIGINT ignored (`make check &` from a script: POSIX shells
@@ -27,19 +28,6 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("KARY_SHARED", REPO.parent / "shared"))
 REFERENCE = SHARED / "reference"
-
-# Variables a caller's shell may carry that reach a client kary's tests stub (issue
-# 60, item 14: with AWS_ENDPOINT_URL set, boto3 sent 23 tests' calls past their stubs):
-# every AWS_*, Google Cloud and kube setting and every proxy is cleared, whatever its
-# exact name (AWS_ENDPOINT_URL_EC2, no_proxy, ...), before the fixture sets its own.
-_SEALED_PREFIXES = ("AWS_", "CLOUDSDK_", "GOOGLE_", "GCE_", "KUBE")
-_SEALED_SUFFIXES = ("_PROXY",)
-
-
-def sealed(name: str) -> bool:
-    """Whether the test environment clears variable `name` (case-insensitive)."""
-    upper = name.upper()
-    return upper.startswith(_SEALED_PREFIXES) or upper.endswith(_SEALED_SUFFIXES)
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import sealed
+from sealed_environment import sealed
 
 REPO = Path(__file__).resolve().parent.parent
 
