@@ -26,13 +26,15 @@ MIB = 2**20
 
 def _sweep(data_dir: Path, topos: list[str], **extra: object) -> Sweep:
     return Sweep(
-        exact_nodes=4,
-        topos=topos,
-        sizes="1M,2M,4M",
-        backend="local",
-        data_dir=data_dir,
-        seed=11,
-        **extra,  # type: ignore[arg-type]
+        **{  # type: ignore[arg-type]
+            "exact_nodes": 4,
+            "topos": topos,
+            "sizes": "1M,2M,4M",
+            "backend": "local",
+            "data_dir": data_dir,
+            "seed": 11,
+            **extra,
+        }
     )
 
 
@@ -179,12 +181,48 @@ def test_a_race_refuses_a_changed_setting(tmp_path: Path) -> None:
         make_backend=_backend(means),
         echo=lambda _: None,
     )
-    with pytest.raises(UserError, match=r"race.json is a race with rules .*zone"):
+    # One line naming what differs, not every rule (issue 60, item 5).
+    with pytest.raises(
+        UserError, match=r"race.json is a race with rules.zone 0.05, now 0.1: "
+    ) as e:
         run_race(
             plan_race(_sweep(tmp_path, list(means)), RaceRules(zone=0.1), ACROSS),
             make_backend=_backend(means),
             echo=lambda _: None,
         )
+    assert "confidence" not in str(e.value) and "{" not in str(e.value)
+    # Another seed would be another race: refused, not silently ignored.
+    with pytest.raises(UserError, match=r"race.json is a race with seed 11, not --seed 12"):
+        run_race(
+            plan_race(_sweep(tmp_path, list(means), seed=12), RaceRules(), ACROSS),
+            make_backend=_backend(means),
+            echo=lambda _: None,
+        )
+
+
+def test_a_larger_budget_resumes_a_race_that_was_not_separated(tmp_path: Path) -> None:
+    # Two topologies 3% apart at a 3% spread: 3 blocks cannot separate or tie them.
+    means = {"kary:1": 1.0, "kary:2": 1.03}
+    small = RaceRules(first_test=3, max_blocks=3, futility=0.0)
+    first = run_race(
+        plan_race(_sweep(tmp_path, list(means)), small, ACROSS),
+        make_backend=_backend(means),
+        echo=lambda _: None,
+    )
+    assert first.race.lanes[0].outcome == "not-separated" and len(first.race.blocks) == 3
+    spent = first.race.lanes[0].spent()
+    larger = RaceRules(first_test=3, max_blocks=6, futility=0.0)
+    again = run_race(
+        plan_race(_sweep(tmp_path, list(means)), larger, ACROSS),
+        make_backend=_backend(means),
+        echo=lambda _: None,
+    )
+    lane = again.race.lanes[0]
+    # Its first three blocks and the error their look spent are kept, and it went on.
+    assert [b.iteration for b in again.race.blocks[:3]] == [0, 1, 2]
+    assert lane.spent()[: len(spent)] == spent and len(again.race.blocks) > 3
+    # Looks already taken still count: no look spends past the new budget's alpha.
+    assert sum(lane.spent()) <= larger.alpha + 1e-12
 
 
 def test_the_race_plan_worst_case_holds_max_cost(tmp_path: Path) -> None:
