@@ -25,7 +25,7 @@ from experiments.model.design_source import design_source
 from experiments.model.disk import disk_line
 from experiments.model.identity import StudySettings
 from experiments.model.places import HOW_TO_GET_FLUX, UNBILLED
-from experiments.model.plan import Plan
+from experiments.model.plan import Cell, Plan
 from experiments.model.render import RenderOptions
 from experiments.model.significance import significance_warning, zero_blobs_warning
 from experiments.model.sweep import Sweep
@@ -136,6 +136,7 @@ class PlannedSweep:
             zero_blobs_warning(self.plan.cells),
             local_disk_warning(self.checked, self.plan.cells),
             self.other_template_line(),
+            flat_tree_line(self.plan.cells),
         ]
         return [line for line in found if line]
 
@@ -317,3 +318,18 @@ def stderr_line(line: str) -> None:
 
 def cells_text(count: int) -> str:
     return f"{count} cell" if count == 1 else f"{count} cells"
+
+
+def flat_tree_line(cells: Sequence[Cell]) -> str | None:
+    """A note where `kary:K` asks a fan-out past the node count: `kary:99` at 8 nodes is the
+    flat tree, as `kary:7` is (issue 60, item 12).  (Two topologies of one tree at one
+    node count are refused before: model/sweep_check.py.)"""
+    notes = sorted(
+        {
+            f"{c.topo} at {c.nodes} nodes is the flat tree (every rank a child of rank 0), as "
+            f"kary:{c.nodes - 1} is"
+            for c in cells
+            if c.topo.startswith("kary:") and c.topo[5:].isdigit() and int(c.topo[5:]) > c.nodes - 1
+        }
+    )
+    return "note: " + "; ".join(notes) if notes else None

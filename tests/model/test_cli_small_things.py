@@ -88,3 +88,18 @@ def test_kary_help_says_which_command_to_run_first() -> None:
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
     assert "Start with `kary plan" in result.stdout and "then `kary run`" in result.stdout
+
+
+def test_a_fan_out_past_the_node_count_is_said_to_be_the_flat_tree(tmp_path: Path) -> None:
+    # kary:99 at 8 nodes is accepted (flux-core takes it) but is kary:7 (issue 60, 12).
+    result = runner.invoke(
+        app, ["plan", "--exact-nodes", "8", "--topo", "kary:99", "--data-dir", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "note: kary:99 at 8 nodes is the flat tree (every rank a child of rank 0), " in (
+        result.output
+    )
+    exact = runner.invoke(
+        app, ["plan", "--exact-nodes", "8", "--topo", "kary:7", "--data-dir", str(tmp_path)]
+    )
+    assert "flat tree" not in exact.output
