@@ -104,6 +104,8 @@ class _Tree:
 
 def _read(data_dir: Path, jobs: int | None, only: CellFilter | None) -> _Tree:
     data_dir = Path(data_dir)
+    if data_dir.exists() and not data_dir.is_dir():
+        raise UserError(f"--data {data_dir} is a file: name the raw tree's folder")
     if not data_dir.is_dir():
         raise UserError(f"--data {data_dir}: no such directory")
     unreadable: list[tuple[str, str]] = []

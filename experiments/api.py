@@ -29,7 +29,7 @@ from experiments.execution.ledger import read_ledger
 from experiments.execution.progress import Reporter
 from experiments.execution.replacements import PREEMPTION_WAIT_S, ReplacementWait
 from experiments.execution.summary import RunSummary
-from experiments.files import write_atomic
+from experiments.files import check_data_dir, write_atomic
 from experiments.formats.blobs import DEFAULT_BLOB, check_blob
 from experiments.formats.cell_layout import sweep_copy_path
 from experiments.machine_probes import here_now
@@ -65,6 +65,7 @@ def plan(sweep: Sweep) -> PlannedSweep:
     started; every mistake is a one-line UserError.
     """
     checked = check_sweep(sweep, here_now())
+    check_data_dir(Path(sweep.data_dir))
     seed = sweep.seed
     if sweep.order == "random" and seed is None:
         seed = secrets.randbelow(2**31)

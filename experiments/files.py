@@ -14,7 +14,7 @@ import yaml
 
 from experiments.errors import UserError
 
-__all__ = ["load_yaml", "read_document", "write_atomic"]
+__all__ = ["check_data_dir", "load_yaml", "read_document", "write_atomic"]
 
 
 # libyaml's parser where PyYAML has it (its wheels do): clusters/prices.yaml, read by
@@ -98,3 +98,23 @@ def write_atomic(path: Path, data: str | bytes | Iterable[str | bytes]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def check_data_dir(path: Path, flag: str = "--data-dir") -> None:
+    """A raw tree's folder kary will write, checked before anything is planned or started:
+    a one-line UserError when it is a file, or when it (or, not yet made, the folder it
+    would be made in) cannot be written (issue 60, item 9)."""
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"{flag} {folder} is a file: name a folder for the raw tree")
+    existing = next((p for p in (folder, *folder.absolute().parents) if p.exists()), None)
+    if existing is None or not existing.is_dir():
+        raise UserError(f"{flag} {folder}: {existing} is not a folder: name another")
+    try:  # os.access says yes to root everywhere; a probe asks the file system itself
+        probe = tempfile.mkdtemp(prefix=".kary-write-probe-", dir=existing)
+    except OSError as err:
+        raise UserError(
+            f"{flag} {folder} cannot be written ({err.strerror} in {existing}): name a folder "
+            "you can write"
+        ) from None
+    os.rmdir(probe)

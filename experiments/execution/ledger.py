@@ -63,8 +63,6 @@ def read_ledger(
 
     With `settings`, a skipped cell whose recorded identity differs is a UserError.
     """
-    if Path(data_dir).exists() and not Path(data_dir).is_dir():
-        raise UserError(f"--data-dir {data_dir} is a file: name a folder for the raw tree")
     to_run: list[Cell] = []
     done: list[Cell] = []
     failed: list[Cell] = []

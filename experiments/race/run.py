@@ -38,6 +38,7 @@ from experiments.errors import UserError
 from experiments.execution.ledger import read_ledger
 from experiments.execution.progress import Reporter, SilentReporter
 from experiments.execution.runner import run_plan
+from experiments.files import check_data_dir
 from experiments.formats.race_state import RaceFile, read_race, write_race
 from experiments.model.plan import Cell, Plan
 from experiments.model.render import template_hash
@@ -93,6 +94,7 @@ def plan_race(
     _check_rules(rules)
     # Planned against a folder that never exists: the race's own cells (one size each)
     # are its business, and `run`'s ledger would call them a different study.
+    check_data_dir(Path(sweep.data_dir))  # the one line run and plan give, before anything
     nowhere = Path(sweep.data_dir) / ".race-plan"
     base = api.plan(dataclasses.replace(sweep, order="given", seed=None, data_dir=nowhere))
     cells = base.plan.cells

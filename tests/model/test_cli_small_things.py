@@ -103,3 +103,28 @@ def test_a_fan_out_past_the_node_count_is_said_to_be_the_flat_tree(tmp_path: Pat
         app, ["plan", "--exact-nodes", "8", "--topo", "kary:7", "--data-dir", str(tmp_path)]
     )
     assert "flat tree" not in exact.output
+
+
+def test_every_command_checks_its_data_folder_first_with_one_line(tmp_path: Path) -> None:
+    """A data dir that is a file, or cannot be written, is one line and exit 2 before any
+    plan is printed or anything started (issue 60, item 9); race said 'not readable
+    JSON ([Errno 20] Not a directory)' and an unwritable one was found mid-run."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    sweep = ["--exact-nodes", "4", "--topo", "kary:1,kary:2", "--sizes", "1M"]
+    for command in ("plan", "run", "race"):
+        result = runner.invoke(app, [command, *sweep, "--data-dir", str(afile)])
+        assert result.exit_code == 2, (command, result.output)
+        assert result.output.strip() == (
+            f"kary: error: --data-dir {afile} is a file: name a folder for the raw tree"
+        ), command
+        # /proc takes no new folder, even from root: refused before the plan prints.
+        nowhere = runner.invoke(app, [command, *sweep, "--data-dir", "/proc/kary-no/raw"])
+        assert nowhere.exit_code == 2 and "cannot be written" in nowhere.output, command
+        assert "topologies" not in nowhere.output and "predicted" not in nowhere.output
+    parsed = runner.invoke(app, ["parse", "--data", str(afile), "--out", str(tmp_path / "p")])
+    assert parsed.exit_code == 2
+    assert (
+        parsed.output.strip()
+        == f"kary: error: --data {afile} is a file: name the raw tree's folder"
+    )
