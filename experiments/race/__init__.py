@@ -12,6 +12,7 @@
 - `plan_model`: the race replayed on the time model (expected case, blocked design,
   whether the budget decides).
 - `run`: `kary race`'s blocks as cells of the raw tree, judged and decided.
+- `resume`: a kept race met again: resumed, extended by a larger budget, or refused.
 - `held_backend`: the one backend every block of a race runs on, brought down at its end.
 - `blocks`: a block's cells, whether each is a timing, and its printed line.
 - `answer`: what a race found, in words.
@@ -31,6 +32,7 @@ __all__ = [
     "pairs",
     "plan",
     "plan_model",
+    "resume",
     "run",
     "sequential",
     "spread",

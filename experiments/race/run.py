@@ -28,7 +28,6 @@ cells of it that succeeded.  A changed setting is refused, as `run` refuses it.
 from __future__ import annotations
 
 import dataclasses
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,16 +38,17 @@ from experiments.execution.ledger import read_ledger
 from experiments.execution.progress import Reporter, SilentReporter
 from experiments.execution.runner import run_plan
 from experiments.files import check_data_dir
-from experiments.formats.race_state import RaceFile, read_race, write_race
+from experiments.formats.race_state import RaceFile, write_race
 from experiments.model.plan import Cell, Plan
 from experiments.model.render import template_hash
 from experiments.model.sweep import Sweep
 from experiments.planned import PlannedSweep, stderr_line
 from experiments.race.blocks import Verdict, block_cells, block_line, judge_block, judge_cell
-from experiments.race.engine import NOT_SEPARATED, Block, Race
+from experiments.race.engine import Block, Race
 from experiments.race.held_backend import HeldBackend
 from experiments.race.plan import RacePlan, plan_race_cost
-from experiments.race.rules import BY_SIZE, CONTINUE, TIE, WINNER, RaceRules
+from experiments.race.resume import resume_or_start
+from experiments.race.rules import BY_SIZE, TIE, WINNER, RaceRules
 from experiments.smoke import SmokePlan, plan_smoke, run_smoke
 
 __all__ = ["RaceOutcome", "plan_race", "run_race"]
@@ -194,7 +194,7 @@ def run_race(
     """
     base = planned.base
     data_dir = planned.data_dir
-    race = _resume_or_start(planned, data_dir)
+    race = resume_or_start(planned, data_dir)
     if race.finished:
         echo("kary race: already decided (race.json): its answer stands")
         return RaceOutcome(race)
@@ -303,79 +303,6 @@ def _smoke_first(
         command="kary race",
         what="race block",
     )
-
-
-def _resume_or_start(planned: RacePlan, data_dir: Path) -> Race:
-    kept = read_race(data_dir)
-    settings = planned.settings()
-    if kept is None:
-        seed = planned.seed
-        race = Race.start(
-            planned.candidates,
-            planned.sizes,
-            planned.mode,
-            planned.rules,
-            seed if seed is not None else secrets.randbelow(2**31),
-            planned.nodes,
-        )
-        return race
-    race = Race.from_json(kept.race)
-    if planned.seed is not None and planned.seed != race.seed:
-        raise UserError(
-            f"{data_dir}/race.json is a race with seed {race.seed}, not --seed {planned.seed}: "
-            "without --seed the same command resumes it; start another race in another "
-            "--data-dir"
-        )
-    differing = _differences(kept.settings, settings)
-    budget = [d for d in differing if d[0] == "rules.max_blocks"]
-    if budget and len(differing) == 1 and int(budget[0][2]) > int(budget[0][1]):
-        return _extended(race, planned)
-    if differing:
-        said = "; ".join(f"{name} {was!r}, now {now!r}" for name, was, now in differing)
-        raise UserError(
-            f"{data_dir}/race.json is a race with {said}: the same command resumes it (a "
-            "larger --max-blocks extends it); start another race in another --data-dir"
-        )
-    return race
-
-
-def _differences(kept: dict[str, Any], now: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-    """(name, kept, now) of each setting that differs; in a dict setting, each key."""
-    found = []
-    for name, value in now.items():
-        was = _as_kept(name, kept.get(name), value)
-        if was == value:
-            continue
-        if isinstance(was, dict) and isinstance(value, dict):
-            found += [
-                (f"{name}.{key}", was.get(key), value.get(key))
-                for key in sorted(set(was) | set(value))
-                if was.get(key) != value.get(key)
-            ]
-        else:
-            found.append((name, was, value))
-    return found
-
-
-def _extended(race: Race, planned: RacePlan) -> Race:
-    """The race with a larger budget: its blocks, decisions and the error its looks spent
-    kept (sequential.py spends only what the new budget allows beyond it), and every lane
-    that ended not separated open again."""
-    race.rules = planned.rules
-    race.budget = None
-    for lane in race.lanes:
-        if lane.outcome == NOT_SEPARATED:
-            lane.outcome, lane.why = CONTINUE, None
-    return race
-
-
-def _as_kept(name: str, kept: Any, now: Any) -> Any:
-    """A kept setting as it compares with today's: a rule added to kary since the race
-    began (a race.json without it) takes today's value, since no decision of the race
-    so far could have used it."""
-    if name == "rules" and isinstance(kept, dict) and isinstance(now, dict):
-        return {**now, **kept}
-    return kept
 
 
 def _save(planned: RacePlan, race: Race) -> None:
