@@ -13,7 +13,8 @@ BIN := $(VENV)/bin
 # and CI (make check -> setup) proves it on every run.  LOCK pins every package to
 # the versions the committed figures were made with (issue 57: a release between
 # two CI runs moved them); `make setup LOCK=` installs pyproject's ranges alone.
-LOCK ?= constraints.txt
+# The pins need Python 3.11 or newer (numpy 2.4); an older Python takes the ranges.
+LOCK ?= $(shell $(PYTHON) -c 'import sys; print("constraints.txt" if sys.version_info >= (3, 11) else "")')
 $(BIN)/kary: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -e '.[dev]' $(if $(LOCK),-c $(LOCK))
