@@ -315,11 +315,12 @@ def _write_link_bytes(spec: BoxSpec, ranks: list[_Rank]) -> None:
 
 # What run.json keeps of each shaped qdisc `tc -s -j qdisc show` lists.
 _QDISC_FIELDS = ("kind", "handle", "bytes", "packets", "drops", "overlimits", "requeues")
-_SHAPING = ("tbf", "netem")
+# A fair link's htb root counts every drop of its per-peer FIFOs; those are not kept.
+_SHAPING = ("tbf", "netem", "htb")
 
 
 def _qdisc_stats(netns: int | None) -> dict[str, list[dict[str, Any]]]:
-    """{device: [its tbf and netem qdiscs' statistics]} in this namespace, or in the one
+    """{device: [its tbf, htb and netem qdiscs' statistics]} in this namespace, or in the one
     `netns` (an open namespace file) names; {} when tc cannot say."""
 
     def enter() -> None:  # pragma: no cover - runs in the child, before tc

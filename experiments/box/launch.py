@@ -17,7 +17,7 @@ from experiments.box.shaping import qdisc_commands
 from experiments.initial_exit import EXIT_NAME
 from experiments.model.links import LinkSettings
 
-__all__ = ["box_spec", "read_link_bytes"]
+__all__ = ["box_spec", "built_qdiscs", "read_link_bytes"]
 
 
 def box_spec(
@@ -31,25 +31,28 @@ def box_spec(
 ) -> BoxSpec:
     """init's instructions for one cell's box in `folder`."""
     ranks = range(layout.nodes)
-    # The same settings on both sides of a link: what a node sends and receives.
-    qdiscs = [qdisc_commands("DEV", links.bandwidth_of(r), links.latency) for r in ranks]
+    addresses = [layout.address(r) for r in ranks]
+
+    def shaped(bandwidth: float | None, classify_by: str) -> list[str]:
+        return qdisc_commands("DEV", bandwidth, links.latency, links.queue, addresses, classify_by)
+
+    # The same settings on both sides of a link: what a node sends (kept apart by
+    # whom it goes to) and what it receives (by whom it comes from).
     return BoxSpec(
         folder=str(folder),
         flux=flux,
         nodes=layout.nodes,
         config=str(config),
         hosts=[layout.host(r) for r in ranks],
-        addresses=[layout.address(r) for r in ranks],
+        addresses=addresses,
         prefix_length=BOX_PREFIX_LENGTH,
-        node_qdiscs=qdiscs,
-        switch_qdiscs=qdiscs,
+        node_qdiscs=[shaped(links.bandwidth_of(r), "destination") for r in ranks],
+        switch_qdiscs=[shaped(links.bandwidth_of(r), "source") for r in ranks],
         initial_program=["bash", str(entrypoint)],
         end_file=str(entrypoint.parent / EXIT_NAME),
         env=env,
         groups=[g for r in ranks if (g := links.group_of(r)) is not None],
-        trunk_qdiscs=qdisc_commands("DEV", links.group_bandwidth, links.latency)
-        if links.group_size
-        else [],
+        trunk_qdiscs=shaped(links.group_bandwidth, "destination") if links.group_size else [],
     )
 
 
@@ -61,3 +64,15 @@ def read_link_bytes(folder: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return links if isinstance(links, dict) else None
+
+
+def built_qdiscs(links: dict[str, Any] | None) -> list[str]:
+    """The shaping qdisc kinds `read_link_bytes`'s statistics list, e.g. ["htb"]."""
+    return sorted(
+        {
+            str(qdisc.get("kind"))
+            for link in (links or {}).values()
+            for side in (link.get("qdiscs") or {}).values()
+            for qdisc in side
+        }
+    )

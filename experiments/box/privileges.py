@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 
+from experiments.box.shaping import qdisc_commands
 from experiments.errors import UserError
 from experiments.model.links import LinkSettings
 
@@ -22,18 +23,18 @@ __all__ = ["box_command_prefix", "box_prefix_for"]
 
 _PROBE_TIMEOUT_S = 20.0
 _NEEDED_TOOLS = ("unshare", "ip", "tc")
+_FIFO_INSTEAD = " (--link-queue fifo shapes with tbf alone)"
 
 
 def box_prefix_for(links: LinkSettings) -> list[str]:
-    """`box_command_prefix` for a box whose links are `links`: tbf where a rate is shaped
-    (a node's, rank 0's or a group's uplink), netem where latency is."""
+    """`box_command_prefix` for a box whose links are `links`: the link queue's qdiscs
+    where a rate is shaped (a node's, rank 0's or a group's uplink), netem where latency is."""
     return box_command_prefix(
-        bandwidth=bool(links.bandwidth or links.root_bandwidth or links.group_bandwidth),
-        latency=bool(links.latency),
+        bandwidth=links.rate_shaped, latency=bool(links.latency), queue=links.queue
     )
 
 
-def box_command_prefix(*, bandwidth: bool, latency: bool) -> list[str]:
+def box_command_prefix(*, bandwidth: bool, latency: bool, queue: str = "fair") -> list[str]:
     """`unshare ...` that starts a box's init here; UserError saying what is missing."""
     missing = [tool for tool in _NEEDED_TOOLS if shutil.which(tool) is None]
     if missing:
@@ -49,13 +50,17 @@ def box_command_prefix(*, bandwidth: bool, latency: bool) -> list[str]:
         "ip link add kary-probe0 type veth peer name kary-probe1",
         "ip link add kary-probe-br type bridge",
     ]
-    if latency:
-        probe.append("tc qdisc add dev kary-probe0 root handle 1: netem delay 1ms")
-    if bandwidth:
-        parent = "parent 1:1 handle 10:" if latency else "root"
-        probe.append(
-            f"tc qdisc add dev kary-probe0 {parent} tbf rate 1mbit burst 64kb latency 50ms"
+    # What box/shaping.py builds on a link, one peer's worth.
+    probe += [
+        f"tc {line}"
+        for line in qdisc_commands(
+            "kary-probe0",
+            125e3 if bandwidth else None,
+            1e-3 if latency else None,
+            queue,
+            ("198.18.0.2",),
         )
+    ]
     # Each step names itself when it fails (exit 3), so the message can say which.
     script = "; ".join(f"{step} || {{ echo 'FAILED: {step}' >&2; exit 3; }}" for step in probe)
     try:
@@ -77,6 +82,12 @@ def box_command_prefix(*, bandwidth: bool, latency: bool) -> list[str]:
             kind = "netem, which --link-latency needs (CONFIG_NET_SCH_NETEM)"
         elif " tbf " in what:
             kind = "tbf, which --link-bandwidth needs (CONFIG_NET_SCH_TBF)"
+        elif " bfifo " in what:
+            kind = "bfifo, which --link-queue fair needs (CONFIG_NET_SCH_FIFO)"
+        elif " u32 " in what:
+            kind = f"u32, which --link-queue fair needs (CONFIG_NET_CLS_U32){_FIFO_INSTEAD}"
+        elif " htb " in what:
+            kind = f"htb, which --link-queue fair needs (CONFIG_NET_SCH_HTB){_FIFO_INSTEAD}"
         raise UserError(
             f"cannot build a box here: this kernel has no {kind}: `{what}` failed in a probe "
             "namespace"

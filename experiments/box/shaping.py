@@ -5,33 +5,114 @@ model/links.py's LinkSettings.  In the box every node's link is a veth pair
 (`eth0` in the node's namespace, `h<rank>` on the bridge) and a group's uplink
 another; each is shaped in both directions, as a NIC and its switch port are:
 the node's side limits what the node sends, the switch's side what it
-receives.  Bandwidth uses tbf (token bucket), latency netem.  Some kernels
-build neither (`privileges` probes for what a cell asks, before anything
-starts).
+receives.  Latency is netem's; bandwidth is shaped one of two ways, the link's
+queue (`--link-queue`):
+
+- `fair` (the default): htb, one class per peer under a parent class at the
+  link's rate.  Each peer's class is guaranteed its share and may borrow the
+  whole link, and htb serves the backlogged classes in turn (deficit round
+  robin, `quantum` bytes a turn), each from a byte FIFO of its own.  A real
+  host serves flows in turn too: the default qdisc of EKS's AL2023 and GKE's
+  COS is fq_codel, and a cloud NIC queues per flow, so no TCP connection starves
+  behind the others' backlog.  This kernel has neither fq_codel, fq, sfq nor
+  netem's kin; htb and u32 are what it has (privileges.py probes for them).
+  A node's side classifies by destination (whom the node sends to), the
+  switch's side by source (who sends to the node), a group's uplink by
+  destination (a fan-out across groups sends to many).  Peers whose address's
+  low 6 bits agree share a class: exact per peer up to 64 nodes, at most 64
+  classes a link beyond.
+- `fifo`: tbf, one drop-tail FIFO per link, as kary's box had before.  At wide
+  fan-outs rank 0's own FIFO drops most of what it sends, and a connection
+  starved past flux-core's 20 s TCP user timeout loses a rank; kept to compare
+  with and to re-make samples taken under it.
 """
 
 from __future__ import annotations
 
-from experiments.model.links import burst_bytes
+from collections.abc import Sequence
 
-__all__ = ["burst_bytes", "qdisc_commands"]
+from experiments.model.links import LINK_QUEUES, burst_bytes
+
+__all__ = ["LINK_QUEUES", "burst_bytes", "qdisc_commands", "queue_limit_bytes"]
 
 # tbf's queue: how long a packet may wait for tokens before it is dropped.  TCP
 # needs room for a window at the link's rate; 50 ms is far above the box's RTT.
 _QUEUE_SECONDS = 0.05
+# A fair link's per-peer FIFO holds what tbf's one FIFO held (one peer alone may
+# use the whole link), and at least a few of the 64 KiB segments veth hands it (GSO).
+_MIN_QUEUE_BYTES = 4 * 64 * 1024
+# Classes of a fair link: peers whose address's low 6 bits agree share one.
+_FAIR_BUCKETS = 64
+# What a backlogged class sends in its turn: one GSO segment and its headers.
+_QUANTUM_BYTES = 66_000
+# IPv4 header offsets u32 matches at: source and destination address.
+_OFFSET = {"source": 12, "destination": 16}
+# htb handle under netem (1:) or at the root; its parent class, its default leaf.
+_HTB = "10"
 
 
-def qdisc_commands(device: str, bandwidth: float | None, latency: float | None) -> list[str]:
-    """`tc -batch` lines that shape `device`'s egress; [] when nothing is shaped."""
-    rate = (
-        f"tbf rate {round(bandwidth * 8)}bit burst {burst_bytes(bandwidth)} "
-        f"latency {round(_QUEUE_SECONDS * 1000)}ms"
-        if bandwidth
-        else None
-    )
+def queue_limit_bytes(bandwidth: float) -> int:
+    """A fair link's per-peer FIFO, in bytes."""
+    return max(_MIN_QUEUE_BYTES, round(bandwidth * _QUEUE_SECONDS))
+
+
+def qdisc_commands(
+    device: str,
+    bandwidth: float | None,
+    latency: float | None,
+    queue: str = "fair",
+    peers: Sequence[str] = (),
+    classify_by: str = "destination",
+) -> list[str]:
+    """`tc -batch` lines that shape `device`'s egress; [] when nothing is shaped.
+
+    `peers` are the IPv4 addresses a fair link keeps apart, matched on their
+    `classify_by` address ("destination" or "source")."""
+    lines: list[str] = []
+    parent = "root"
     if latency:
-        lines = [f"qdisc add dev {device} root handle 1: netem delay {round(latency * 1e6)}us"]
-        if rate:
-            lines.append(f"qdisc add dev {device} parent 1:1 handle 10: {rate}")
+        lines.append(f"qdisc add dev {device} root handle 1: netem delay {round(latency * 1e6)}us")
+        parent = "parent 1:1"
+    if not bandwidth:
         return lines
-    return [f"qdisc add dev {device} root {rate}"] if rate else []
+    if queue == "fifo":
+        tbf = (
+            f"tbf rate {round(bandwidth * 8)}bit burst {burst_bytes(bandwidth)} "
+            f"latency {round(_QUEUE_SECONDS * 1000)}ms"
+        )
+        handle = " handle 10:" if latency else ""
+        return [*lines, f"qdisc add dev {device} {parent}{handle} {tbf}"]
+    if queue != "fair":
+        raise ValueError(f"unknown link queue {queue!r}")
+    return [*lines, *_fair(device, bandwidth, parent, peers, _OFFSET[classify_by])]
+
+
+def _fair(
+    device: str, bandwidth: float, parent: str, peers: Sequence[str], offset: int
+) -> list[str]:
+    buckets = sorted({int(address.rsplit(".", 1)[1]) % _FAIR_BUCKETS for address in peers})
+    rate = round(bandwidth * 8)
+    burst = burst_bytes(bandwidth)
+    # Each leaf is guaranteed an equal share and may borrow up to the whole link.
+    share = max(8, rate // (len(buckets) + 1))
+    leaf = (
+        f"htb rate {share}bit ceil {rate}bit burst {burst} cburst {burst} quantum {_QUANTUM_BYTES}"
+    )
+    fifo = f"bfifo limit {queue_limit_bytes(bandwidth)}"
+    lines = [
+        # Leaf 2 takes what no filter matches (ARP and the like).
+        f"qdisc add dev {device} {parent} handle {_HTB}: htb default 2",
+        f"class add dev {device} parent {_HTB}: classid {_HTB}:1 htb rate {rate}bit "
+        f"ceil {rate}bit burst {burst} cburst {burst}",
+        f"class add dev {device} parent {_HTB}:1 classid {_HTB}:2 {leaf}",
+        f"qdisc add dev {device} parent {_HTB}:2 {fifo}",
+    ]
+    for bucket in buckets:
+        classid = f"{_HTB}:{0x10 + bucket:x}"
+        lines += [
+            f"class add dev {device} parent {_HTB}:1 classid {classid} {leaf}",
+            f"qdisc add dev {device} parent {classid} {fifo}",
+            f"filter add dev {device} parent {_HTB}: protocol ip prio 1 u32 "
+            f"match u32 {bucket:#010x} {_FAIR_BUCKETS - 1:#010x} at {offset} flowid {classid}",
+        ]
+    return lines

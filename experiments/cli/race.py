@@ -32,6 +32,7 @@ def race(
     link_bandwidth: o.LinkBandwidth = None, link_latency: o.LinkLatency = None,
     root_link_bandwidth: o.RootLinkBandwidth = None, place: o.Place = None,
     group_size: o.GroupSize = None, group_link_bandwidth: o.GroupLinkBandwidth = None,
+    link_queue: o.LinkQueue = None,
     layout: o.Layout = None, allow_shared_nodes: o.AllowSharedNodes = False,
     pending_timeout: o.PendingTimeout = None, smoke: o.Smoke = D.smoke,
     max_cost: o.MaxCost = None, as_json: o.Json = False,

@@ -204,6 +204,16 @@ GroupLinkBandwidth = Annotated[
         help="Box only: each group's uplink to the core switch (both directions), e.g. 100Mbit.",
     ),
 ]
+LinkQueue = Annotated[
+    str | None,
+    typer.Option(
+        "--link-queue",
+        metavar="fair|fifo",
+        help="Box only: how a shaped link queues what waits: fair (default; a queue per "
+        "peer, served in turn, as a real host's fq_codel and a cloud NIC do) or fifo (one "
+        "drop-tail queue, as kary's box had before; wide fan-outs starve connections).",
+    ),
+]
 Place = Annotated[
     str | None,
     typer.Option(

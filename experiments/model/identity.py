@@ -35,7 +35,7 @@ from typing import Any
 
 from experiments.errors import UserError
 from experiments.formats.blobs import DEFAULT_BLOB
-from experiments.formats.cell_layout import format_size
+from experiments.formats.cell_layout import format_size, network_from_dirname
 from experiments.formats.run_record import RunRecord
 from experiments.model.links import LinkSettings
 from experiments.model.plan import Cell
@@ -59,6 +59,7 @@ IDENTITY_FIELDS = (
     "place",
     "layout",
     "links",
+    "link_queue",
     "image",
     "flux_view",
     "verify",
@@ -116,6 +117,9 @@ class StudySettings:
             "place": self.place,
             "layout": self.layout,
             "links": self.links.dirname(),
+            "link_queue": self.links.queue
+            if self.place == "box" and self.links.rate_shaped
+            else None,
             "image": self.image,
             "flux_view": self.flux_view,
             "verify": self.verify,
@@ -132,7 +136,13 @@ def recorded_identity(record: RunRecord) -> dict[str, Any]:
     extra = record.model_extra or {}
     stored = extra.get("identity")
     if isinstance(stored, dict):
-        return {name: stored[name] for name in IDENTITY_FIELDS if name in stored}
+        found = {name: stored[name] for name in IDENTITY_FIELDS if name in stored}
+        if "link_queue" not in stored and stored.get("place") == "box":
+            # Before --link-queue every box shaped its rates with tbf's one FIFO.
+            rates = network_from_dirname(str(stored.get("links") or "")) or {}
+            if {"bw", "rootbw", "groupbw"} & set(rates):
+                found["link_queue"] = "fifo"
+        return found
     legacy = record.model_dump()
     legacy["experiment"] = extra.get("experiment") or "distribute"
     # An empty or missing field was not recorded: nothing to hold the plan to.

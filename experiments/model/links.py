@@ -26,7 +26,11 @@ from experiments.errors import UserError
 from experiments.formats.cell_layout import network_dirname
 from experiments.model.units import parse_bandwidth, parse_latency
 
-__all__ = ["LinkSettings", "burst_bytes", "link_settings"]
+__all__ = ["LINK_QUEUES", "LinkSettings", "burst_bytes", "link_settings"]
+
+# How a box's shaped link queues what waits (--link-queue, box/shaping.py), the default
+# first: one FIFO per peer served in turn, or one drop-tail FIFO for all.
+LINK_QUEUES = ("fair", "fifo")
 
 
 @dataclass(frozen=True)
@@ -38,8 +42,14 @@ class LinkSettings:
     root_bandwidth: float | None = None
     group_size: int | None = None
     group_bandwidth: float | None = None
+    queue: str = LINK_QUEUES[0]
     # As typed, for run.json and messages.
     text: dict[str, str | None] | None = None
+
+    @property
+    def rate_shaped(self) -> bool:
+        """Some link has a rate, so its queue (`queue`) shapes what it carries."""
+        return bool(self.bandwidth or self.root_bandwidth or self.group_bandwidth)
 
     @property
     def shaped(self) -> bool:
@@ -79,8 +89,17 @@ class LinkSettings:
                 if self.group_size
                 else {}
             ),
-            "shaping": "tc tbf (rate) and netem (delay), both directions of every node's link",
+            "queue": self.queue if self.rate_shaped else None,
+            "shaping": _SHAPING[self.queue],
         }
+
+
+_SHAPING = {
+    "fair": "tc htb (rate; a class and a FIFO per peer, served in turn) and netem (delay), "
+    "both directions of every node's link",
+    "fifo": "tc tbf (rate; one drop-tail FIFO) and netem (delay), both directions of every "
+    "node's link",
+}
 
 
 def link_settings(
@@ -89,8 +108,12 @@ def link_settings(
     root_bandwidth: str | None = None,
     group_size: int | None = None,
     group_bandwidth: str | None = None,
+    queue: str | None = None,
 ) -> LinkSettings:
     """LinkSettings from flags as typed; UserError (the accepted forms) on a bad one."""
+    queue = queue or LINK_QUEUES[0]
+    if queue not in LINK_QUEUES:
+        raise UserError(f"--link-queue takes {' or '.join(LINK_QUEUES)}, not {queue!r}")
     if group_size is not None and group_size < 1:
         raise UserError(f"--group-size must be at least 1, got {group_size}")
     if bool(group_size) != bool(group_bandwidth):
@@ -108,6 +131,7 @@ def link_settings(
         root_bandwidth=parse_bandwidth(root_bandwidth) if root_bandwidth else None,
         group_size=group_size,
         group_bandwidth=parse_bandwidth(group_bandwidth) if group_bandwidth else None,
+        queue=queue,
         text=text,
     )
 

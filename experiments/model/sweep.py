@@ -87,6 +87,8 @@ class Sweep:
     # A two-level network in the box: nodes per group, and each group's uplink.
     group_size: int | None = None
     group_link_bandwidth: str | None = None
+    # How the box's shaped links queue (model/links.py LINK_QUEUES; None: the default).
+    link_queue: str | None = None
     place: str | None = None
     layout: str | None = None
     # Kubernetes: time a cell whose ranks share a node (else it fails, untimed).

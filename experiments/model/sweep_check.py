@@ -71,6 +71,7 @@ def check_sweep(sweep: Sweep, here: Here) -> CheckedSweep:
         sweep.root_link_bandwidth,
         sweep.group_size,
         sweep.group_link_bandwidth,
+        sweep.link_queue,
     )
     place = (
         choose_place(sweep.place, shaped=_shaped(sweep), in_allocation=here.in_allocation)
@@ -179,6 +180,8 @@ def _choose_backend(sweep: Sweep, cluster: ClusterSpec | None, here: Here) -> st
         raise UserError(
             "--group-size and --group-link-bandwidth group a box's nodes: flux backend only"
         )
+    if sweep.link_queue is not None and backend != "flux":
+        raise UserError("--link-queue says how a box's links queue: flux backend only")
     if sweep.place is not None and backend != "flux":
         raise UserError(f"--place says where real Flux runs: flux backend only, not {backend}")
     if sweep.emulator_faults and backend != "local":

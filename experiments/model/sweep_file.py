@@ -66,6 +66,7 @@ FILE_KEYS = (
     "root_link_bandwidth",
     "group_size",
     "group_link_bandwidth",
+    "link_queue",
     "place",
     "layout",
     *_PATH_KEYS,

@@ -68,13 +68,16 @@ def test_a_box_cell_runs_and_parses_to_ok_rows(
 # (topology, rank 0's link, copies rank 0 sends, the floor's link, its copies, its rate):
 # a flat tree under a 1 Gbit/s rank 0 is bound by what each 50 Mbit/s leaf receives
 # (one copy, 2.7 s; rank 0's three copies take 0.4 s), a chain by every link's one copy.
+# Each under fair links (a class per peer, htb) and the chain under tbf's one FIFO too.
 _FLOORS = [
-    ("kary:0", "1Gbit", 3, "in", 1),
-    ("kary:1", None, 1, "out", 1),
+    ("kary:0", "1Gbit", 3, "in", 1, "fair"),
+    ("kary:1", None, 1, "out", 1, "fair"),
+    ("kary:1", None, 1, "out", 1, "fifo"),
 ]
+_SHAPER = {"fair": "htb", "fifo": "tbf"}
 
 
-@pytest.mark.parametrize(("topo", "root", "copies", "direction", "floor_copies"), _FLOORS)
+@pytest.mark.parametrize(("topo", "root", "copies", "direction", "floor_copies", "queue"), _FLOORS)
 def test_rank_0_sends_one_copy_per_child_and_no_copy_beats_its_links_floor(
     box_flux: str,
     box_env: dict[str, str],
@@ -85,10 +88,12 @@ def test_rank_0_sends_one_copy_per_child_and_no_copy_beats_its_links_floor(
     copies: int,
     direction: str,
     floor_copies: int,
+    queue: str,
 ) -> None:
     monkeypatch.setenv("TMPDIR", box_env["TMPDIR"])
     size, rate = 16 * MIB, 50e6 / 8  # 50 Mbit/s
     args = ["--exact-nodes", "4", "--topo", topo, "--sizes", "16M", "--link-bandwidth", "50Mbit"]
+    args += ["--link-queue", queue]
     args += ["--root-link-bandwidth", root] if root else []
     result = runner.invoke(app, ["run", *args, "--data-dir", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output
@@ -113,7 +118,10 @@ def test_rank_0_sends_one_copy_per_child_and_no_copy_beats_its_links_floor(
     # (its switch port) its one; a link whose floor it is ran out of tokens (overlimits).
     # tc counts each segment's headers (seen: a chain's rank 0, 5.1% over its one copy).
     (out_0,) = links["0"]["qdiscs"]["sent"]
-    assert out_0["kind"] == "tbf" and copies * size <= out_0["bytes"] <= copies * size * 1.08
+    assert record["box"]["link_queue"] == {"asked": queue, "qdiscs": [_SHAPER[queue]]}
+    assert record["identity"]["link_queue"] == queue
+    assert out_0["kind"] == _SHAPER[queue]
+    assert copies * size <= out_0["bytes"] <= copies * size * 1.08
     (in_3,) = links["3"]["qdiscs"]["received"]
     assert size <= in_3["bytes"] <= size * 1.08
     busiest = out_0 if direction == "out" else in_3

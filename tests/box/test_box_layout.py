@@ -50,19 +50,56 @@ def test_names_carry_the_owner_and_only_box_names_have_one() -> None:
         BoxLayout("../../etc", 2, "kary:1")
 
 
-def test_links_are_shaped_with_tbf_and_netem_as_tc_takes_them() -> None:
-    links = link_settings("200Mbit", None, "1Gbit")
+def test_fifo_links_are_shaped_with_tbf_and_netem_as_tc_takes_them() -> None:
+    links = link_settings("200Mbit", None, "1Gbit", queue="fifo")
     assert links.bandwidth_of(1) == 25e6
     assert links.bandwidth_of(0) == 125e6
     # 200 Mbit/s: a 4 ms bucket is 100 kB, above the 64 KiB floor.
-    assert qdisc_commands("eth0", links.bandwidth_of(1), None) == [
+    assert qdisc_commands("eth0", links.bandwidth_of(1), None, links.queue) == [
         "qdisc add dev eth0 root tbf rate 200000000bit burst 100000 latency 50ms"
     ]
-    assert qdisc_commands("h3", 1.25e6, 0.0005) == [
+    assert qdisc_commands("h3", 1.25e6, 0.0005, "fifo") == [
         "qdisc add dev h3 root handle 1: netem delay 500us",
         "qdisc add dev h3 parent 1:1 handle 10: tbf rate 10000000bit burst 65536 latency 50ms",
     ]
     assert qdisc_commands("eth0", None, None) == []
+    assert links.record()["queue"] == "fifo" and "tbf" in links.record()["shaping"]
+
+
+def test_a_fair_link_gives_each_peer_a_class_and_fifo_of_its_own_under_the_link_rate() -> None:
+    links = link_settings("100Mbit", None)
+    assert links.queue == "fair" and links.record()["queue"] == "fair"
+    peers = [f"198.18.0.{n}" for n in (1, 2, 3)]
+    lines = qdisc_commands("eth0", links.bandwidth, None, links.queue, peers, "destination")
+    assert lines[:2] == [
+        "qdisc add dev eth0 root handle 10: htb default 2",
+        "class add dev eth0 parent 10: classid 10:1 htb rate 100000000bit ceil 100000000bit "
+        "burst 65536 cburst 65536",
+    ]
+    # Four leaves (three peers, the default): each a quarter guaranteed, the whole link
+    # as its ceiling, its own FIFO of 50 ms at the link's rate.
+    leaves = [line for line in lines if line.startswith("class") and "parent 10:1 " in line]
+    assert len(leaves) == 4
+    assert all("rate 25000000bit ceil 100000000bit" in line for line in leaves)
+    fifos = [line for line in lines if "bfifo" in line]
+    assert len(fifos) == 4 and all(line.endswith("bfifo limit 625000") for line in fifos)
+    # rank 1's address 198.18.0.2: destination (offset 16) low 6 bits 2, its own class.
+    assert (
+        "filter add dev eth0 parent 10: protocol ip prio 1 u32 match u32 0x00000002 "
+        "0x0000003f at 16 flowid 10:12"
+    ) in lines
+    received = qdisc_commands("h1", links.bandwidth, 0.001, "fair", peers, "source")
+    assert received[0] == "qdisc add dev h1 root handle 1: netem delay 1000us"
+    assert received[1] == "qdisc add dev h1 parent 1:1 handle 10: htb default 2"
+    assert all(" at 12 " in line for line in received if line.startswith("filter"))
+
+
+def test_a_fair_link_past_64_peers_shares_its_64_classes() -> None:
+    peers = [f"198.18.{n >> 8}.{n & 0xFF}" for n in range(1, 201)]
+    lines = qdisc_commands("eth0", 12.5e6, None, "fair", peers)
+    assert sum(line.startswith("filter") for line in lines) == 64
+    with pytest.raises(UserError, match="--link-queue takes fair or fifo"):
+        link_settings("100Mbit", None, queue="fq")
     with pytest.raises(UserError, match="invalid bandwidth"):
         link_settings("fast", None)
 
@@ -82,7 +119,9 @@ def test_a_two_level_network_groups_consecutive_ranks_behind_shaped_uplinks(
         {},
     )
     assert spec.groups == [0, 0, 0, 1, 1, 1, 2]
-    assert spec.trunk_qdiscs == qdisc_commands("DEV", 50e6 / 8, None)
+    assert spec.trunk_qdiscs == qdisc_commands("DEV", 50e6 / 8, None, "fair", spec.addresses)
+    # A node's side keeps apart whom it sends to, the switch's side who sends to it.
+    assert " at 16 " in spec.node_qdiscs[4][-1] and " at 12 " in spec.switch_qdiscs[4][-1]
     assert links.record()["group_bandwidth_bytes_per_s"] == 50e6 / 8
     one_switch = link_settings("200Mbit", None)
     assert one_switch.group_of(5) is None and "group_size" not in one_switch.record()

@@ -18,7 +18,7 @@ from typing import Any
 from experiments.backends.base import RunResult
 from experiments.backends.flux.site import FluxSite, flux_env, run_flux
 from experiments.backends.flux.test_instance import run_guarded
-from experiments.box.launch import box_spec, read_link_bytes
+from experiments.box.launch import box_spec, built_qdiscs, read_link_bytes
 from experiments.box.layout import BoxLayout
 from experiments.box.privileges import box_prefix_for
 from experiments.box.reap import reap_dead_boxes
@@ -64,13 +64,18 @@ def run_in_box(
     command = [*prefix, sys.executable, "-m", "experiments.box.init", str(folder / "box.json")]
     bottlenecks = box_bottlenecks(cell, links)
     result = run_guarded(site, cell, command, env, folder, timeout)
+    link_bytes = read_link_bytes(folder)
     record: dict[str, Any] = {
         "run_id": layout.run_id,
         "cpu_bound": any(b["cpu_bound"] for b in bottlenecks),
         "bottleneck": bottlenecks,
         "links": links.record(),
+        # What the kernel built, as `tc` listed it at the end (the probe found it could).
+        "link_queue": {"asked": links.queue, "qdiscs": built_qdiscs(link_bytes)}
+        if links.rate_shaped
+        else None,
         "addresses": layout.address_plan(),
-        "link_bytes": read_link_bytes(folder),
+        "link_bytes": link_bytes,
         "rootless": "--user" in prefix,
     }
     # Each timed distribution against its links' floor: a time faster than the links can
