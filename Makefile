@@ -23,11 +23,16 @@ $(BIN)/kary: pyproject.toml $(LOCK)
 setup: $(BIN)/kary
 
 # Real flux-core for the demo: the `flux` on PATH, else the build script beside
-# this checkout (builds flux-core 0.88 once, ~5 min, cached); else the emulator.
+# this checkout (builds flux-core 0.88 once, ~5 min, cached, saying what it waits
+# for: scripts/flux-bin); else the emulator.  A built `flux` is linked into
+# .venv/bin, so the shell `source .venv/bin/activate` sets up runs the README's
+# next commands on the same real Flux (not the emulator, which would not mix).
 FLUX_BUILD ?= ../shared/tools/build-flux-core
-FLUX_BIN = $(shell command -v flux >/dev/null 2>&1 || { [ -x $(FLUX_BUILD) ] && $(FLUX_BUILD); })
+# (Asked once, and only by a recipe that uses it: `make check` builds nothing here.)
+FLUX_BIN = $(eval FLUX_BIN := $(shell scripts/flux-bin $(FLUX_BUILD)))$(FLUX_BIN)
 
 demo: setup
+	$(if $(FLUX_BIN),ln -sf $(FLUX_BIN)/flux $(BIN)/flux)
 	PATH="$(if $(FLUX_BIN),$(FLUX_BIN):)$$PATH" $(BIN)/kary run --exact-nodes 30 --topo kary:16 --iters 1
 	$(BIN)/kary parse --data data/raw --out data/parsed
 	@echo "plots and report: data/parsed/ (open data/parsed/report.html)"

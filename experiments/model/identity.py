@@ -173,8 +173,24 @@ def identity_problem(
     )
     return UserError(
         f"{data_dir}/{cell} ran with {'; '.join(differences)}{others}: this plan would mix "
-        "them; use another --data-dir, or --force to run them again (old results kept aside)"
+        f"them; {_remedy(differences)}use another --data-dir, or --force to run them again "
+        "(old results kept aside)"
     )
+
+
+def _remedy(differences: Sequence[str]) -> str:
+    """What most likely makes the plan match, when one difference says it."""
+    said = " ".join(differences)
+    if f"backend flux, planned {_text('backend', 'local')}" in said:
+        # Real Flux made them and this shell has no `flux`: the emulator was planned.
+        return (
+            "put flux-core's `flux` on PATH to add to them (after `make demo`: "
+            "`source .venv/bin/activate`), or "
+        )
+    for queue in ("fair", "fifo"):
+        if f"link queue {queue}, planned" in said:
+            return f"--link-queue {queue} adds to them, or "
+    return ""
 
 
 def _canonical(value: Any) -> Any:
@@ -184,9 +200,20 @@ def _canonical(value: Any) -> Any:
     return None if value is False or value == "" else value
 
 
+# How an unset field is said: a place is the flux backend's, a queue a shaped rate's.
+_UNSET = {
+    "links": "unshaped",
+    "emulator_faults": "none",
+    "place": "no place (not real Flux here)",
+    "link_queue": "none (no shaped rate)",
+}
+
+
 def _text(name: str, value: Any) -> str:
     if value is None or value == [] or value == "":
-        return {"links": "unshaped", "emulator_faults": "none"}.get(name, "none")
+        return _UNSET.get(name, "none")
+    if name == "backend" and value == "local":
+        return "local (kary's emulator)"
     if name == "sizes" and isinstance(value, list):
         return ",".join(format_size(int(v)) for v in value)
     if isinstance(value, bool):

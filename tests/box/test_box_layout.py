@@ -77,12 +77,14 @@ def test_a_fair_link_gives_each_peer_a_class_and_fifo_of_its_own_under_the_link_
         "burst 65536 cburst 65536",
     ]
     # Four leaves (three peers, the default): each a quarter guaranteed, the whole link
-    # as its ceiling, its own FIFO of 50 ms at the link's rate.
+    # as its ceiling, its own FIFO: two GSO segments (fq_codel's 5 ms at 100 Mbit/s is less).
     leaves = [line for line in lines if line.startswith("class") and "parent 10:1 " in line]
     assert len(leaves) == 4
     assert all("rate 25000000bit ceil 100000000bit" in line for line in leaves)
     fifos = [line for line in lines if "bfifo" in line]
-    assert len(fifos) == 4 and all(line.endswith("bfifo limit 625000") for line in fifos)
+    assert len(fifos) == 4 and all(line.endswith("bfifo limit 132000") for line in fifos)
+    # At 10 Gbit/s, 5 ms of the link.
+    assert qdisc_commands("eth0", 1.25e9, None, "fair", peers)[3].endswith("limit 6250000")
     # rank 1's address 198.18.0.2: destination (offset 16) low 6 bits 2, its own class.
     assert (
         "filter add dev eth0 parent 10: protocol ip prio 1 u32 match u32 0x00000002 "

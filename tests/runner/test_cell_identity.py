@@ -62,8 +62,9 @@ CHANGES: dict[str, object] = {
 
 
 def test_every_identity_field_has_a_change_below() -> None:
-    # experiment is held by the ledger's own check (one raw tree, one experiment).
-    assert set(CHANGES) == set(IDENTITY_FIELDS) - {"experiment"}
+    # experiment is held by the ledger's own check (one raw tree, one experiment); the
+    # link queue, which only a box with a shaped rate has, by its own test below.
+    assert set(CHANGES) == set(IDENTITY_FIELDS) - {"experiment", "link_queue"}
 
 
 @pytest.mark.parametrize("field", sorted(CHANGES))
@@ -223,3 +224,46 @@ def test_done_cells_of_another_template_are_kept_and_said(tmp_path: Path) -> Non
         "warning: 1 cell of 1 done ran another benchmark template (e.g. 2/kary-1/0)"
         in planned.output
     )
+
+
+BOX_FAIR = StudySettings(backend="flux", place="box", links=link_settings("100Mbit", None))
+BOX_FIFO = dataclasses.replace(BOX_FAIR, links=link_settings("100Mbit", None, queue="fifo"))
+
+
+def test_a_box_cell_is_held_to_its_link_queue_and_says_how_to_add_to_it(tmp_path: Path) -> None:
+    assert BOX_FAIR.identity(_plan(tmp_path).cells[0])["link_queue"] == "fair"
+    # No shaped rate, or not a box: no queue to hold a cell to.
+    assert BASE.identity(_plan(tmp_path).cells[0])["link_queue"] is None
+    plan = _ran(tmp_path, BOX_FIFO)
+    with pytest.raises(UserError) as raised:
+        read_ledger(plan.cells, tmp_path, settings=BOX_FAIR)
+    message = str(raised.value)
+    assert "ran with link queue fifo, planned fair" in message
+    assert "--link-queue fifo adds to them" in message
+    assert read_ledger(plan.cells, tmp_path, settings=BOX_FIFO).done == plan.cells
+
+
+def test_a_box_record_from_before_link_queues_was_one_fifo(tmp_path: Path) -> None:
+    plan = _ran(tmp_path, BOX_FAIR)
+    cell_dir = plan.cells[0].raw_dir(tmp_path)
+    record = read_record(cell_dir)
+    assert record is not None and record.model_extra is not None
+    del record.model_extra["identity"]["link_queue"]
+    write_record(cell_dir, record)
+    with pytest.raises(UserError, match="ran with link queue fifo, planned fair"):
+        read_ledger(plan.cells, tmp_path, settings=BOX_FAIR)
+    assert read_ledger(plan.cells, tmp_path, settings=BOX_FIFO).done == plan.cells
+
+
+def test_real_flux_cells_planned_on_the_emulator_say_what_unset_means_and_the_remedy(
+    tmp_path: Path,
+) -> None:
+    """Issue 60, item 3: after `make demo`, a shell without `flux` plans the emulator."""
+    plan = _ran(tmp_path)
+    with pytest.raises(UserError) as raised:
+        read_ledger(plan.cells, tmp_path, settings=CHANGES["backend"])  # type: ignore[arg-type]
+    message = str(raised.value)
+    assert "backend flux, planned local (kary's emulator)" in message
+    assert "place test-instance, planned no place (not real Flux here)" in message
+    assert "planned none" not in message
+    assert "`source .venv/bin/activate`" in message
