@@ -59,6 +59,8 @@ IDENTITY_COLUMNS: dict[str, str | None] = {
     "place": "place",
     "layout": "layout",
     "links": "links",
+    # A box's queue is in its links' text (`100Mbit, fair queues`).
+    "link_queue": None,
     "image": "image",
     "flux_view": "flux_view",
     "blob": "blob",

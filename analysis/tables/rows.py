@@ -188,7 +188,7 @@ def _record_texts(record: RunRecord | None) -> dict[str, str]:
         emulator_faults=", ".join(map(str, faults)) if isinstance(faults, list) else "",
         sweep_file=_text(record.sweep_file),
         sweep_sha256=_text(record.sweep_sha256),
-        links=_links_text(links),
+        links=_links_text(links, in_box=bool(box)),
         cpu_bound={True: "yes", False: "no"}.get(cpu_bound, "")
         if isinstance(cpu_bound, bool)
         else "",
@@ -205,17 +205,26 @@ def _record_texts(record: RunRecord | None) -> dict[str, str]:
     return texts
 
 
-def _links_text(links: dict[str, object]) -> str:
+def _links_text(links: dict[str, object], in_box: bool = False) -> str:
     """Shaped links as typed: `200Mbit`, `200Mbit, rank 0 1Gbit, 1ms`,
-    `200Mbit, groups of 4 via 50Mbit`; "" when unshaped."""
+    `200Mbit, groups of 4 via 50Mbit`; "" when unshaped.  A box's shaped rates say
+    their queue too (`200Mbit, fair queues`, `200Mbit, one FIFO`): the two are other
+    links, never one sample (box/shaping.py)."""
     parts = [_text(links.get("link_bandwidth"))]
     if root := _text(links.get("root_link_bandwidth")):
         parts.append(f"rank 0 {root}")
     parts.append(_text(links.get("link_latency")))
     group = links.get("group_size")
-    if isinstance(group, int) and not isinstance(group, bool) and group > 0:
+    grouped = isinstance(group, int) and not isinstance(group, bool) and group > 0
+    if grouped:
         parts.append(f"groups of {group} via {_text(links.get('group_link_bandwidth'))}")
+    if in_box and (parts[0] or root or grouped):
+        # A box from before --link-queue shaped every rate with tbf's one FIFO.
+        parts.append(_QUEUE_WORDS.get(_text(links.get("queue")) or "fifo", "one FIFO"))
     return ", ".join(part for part in parts if part)
+
+
+_QUEUE_WORDS = {"fair": "fair queues", "fifo": "one FIFO"}
 
 
 def table_rows(results: Iterable[CellResult]) -> TableRows:

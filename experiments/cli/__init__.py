@@ -13,7 +13,10 @@ import sys
 from typing import Any
 
 import typer
-from typer._click.exceptions import UsageError  # typer vendors click; no public alias
+from typer._click.exceptions import (  # typer vendors click; no public alias
+    NoSuchOption,
+    UsageError,
+)
 from typer.core import TyperGroup
 
 from experiments.errors import Declined, UserError
@@ -36,7 +39,14 @@ class _KaryGroup(TyperGroup):
             raise typer.Exit(1) from None
         except UsageError as err:
             where = err.ctx.command_path if err.ctx is not None else "kary"
-            typer.echo(f"kary: error: {err.format_message()} (see '{where} --help')", err=True)
+            message = err.format_message()
+            if isinstance(err, NoSuchOption) and err.ctx is not None:
+                from experiments.cli.flag_typos import no_such_flag
+
+                flags = [f for p in err.ctx.command.params for f in getattr(p, "opts", [])]
+                command = where.removeprefix("kary").strip()
+                message = no_such_flag(command, err.option_name, flags)
+            typer.echo(f"kary: error: {message} (see '{where} --help')", err=True)
             raise typer.Exit(2) from None
 
 

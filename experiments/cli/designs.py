@@ -15,7 +15,7 @@ app = typer.Typer(help="Show TBON designs and generate design sets.", no_args_is
 
 @app.command("show")
 def show(
-    nodes: int = typer.Option(..., "--nodes", help="Number of brokers (ranks)."),
+    nodes: int = typer.Option(..., "--exact-nodes", "--nodes", help="Number of brokers (ranks)."),
     topo: str = typer.Option("kary:2", "--topo", help="kary:K, binomial or mincrit[:K]."),
     hostname: str | None = typer.Option(
         None, "--hostname", help="Show every rank on this host (as flux start --test-size)."
@@ -29,7 +29,7 @@ def show(
     Example:
 
     \b
-        kary designs show --nodes 6 --topo kary:2
+        kary designs show --exact-nodes 6 --topo kary:2
     """
     node_count(nodes)
     if hostname is None:

@@ -20,7 +20,8 @@ D = o.DEFAULT
 
 def race(
     ctx: typer.Context, sweep_file: o.SweepFile = None,
-    designs: o.Data = D.designs, exact_nodes: o.ExactNodes = None,
+    designs: o.Designs = D.designs, designs_old_name: o.DesignsOldName = None,
+    exact_nodes: o.ExactNodes = None,
     min_size_gb: o.MinSize = None, max_size_gb: o.MaxSize = None, sizes: o.Sizes = None,
     topos: o.Topo = None, strategies: o.Strategy = None, blob: o.Blob = D.blob,
     data_dir: o.DataDir = D.data_dir, name: o.Name = D.name, backend: o.Backend = None,
@@ -35,7 +36,7 @@ def race(
     link_queue: o.LinkQueue = None,
     layout: o.Layout = None, allow_shared_nodes: o.AllowSharedNodes = False,
     pending_timeout: o.PendingTimeout = None, smoke: o.Smoke = D.smoke,
-    max_cost: o.MaxCost = None, as_json: o.Json = False,
+    max_cost: o.MaxCost = None, max_hours: o.MaxHours = None, as_json: o.Json = False,
     confidence: Annotated[float, typer.Option(
         "--confidence", help="How sure a drop, a winner or a tie must be.")] = 0.95,
     zone: Annotated[float, typer.Option(
@@ -102,6 +103,7 @@ def race(
         yes=yes,
         timeout=timeout,
         max_cost=max_cost,
+        max_hours=max_hours,
         reporter=SilentReporter() if as_json else RichReporter(),
         echo=lambda line: typer.echo(line, err=True),
     )

@@ -24,7 +24,7 @@ D = o.DEFAULT
 
 
 def render(
-    nodes: Annotated[int, typer.Option("--nodes", help="Number of brokers.")],
+    nodes: Annotated[int, typer.Option("--exact-nodes", "--nodes", help="Number of brokers.")],
     topo: Annotated[str, typer.Option("--topo", help="kary:K, binomial or mincrit[:K].")],
     out: Annotated[Path, typer.Option("--out", help="Folder to write the two files into.")],
     sizes: o.Sizes = None,
@@ -50,8 +50,8 @@ def render(
     Example:
 
     \b
-        kary render --nodes 30 --topo kary:16 --sizes 512M,2G --out /tmp/cell
-        kary render --nodes 8 --topo kary:2 --chunksize 256K --mmap --out /tmp/cell
+        kary render --exact-nodes 30 --topo kary:16 --sizes 512M,2G --out /tmp/cell
+        kary render --exact-nodes 8 --topo kary:2 --chunksize 256K --mmap --out /tmp/cell
     """
     node_count(nodes)
     if iteration < 0:

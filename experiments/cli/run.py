@@ -35,7 +35,8 @@ EmulatorFault = Annotated[
 
 def plan(
     ctx: typer.Context, sweep_file: o.SweepFile = None,
-    designs: o.Data = D.designs, exact_nodes: o.ExactNodes = None, max_nodes: o.MaxNodes = None,
+    designs: o.Designs = D.designs, designs_old_name: o.DesignsOldName = None,
+    exact_nodes: o.ExactNodes = None, max_nodes: o.MaxNodes = None,
     min_size_gb: o.MinSize = None, max_size_gb: o.MaxSize = None, sizes: o.Sizes = None,
     topos: o.Topo = None, iterations: o.Iters = D.iterations, strategies: o.Strategy = None,
     experiment: o.Experiment = D.experiment, blob: o.Blob = D.blob,
@@ -69,7 +70,8 @@ def plan(
 
 def run(
     ctx: typer.Context, sweep_file: o.SweepFile = None,
-    designs: o.Data = D.designs, exact_nodes: o.ExactNodes = None, max_nodes: o.MaxNodes = None,
+    designs: o.Designs = D.designs, designs_old_name: o.DesignsOldName = None,
+    exact_nodes: o.ExactNodes = None, max_nodes: o.MaxNodes = None,
     min_size_gb: o.MinSize = None, max_size_gb: o.MaxSize = None, sizes: o.Sizes = None,
     topos: o.Topo = None, iterations: o.Iters = D.iterations, strategies: o.Strategy = None,
     experiment: o.Experiment = D.experiment, blob: o.Blob = D.blob,
@@ -136,7 +138,9 @@ def run(
     if as_json:
         typer.echo(json.dumps(summary.to_json(), indent=2))
     if summary.outcomes or summary.interrupted:  # else api.run said "nothing to run"
-        typer.echo(f"kary run: {summary.text()}", err=True, nl=False)
+        # The summary is the answer (stdout: `kary run ... > summary.txt` keeps it); with
+        # --json the JSON is, and the summary joins the progress on stderr.
+        typer.echo(f"kary run: {summary.text()}", err=as_json, nl=False)
     if summary.count("succeeded") and not summary.interrupted:
         raw = planned.plan.spec.data_dir
         typer.echo(f"next: kary parse --data {raw} --out {parsed_dir_for(raw)}", err=True)

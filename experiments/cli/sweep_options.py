@@ -17,16 +17,20 @@ from typing import Annotated, Any
 import typer
 
 from experiments.cli.only_option import Only as Only  # shared with `kary parse`
+from experiments.errors import UserError
 from experiments.model.sweep import Sweep, load_sweep
 
 __all__ = ["sweep_from_flags"]
 
 DEFAULT = Sweep()
 
-Data = Annotated[
+Designs = Annotated[
     Path | None,
-    typer.Option("--data", help="Design file (default: the shipped designs/kary-designs.json)."),
+    typer.Option("--designs", help="Design file (default: the shipped designs/kary-designs.json)."),
 ]
+# The design file's old name: accepted, and pointed to its new one (parse's --data is the
+# raw tree, and one flag name meant two things).
+DesignsOldName = Annotated[Path | None, typer.Option("--data", hidden=True)]
 ExactNodes = Annotated[
     int | None, typer.Option("--exact-nodes", help="Run the designs for exactly N nodes.")
 ]
@@ -275,6 +279,14 @@ def sweep_from_flags(flags: dict[str, Any], ctx: typer.Context | None = None) ->
     command line (`ctx` says which) are laid over the file; the others keep
     the file's values.
     """
+    old = flags.get("designs_old_name")
+    if old is not None:
+        if flags.get("designs") is not None:
+            raise UserError("--data is the old name of --designs: give one")
+        typer.echo(
+            f"kary: --data {old} is the design file's old flag: say --designs {old}", err=True
+        )
+        flags = {**flags, "designs": old}
     fields = {name: value for name, value in flags.items() if name in Sweep.__dataclass_fields__}
     for name in ("topos", "strategies", "emulator_faults"):
         if fields.get(name) is None:
@@ -283,6 +295,8 @@ def sweep_from_flags(flags: dict[str, Any], ctx: typer.Context | None = None) ->
     if path is None:
         return Sweep(**fields)
     given = {name: value for name, value in fields.items() if _given(ctx, name)}
+    if old is not None:
+        given["designs"] = old
     return load_sweep(path).override(**given)
 
 

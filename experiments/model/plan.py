@@ -226,12 +226,12 @@ def _designs(spec: ExperimentSpec) -> list[Design]:
         raise UserError("give --exact-nodes or --max-nodes, not both")
     if spec.designs_file is not None and spec.designs_file.is_dir():
         raise UserError(
-            f"--data names a design file (a JSON list); {spec.designs_file} is a folder: "
+            f"--designs names a design file (a JSON list); {spec.designs_file} is a folder: "
             "the raw tree kary run writes is --data-dir"
         )
     if spec.topos:
         if spec.designs_file is not None:
-            raise UserError("--topo gives the topologies and --data a design file: drop one")
+            raise UserError("--topo gives the topologies and --designs a design file: drop one")
         if spec.exact_nodes is None:
             raise UserError("an explicit --topo needs --exact-nodes N")
         nodes = node_count(spec.exact_nodes, "--exact-nodes")
@@ -257,7 +257,7 @@ def _designs(spec: ExperimentSpec) -> list[Design]:
     if not chosen:
         which = spec.exact_nodes if spec.exact_nodes is not None else f"<= {spec.max_nodes}"
         raise UserError(
-            f"no designs for {which} nodes in {designs_file}; use --topo or another --data"
+            f"no designs for {which} nodes in {designs_file}; use --topo or another --designs"
         )
     return chosen
 

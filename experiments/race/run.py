@@ -73,6 +73,9 @@ class RaceOutcome:
         return 0 if decided and self.stopped_because is None else 1
 
 
+_ONE_NODE_COUNT = "kary race decides among topologies at one node count: give --exact-nodes N"
+
+
 def plan_race(
     sweep: Sweep,
     rules: RaceRules,
@@ -95,11 +98,16 @@ def plan_race(
     # Planned against a folder that never exists: the race's own cells (one size each)
     # are its business, and `run`'s ledger would call them a different study.
     check_data_dir(Path(sweep.data_dir))  # the one line run and plan give, before anything
+    if sweep.exact_nodes is None and sweep.max_nodes is None and "nodes" not in sweep.matrix:
+        # Not `run`'s "--exact-nodes N or --max-nodes N": a race has no --max-nodes.
+        raise UserError(
+            "kary race decides among topologies at one node count: give --exact-nodes N"
+        )
     nowhere = Path(sweep.data_dir) / ".race-plan"
     base = api.plan(dataclasses.replace(sweep, order="given", seed=None, data_dir=nowhere))
     cells = base.plan.cells
     if len({c.nodes for c in cells}) != 1:
-        raise UserError("kary race decides among topologies at one node count: give --exact-nodes")
+        raise UserError(_ONE_NODE_COUNT)
     if len({(c.knobs, c.blob) for c in cells}) != 1:
         raise UserError(
             "kary race decides among topologies: give one value of each knob and --blob"
@@ -186,6 +194,7 @@ def run_race(
     reporter: Reporter | None = None,
     echo: Callable[[str], None] = stderr_line,
     make_backend: Callable[[str, Any], Any] | None = None,
+    max_hours: float | None = None,
 ) -> RaceOutcome:
     """Run the race to its end (or the budget, or Ctrl-C); race.json keeps where it is.
 
@@ -213,7 +222,7 @@ def run_race(
             "this race is billed and there is no terminal to confirm it: "
             "check the plan above and add --yes",
         )
-    guard = base.guard(max_cost, None, echo)
+    guard = base.guard(max_cost, max_hours, echo)  # max_hours: an --up cluster's lease
     echo(
         f"kary race: {len(race.candidates)} topologies at {race.nodes} nodes, "
         f"{race.mode}; raw results and race.json in {data_dir}; seed {race.seed}"

@@ -197,7 +197,8 @@ def test_render_writes_both_files(tmp_path: Path) -> None:
     [
         (
             ["designs", "show", "--nodes", "abc"],
-            "kary: error: Invalid value for '--nodes': Input should be a valid integer, unable to "
+            "kary: error: Invalid value for '--exact-nodes' / '--nodes': Input should be a valid "
+            "integer, unable to "
             "parse string as an integer (see 'kary designs show --help')\n",
         ),
         (["plan", "--zzz"], "kary: error: No such option: --zzz (see 'kary plan --help')\n"),

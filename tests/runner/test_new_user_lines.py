@@ -29,10 +29,10 @@ def _one_line_error(args: list[str], expected: str) -> None:
             ["--exact-nodes", "8", "--topo", "kary:7", "--topo", "kary:9"],
             "kary:9 at 8 nodes builds the same tree as kary:7",
         ),
-        (["--exact-nodes", "4", "--data", "{tmp}"], "is a folder: the raw tree kary run writes"),
+        (["--exact-nodes", "4", "--designs", "{tmp}"], "is a folder: the raw tree kary run writes"),
         (
-            ["--exact-nodes", "4", "--topo", "kary:2", "--data", "{tmp}/d.json"],
-            "--topo gives the topologies and --data a design file: drop one",
+            ["--exact-nodes", "4", "--topo", "kary:2", "--designs", "{tmp}/d.json"],
+            "--topo gives the topologies and --designs a design file: drop one",
         ),
         # An unset shell variable, not a wish for the default sizes.
         (["--exact-nodes", "4", "--topo", "kary:2", "--sizes", ""], "invalid sizes ''"),
