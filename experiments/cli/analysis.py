@@ -54,7 +54,7 @@ def _parse_line(result: ParseResult, out: Path) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("parse")
+    @app.command("parse", short_help="Raw tree to tables, statistics, plots and report.")
     def parse_command(
         data: Path = typer.Option(Path("data/raw"), "--data", help="Raw tree to read."),
         out: Path = typer.Option(Path("data/parsed"), "--out", help="Parsed directory to write."),
@@ -82,7 +82,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(_parse_line(result, out))
         raise typer.Exit(result.exit_code(strict))
 
-    @app.command("compare")
+    @app.command("compare", short_help="Two parsed trees: what got slower or faster.")
     def compare_command(
         before: Path = typer.Argument(..., help="Parsed directory A (the baseline)."),
         after: Path = typer.Argument(..., help="Parsed directory B."),

@@ -7,12 +7,13 @@ import typer
 from experiments.box.reap import reap_dead_boxes
 
 app = typer.Typer(
+    short_help="Clean up what dead boxes left (brokers here).",
     help="Real Flux brokers in network namespaces on this machine (kary run --place box).",
     no_args_is_help=True,
 )
 
 
-@app.command("reap")
+@app.command("reap", short_help="Remove what kary runs that are gone left.")
 def reap() -> None:
     """Stop boxes and delete scratch folders left by kary runs that are gone.
 

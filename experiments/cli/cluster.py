@@ -36,6 +36,7 @@ from experiments.model.cluster_spec import ClusterSpec, load_cluster_spec
 __all__ = ["app"]
 
 app = typer.Typer(
+    short_help="Create, check and delete EKS/GKE clusters.",
     help="Create, inspect and delete EKS/GKE clusters (labelled, with a dead-man switch).",
     no_args_is_help=True,
 )
@@ -71,7 +72,7 @@ def _up_lines(
     ]
 
 
-@app.command("up")
+@app.command("up", short_help="Create the cluster, labelled, with a dead-man switch.")
 def up(
     file: Path = FILE,
     max_hours: float = MAX_HOURS,
@@ -124,7 +125,7 @@ def up(
             raise typer.Exit(130) from None
 
 
-@app.command("down")
+@app.command("down", short_help="Delete the cluster and check nothing is left.")
 def down(file: Path = FILE, dry_run: bool = DRY_RUN) -> None:
     """Delete the cluster (retried once) and check that nothing of it is left.
 
@@ -147,7 +148,7 @@ def down(file: Path = FILE, dry_run: bool = DRY_RUN) -> None:
             raise UserError(str(err)) from None
 
 
-@app.command("status")
+@app.command("status", short_help="Whether it exists, its lease and dead-man switch.")
 def status(file: Path = FILE) -> None:
     """Show whether the cluster exists, its lease, when its dead-man switch fires, its cost.
 
@@ -165,7 +166,7 @@ def status(file: Path = FILE) -> None:
         typer.echo(line)
 
 
-@app.command("reap")
+@app.command("reap", short_help="Delete your expired clusters of the file's kind.")
 def reap(
     file: Path = FILE,
     dry_run: bool = DRY_RUN,

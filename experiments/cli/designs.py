@@ -10,10 +10,14 @@ from experiments.model.designs import generate_designs, write_designs
 from experiments.model.topology import build_tree, render_overlay
 from experiments.model.validate import dns1123_name, node_count
 
-app = typer.Typer(help="Show TBON designs and generate design sets.", no_args_is_help=True)
+app = typer.Typer(
+    short_help="Show TBON trees; generate design files.",
+    help="Show TBON designs and generate design sets.",
+    no_args_is_help=True,
+)
 
 
-@app.command("show")
+@app.command("show", short_help="Print a TBON as `flux overlay status` does.")
 def show(
     nodes: int = typer.Option(..., "--exact-nodes", "--nodes", help="Number of brokers (ranks)."),
     topo: str = typer.Option("kary:2", "--topo", help="kary:K, binomial or mincrit[:K]."),
@@ -37,7 +41,7 @@ def show(
     typer.echo(render_overlay(build_tree(topo, nodes), hostname=hostname, name=name), nl=False)
 
 
-@app.command("generate")
+@app.command("generate", short_help="Write the design set for a range of nodes.")
 def generate(
     min_nodes: int = typer.Option(..., "--min-nodes", help="Smallest node count (inclusive)."),
     max_nodes: int = typer.Option(..., "--max-nodes", help="Largest node count (inclusive)."),

@@ -19,7 +19,11 @@ if TYPE_CHECKING:
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Check the time model against history.", no_args_is_help=True)
+app = typer.Typer(
+    short_help="Check the time model against history.",
+    help="Check the time model against history.",
+    no_args_is_help=True,
+)
 
 
 def _totals(values: list[str]) -> dict[str, float]:
@@ -58,7 +62,7 @@ def _table(rows: list[CheckRow]) -> list[str]:
     return lines
 
 
-@app.command("check")
+@app.command("check", short_help="Leave each sweep out and predict it from the rest.")
 def check(
     dirs: list[Path] = typer.Argument(
         ..., metavar="DIR...", help="Parsed directories, one sweep each (kary parse --out)."

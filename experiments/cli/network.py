@@ -25,6 +25,7 @@ from experiments.network.names import NamedInstances, load_node_names, name_inst
 from experiments.network.placement import EdgeCounts, propose_order
 
 app = typer.Typer(
+    short_help="Physical network: fetch, graph, place TBONs.",
     help="Physical network topology: fetch, graph, export, and TBON placement.",
     no_args_is_help=True,
 )
@@ -67,7 +68,7 @@ def _named(path: Path, node_names: Path | None) -> NamedInstances:
     return named
 
 
-@app.command("fetch")
+@app.command("fetch", short_help="Fetch EC2 instance topology (boto3) to a file.")
 def fetch(
     out: Path = typer.Option(..., "--out", help="JSON file to write (AWS CLI shape)."),
     region: str | None = typer.Option(
@@ -125,7 +126,7 @@ def format_switch_table(rows: list[dict[str, str | int]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@app.command("graph")
+@app.command("graph", short_help="Draw the switch tree (HTML and PNG).")
 def graph(
     file: Path = typer.Argument(..., help="describe-instance-topology JSON."),
     out: Path = typer.Option(..., "--out", help="Folder for topology.html/.png, switches.csv."),
@@ -149,7 +150,7 @@ def graph(
     typer.echo(f"wrote {files.html}, {files.png} and {files.table}")
 
 
-@app.command("export")
+@app.command("export", short_help="Write Slurm topology.conf or Kubernetes labels.")
 def export(
     file: Path = typer.Argument(..., help="describe-instance-topology JSON."),
     fmt: str = typer.Option(
@@ -227,7 +228,7 @@ def _input_order(named: NamedInstances, hostlist: Path | None, nodes: int | None
     return instances
 
 
-@app.command("map")
+@app.command("map", short_help="Count TBON edges that cross switches.")
 def map_ranks(
     file: Path = typer.Argument(..., help="describe-instance-topology JSON."),
     topo: str = typer.Option(..., "--topo", help="TBON: kary:K, binomial or mincrit[:K]."),

@@ -9,11 +9,13 @@ import typer
 from experiments.resources import resource_path
 
 app = typer.Typer(
-    help="Keep the price catalog (clusters/prices.yaml) current.", no_args_is_help=True
+    short_help="Refresh the price catalog.",
+    help="Keep the price catalog (clusters/prices.yaml) current.",
+    no_args_is_help=True,
 )
 
 
-@app.command("refresh")
+@app.command("refresh", short_help="Fetch on-demand prices into the catalog.")
 def refresh(
     region: str = typer.Option("us-east-2", "--region", help="AWS region to price."),
     instance_type: list[str] = typer.Option(

@@ -118,4 +118,4 @@ def race(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("race")(race)
+    app.command("race", short_help="Decide which fan-out is fastest, block by block.")(race)

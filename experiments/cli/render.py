@@ -74,4 +74,4 @@ def render(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("render")(render)
+    app.command("render", short_help="Write one cell's files (MiniCluster, entrypoint).")(render)

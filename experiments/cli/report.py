@@ -14,7 +14,7 @@ __all__ = ["register"]
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("report")
+    @app.command("report", short_help="One offline HTML report from a parsed tree.")
     def report_command(
         parsed: list[Path] = typer.Argument(
             ..., help="Parsed directories (kary parse --out); the first is the baseline."

@@ -162,5 +162,5 @@ def _show(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("plan")(plan)
-    app.command("run")(run)
+    app.command("plan", short_help="What a run would do and cost; nothing starts.")(plan)
+    app.command("run", short_help="Run the planned cells into the raw tree.")(run)
