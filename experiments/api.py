@@ -227,7 +227,12 @@ def run(
         raise UserError(f"invalid --preemption-wait {preemption_wait_s:g}: must be >= 0 seconds")
     # --up/--down and --max-cost: checked now, before anything starts or is billed.
     guard = planned.guard(max_cost, max_hours, echo)
-    guard.cap.check_plan(planned.cost_usd_high, high_end=True, note=planned.capacity_note())
+    guard.cap.check_plan(
+        planned.cost_usd_high,
+        high_end=True,
+        note=planned.capacity_note(),
+        what=planned.guarded_text(),
+    )
     if planned.billed:
         check_pins(planned)
     to_run, ledger = planned.ledger.to_run, planned.ledger

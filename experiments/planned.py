@@ -213,6 +213,8 @@ class PlannedSweep:
                 "crosses them more than its links' floor says, cells take longer than planned"
             )
         lines += layout_lines(self.layouts(), self.checked.layout)
+        if guarded := self.guarded_line():
+            lines.append(guarded)
         lines += self.guard(max_cost, max_hours).plan_lines()
         if self.sweep.emulator_faults:
             lines.append(faults_line(self.sweep.emulator_faults))
@@ -237,6 +239,10 @@ class PlannedSweep:
         data["smoke"] = self.smoke.record()
         data["designs"] = design_source(self.sweep, self.plan.cells).record()
         data["warnings"] = self.warnings()
+        data["max_cost_holds_to"] = {
+            "usd": round(self.cost_usd_high, 2),
+            "what": self.guarded_text(),
+        }
         if layouts := self.layouts():
             data["layouts"] = [layout.record() for layout in layouts]
         cluster_lines = self.guard(max_cost, max_hours).plan_lines()
@@ -257,7 +263,34 @@ class PlannedSweep:
     def check_cost(self, max_cost: float | None, max_hours: float | None = None) -> None:
         """Refuse (UserError) when the estimate's high end passes `max_cost` (--max-cost)."""
         guard = self.guard(max_cost, max_hours)
-        guard.cap.check_plan(self.cost_usd_high, high_end=True, note=self.capacity_note())
+        guard.cap.check_plan(
+            self.cost_usd_high, high_end=True, note=self.capacity_note(), what=self.guarded_text()
+        )
+
+    def guarded_text(self) -> str:
+        """What `cost_usd_high` adds up, as the plan's `--max-cost holds ...` line says it:
+        `per-cell's high end $4.51, the dearer layout a nested sweep is held to, + the smoke
+        cell's $0.59`."""
+        layouts = self.layouts()
+        chosen = next((lay for lay in layouts if lay.name == self.checked.layout), None)
+        held = self.held_to()
+        if chosen is None or chosen is layouts[0]:
+            study = f"the estimate's high end ${held.cost_usd_high:,.2f}"
+        else:
+            dearer = layouts[0].name if held.seconds_high > chosen.seconds_high else chosen.name
+            study = f"{dearer}'s high end ${held.cost_usd_high:,.2f}"
+            if dearer != chosen.name:
+                # A nested group that cannot start runs its cells per-cell instead.
+                study += f", the dearer layout a {chosen.name} sweep is held to,"
+        if self.smoke.runs:
+            study += f" + the smoke cell's ${self.smoke.cost_usd_high:,.2f}"
+        return study
+
+    def guarded_line(self) -> str | None:
+        """The plan's line for the figure --max-cost holds it to; None when nothing is billed."""
+        if self.cost_usd_high <= 0:
+            return None
+        return f"--max-cost holds this plan to ${self.cost_usd_high:,.2f}: {self.guarded_text()}"
 
     def capacity_note(self) -> str:
         """On a spot cluster, what the same plan (with its smoke cell) costs on demand:

@@ -95,12 +95,15 @@ class SpendingCap:
     def __post_init__(self) -> None:
         self.started = self.started or self.clock()
 
-    def check_plan(self, estimate_usd: float, high_end: bool = False, note: str = "") -> None:
+    def check_plan(
+        self, estimate_usd: float, high_end: bool = False, note: str = "", what: str = ""
+    ) -> None:
         """Refuse a plan estimated above the cap; `high_end`: the figure is the high
         end of the plan's interval (what kary checks, so a likely overrun is refused);
+        `what` says which figure it is, as the plan prints it (default: that high end);
         `note` follows the refusal (a spot plan: what the same plan costs on demand)."""
         if self.max_usd is not None and estimate_usd > self.max_usd:
-            what = " (the high end of its 80% interval)" if high_end else ""
+            what = f" at most ({what})" if what else " (the high end of its 80% interval)" * high_end
             raise UserError(
                 f"the plan is estimated at ${estimate_usd:,.2f}{what}, more than --max-cost "
                 f"${self.max_usd:,.2f}: run fewer cells or raise --max-cost"
