@@ -47,6 +47,25 @@ def _sizes(sizes: list[int] | tuple[int, ...]) -> str:
     return ",".join(format_size(s) for s in sizes)
 
 
+# The sizes a header spells out in bytes; more are shown as the first and last.
+_SIZES_IN_BYTES = 4
+
+
+def sizes_in_bytes(sizes: list[int] | tuple[int, ...]) -> str:
+    """`sizes in bytes: 64M = 67,108,864; 1G = 1,073,741,824 (M and G binary: 2^20, 2^30)`."""
+    shown = list(sizes)
+    if len(shown) > _SIZES_IN_BYTES:
+        shown = [min(shown), max(shown)]
+    joiner = " to " if len(shown) < len(sizes) else "; "
+    decimal = any(format_size(s).endswith("B") for s in sizes)
+    return (
+        "sizes in bytes: "
+        + joiner.join(f"{format_size(s)} = {s:,}" for s in shown)
+        + " (K, M, G, T are binary: 1G = 2^30 bytes"
+        + ("; KB, MB, GB, TB decimal: 1GB = 10^9 bytes)" if decimal else ")")
+    )
+
+
 def _what(spec: ExperimentSpec) -> str:
     """A ping run has no strategies: say which experiment it is instead."""
     if spec.experiment == "ping":
@@ -83,6 +102,7 @@ def plan_text(
         + f" · iterations {spec.iters} · order {spec.order}"
         + (f" (seed {spec.seed})" if spec.order == "random" else ""),
     ]
+    lines.append(sizes_in_bytes(plan.sizes))
     if designs:
         lines.append(designs)
     if estimate.cells:

@@ -19,6 +19,7 @@ import typer
 from experiments.cli.only_option import Only as Only  # shared with `kary parse`
 from experiments.errors import UserError
 from experiments.model.sweep import Sweep, load_sweep
+from experiments.model.units import SIZE_UNITS_TEXT
 
 __all__ = ["sweep_from_flags"]
 
@@ -38,12 +39,22 @@ MaxNodes = Annotated[
     int | None, typer.Option("--max-nodes", help="Run every design with at most N nodes.")
 ]
 MinSize = Annotated[
-    int | None, typer.Option("--min-size", help="Smallest size in GB (seed flag; with --max-size).")
+    int | None,
+    typer.Option(
+        "--min-size",
+        help="Smallest size, in whole GiB (2^30 bytes), with --max-size: every GiB between "
+        "(flux-distribute's own flags).",
+    ),
 ]
-MaxSize = Annotated[int | None, typer.Option("--max-size", help="Largest size in GB (seed flag).")]
+MaxSize = Annotated[
+    int | None, typer.Option("--max-size", help="Largest size, in whole GiB (2^30 bytes).")
+]
 Sizes = Annotated[
     str | None,
-    typer.Option("--sizes", help="Sizes with units, e.g. 512M,2G (default: per backend)."),
+    typer.Option(
+        "--sizes",
+        help=f"Sizes, e.g. 512M,2G (default: per backend).  {SIZE_UNITS_TEXT}.",
+    ),
 ]
 Topo = Annotated[
     list[str] | None,
@@ -138,7 +149,8 @@ Chunksize = Annotated[
     typer.Option(
         "--chunksize",
         metavar="<size>",
-        help="flux archive create --chunksize: largest content blob, e.g. 256K (Flux: 1M).",
+        help="flux archive create --chunksize: largest content blob, e.g. 256K (Flux: 1M; "
+        "units as --sizes).",
     ),
 ]
 Mmap = Annotated[
@@ -154,7 +166,8 @@ PurgeTargetSize = Annotated[
     typer.Option(
         "--purge-target-size",
         metavar="<size>",
-        help="Content cache per broker (flux module reload content), e.g. 64M (Flux: 16M).",
+        help="Content cache per broker (flux module reload content), e.g. 64M (Flux: 16M; "
+        "units as --sizes).",
     ),
 ]
 Order = Annotated[str, typer.Option("--order", help="given, or random (shuffled per iteration).")]

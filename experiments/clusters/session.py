@@ -103,7 +103,8 @@ class SpendingCap:
         `what` says which figure it is, as the plan prints it (default: that high end);
         `note` follows the refusal (a spot plan: what the same plan costs on demand)."""
         if self.max_usd is not None and estimate_usd > self.max_usd:
-            what = f" at most ({what})" if what else " (the high end of its 80% interval)" * high_end
+            interval = " (the high end of its 80% interval)" if high_end else ""
+            what = f" at most ({what})" if what else interval
             raise UserError(
                 f"the plan is estimated at ${estimate_usd:,.2f}{what}, more than --max-cost "
                 f"${self.max_usd:,.2f}: run fewer cells or raise --max-cost"

@@ -333,7 +333,7 @@ def cluster_hourly_price(
         disk = cluster.disk_of(group.disk)
         per_node = disk.gb * catalog.disk_price(cluster.region, disk.type) / HOURS_PER_MONTH
         disk_usd += per_node * group.count
-        disks.append(f"{group.count} x {disk.gb} GB {disk.type} at ${per_node:.4f}/h")
+        disks.append(f"{group.count} x {disk.gb} GiB {disk.type} at ${per_node:.4f}/h")
     extras = tuple(network_lines(cluster, catalog.network_usd_per_hour, capacity))
     parts = [
         f"{w.count} x {w.instance_type}{' spot' if w.capacity == SPOT else ''}"

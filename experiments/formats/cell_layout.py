@@ -212,19 +212,26 @@ def _whole(text: str) -> int | None:
 
 
 _FACTORS = (("T", 2**40), ("G", 2**30), ("M", 2**20), ("K", 2**10))
+# A size no binary unit divides but a decimal one does (`--sizes 10GB`): `10GB`.
+_SI_FACTORS = (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3))
 
 
 def format_size(size: int) -> str:
-    """Bytes -> the shortest exact label: 536870912 -> `512M`, 1073741824 -> `1G`."""
-    for unit, factor in _FACTORS:
-        if size % factor == 0:
-            return f"{size // factor}{unit}"
-    return f"{size}B"
+    """Bytes -> the shortest exact label: 536870912 -> `512M`, 1073741824 -> `1G`,
+    10**10 -> `10GB` (binary units first, as model/units.py reads them)."""
+    labels = [
+        f"{size // factor}{unit}"
+        for units in (_FACTORS, _SI_FACTORS)
+        for unit, factor in units
+        if size % factor == 0
+    ]
+    # The largest unit of each kind divides first; min keeps the first of equal lengths.
+    return min(labels, key=len) if labels else f"{size}B"
 
 
 # `16M`, `1G`, `1.5G`; a bare number is the seed's GB label (`1` .. `10`).
-_SIZE_LABEL = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]+)?)(?P<unit>[KMGTB]?)$")
-_UNIT = {"": 2**30, "B": 1, **dict(_FACTORS)}
+_SIZE_LABEL = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]+)?)(?P<unit>[KMGT]B|[KMGTB]?)$")
+_UNIT = {"": 2**30, "B": 1, **dict(_FACTORS), **dict(_SI_FACTORS)}
 
 
 @lru_cache(maxsize=4096)

@@ -62,7 +62,7 @@ class Disk(BaseModel):
 
     @property
     def text(self) -> str:
-        return f"{self.gb} GB {self.type}" + (
+        return f"{self.gb} GiB {self.type}" + (
             " (the provider's default size)" if self.default else ""
         )
 

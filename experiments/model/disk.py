@@ -158,9 +158,22 @@ _NO_ARCHIVE = {"direct"}
 CLOSE_SHARE = 0.8
 
 
+def format_bytes(size: int) -> str:
+    """Bytes to three significant digits in the largest binary unit it fills: `64 MiB`,
+    `1.5 GiB`, `126 GiB` (not rounded up to whole GiB, where 64 MiB read `1 GB`)."""
+    value, unit = float(size), "B"
+    for name in ("KiB", "MiB", "GiB", "TiB"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, name
+    digits = 0 if value >= 100 or unit == "B" else 1 if value >= 10 else 2
+    text = f"{value:.{digits}f}"
+    return f"{text.rstrip('0').rstrip('.') if digits else text} {unit}"
+
+
 def format_gb(size: int) -> str:
-    """Bytes as whole GB of 2**30, rounded up: the unit a cluster file's disk is in."""
-    return f"{math.ceil(size / GIB)} GB"
+    """Bytes as whole GiB, rounded up: the unit a cluster file's disk is in."""
+    return f"{math.ceil(size / GIB)} GiB"
 
 
 @dataclass(frozen=True)
@@ -342,10 +355,12 @@ class LocalDiskNeed:
         return self.rank0 + self.other_ranks * self.per_other_rank
 
     def text(self) -> str:
-        """`310 GB at its peak (cell 30/kary-16/0: rank 0 20 GB + 29 other ranks x 10 GB)`."""
+        """`310 GiB at its peak (cell 30/kary-16/0: rank 0 20 GiB + 29 other ranks x 10 GiB)`:
+        each figure to three digits in its own binary unit, so the sum reads right."""
         return (
-            f"{format_gb(self.total)} at its peak ({self.peak}: rank 0 {format_gb(self.rank0)} "
-            f"+ {self.other_ranks} other ranks x {format_gb(self.per_other_rank)})"
+            f"{format_bytes(self.total)} at its peak ({self.peak}: rank 0 "
+            f"{format_bytes(self.rank0)} + {self.other_ranks} other ranks x "
+            f"{format_bytes(self.per_other_rank)})"
         )
 
 
@@ -369,7 +384,7 @@ def check_local_disk(need: LocalDiskNeed, free: FreeDisk) -> str | None:
     if need.total > free.free_bytes:
         raise UserError(
             f"the sweep extracts {need.text()} onto {where}, which has "
-            f"{format_gb(free.free_bytes)} free: plan fewer nodes or smaller sizes, or set "
+            f"{format_bytes(free.free_bytes)} free: plan fewer nodes or smaller sizes, or set "
             "TMPDIR to a short folder on a bigger disk"
         )
     if need.total >= CLOSE_SHARE * free.free_bytes:

@@ -1,7 +1,9 @@
 """Units as people type them: sizes, link bandwidths and latencies, each read one way.
 
-- Sizes are binary and whole bytes: `512M`, `4G`, `1.5G` (K, M, G, T; `GiB`
-  and `GB` read the same).
+- Sizes are whole bytes.  A bare K, M, G or T is binary, as dd(1) reads it
+  (`512M` is 512 x 2**20 bytes), and so are the IEC units KiB, MiB, GiB and TiB;
+  the SI units KB, MB, GB and TB are decimal (`10GB` is 10**10 bytes, `10G` and
+  `10GiB` 10 x 2**30).  The plan's header shows each size in bytes.
 - Bandwidths follow tc(8): `bit`, `kbit`, `mbit`, `gbit`, `tbit` are bits per
   second and `Bps`, `KBps`, `MBps`, `GBps` bytes per second (decimal prefixes):
   `1Gbit`, `100mbit`, `50MBps`.  tc reads `50Mbps` as bytes too, where most people
@@ -20,10 +22,18 @@ import re
 
 from experiments.errors import UserError
 
-__all__ = ["parse_bandwidth", "parse_latency", "parse_size", "parse_sizes"]
+__all__ = ["SIZE_UNITS_TEXT", "parse_bandwidth", "parse_latency", "parse_size", "parse_sizes"]
 
 _SIZE_UNITS = {"": None, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-_SIZE = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>[KMGT]?)(?:i?B)?$", re.IGNORECASE)
+_SI_UNITS = {"K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+_SIZE = re.compile(
+    r"^(?P<num>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>[KMGT]?)(?P<suffix>iB|B)?$", re.IGNORECASE
+)
+# How --help and messages say it.
+SIZE_UNITS_TEXT = (
+    "K, M, G, T and KiB, MiB, GiB, TiB are binary (1G = 2^30 bytes, as dd reads it); "
+    "KB, MB, GB, TB are decimal (1GB = 10^9 bytes)"
+)
 _NUMBER = r"(?P<num>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>[a-zA-Z/]*)"
 _BANDWIDTH = {
     "bit": 1 / 8,
@@ -40,13 +50,16 @@ _LATENCY = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
 def parse_size(text: str) -> int:
-    """`512M` -> 536870912. Units are binary (K, M, G, T; `GiB`/`GB` read the same)."""
+    """`512M` and `512MiB` -> 536870912, `512MB` -> 512000000 (see the module doc)."""
     match = _SIZE.match(text.strip()) if isinstance(text, str) else None
     if match is None:
         raise UserError(f"invalid size {text!r}: expected a number with a unit, e.g. 512M or 4G")
-    unit = _SIZE_UNITS[match.group("unit").upper()]
-    if unit is None:
+    letter, suffix = match.group("unit").upper(), match.group("suffix") or ""
+    unit = 1 if (letter, suffix.upper()) == ("", "B") else _SIZE_UNITS[letter]  # `123B`: bytes
+    if unit is None or (suffix.upper() == "IB" and not letter):
         raise UserError(f"invalid size {text!r}: give a unit (K, M, G or T), e.g. {text}G")
+    if suffix.upper() == "B" and letter:  # SI: KB, MB, GB, TB
+        unit = _SI_UNITS[letter]
     size = float(match.group("num")) * unit
     if size < 1 or size != int(size):
         raise UserError(f"invalid size {text!r}: must be a whole number of bytes >= 1")

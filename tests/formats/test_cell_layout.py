@@ -70,7 +70,9 @@ def test_the_plans_cell_uses_the_layout(tmp_path: Path) -> None:
         (3 * 2**29, "1536M"),
         (2**40, "1T"),
         (64 * 2**10, "64K"),
-        (1000, "1000B"),
+        (1000, "1KB"),
+        (10**10, "10GB"),
+        (1001, "1001B"),
     ],
 )
 def test_a_size_and_its_label_round_trip(size: int, label: str) -> None:

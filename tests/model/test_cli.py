@@ -114,9 +114,14 @@ def test_plan_for_the_main_job(tmp_path: Path) -> None:
     assert lines[1] == (
         "backend local · sizes 16M,64M · strategies all · iterations 1 · order given"
     )
-    assert lines[2] == "designs: 1 topology at 30 nodes, from --topo"
-    assert lines[3].split() == ["cell", "nodes", "topology", "predicted"]
-    assert lines[4].split()[:3] == ["30/kary-16/0", "30", "kary:16"]
+    # Issue 60, item 7: the sizes in bytes, and the convention that made them.
+    assert lines[2] == (
+        "sizes in bytes: 16M = 16,777,216; 64M = 67,108,864 (K, M, G, T are binary: "
+        "1G = 2^30 bytes)"
+    )
+    assert lines[3] == "designs: 1 topology at 30 nodes, from --topo"
+    assert lines[4].split() == ["cell", "nodes", "topology", "predicted"]
+    assert lines[5].split()[:3] == ["30/kary-16/0", "30", "kary:16"]
     assert lines[-1] == "cost: $0.00 (nothing billed: emulated Flux on this machine)"
 
 

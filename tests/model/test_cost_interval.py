@@ -143,8 +143,14 @@ def test_max_cost_is_checked_against_the_high_end(tmp_path: Path, flux_distribut
     between = f"{(point + high) / 2:.2f}"
     refused = runner.invoke(app, [*args[:-1], str(tmp_path / "raw"), "--max-cost", between])
     assert refused.exit_code == 2
-    assert "(the high end of its 80% interval), more than --max-cost" in refused.stderr
-    allowed = runner.invoke(app, [*args, "--max-cost", f"{high + 0.01:.2f}"])
+    # The figure is the high end, said as the plan's `--max-cost holds` line says it.
+    guarded = plan["max_cost_holds_to"]["usd"]
+    assert guarded >= high
+    assert f"estimated at ${guarded:,.2f} at most ({plan['max_cost_holds_to']['what']})" in (
+        refused.stderr
+    )
+    assert "high end" in refused.stderr and "more than --max-cost" in refused.stderr
+    allowed = runner.invoke(app, [*args, "--max-cost", f"{guarded + 0.01:.2f}"])
     assert allowed.exit_code == 0, allowed.output
 
 

@@ -22,14 +22,14 @@ GIB = 2**30
 # The default image's pull (ubuntu:noble 29,751,109 B + its flux view, 500 MB estimated):
 # what a node keeps of it on disk, by the catalog in model/render.py.
 IMAGES = 29_751_109 + 500_000_000
-# The operator's two copies of the flux view's tree (1.5 GB estimated) on the node.
+# The operator's two copies of the flux view's tree (1.5 GiB estimated) on the node.
 VIEW = 2 * 1_500_000_000
 GKE_30 = resource_path("clusters", "gke-30.yaml")
 EKS_30 = resource_path("clusters", "eks-30.yaml")
 
 
 def _seed_cells() -> list[Cell]:
-    """The seed's sweep on 30 nodes: two topologies, sizes 1-10 GB (kary's cloud default)."""
+    """The seed's sweep on 30 nodes: two topologies, sizes 1-10 GiB (kary's cloud default)."""
     spec = ExperimentSpec(exact_nodes=30, topos=["kary:1", "kary:2"], backend="kubernetes")
     return plan_experiment(spec).cells
 
@@ -42,10 +42,10 @@ def _whole(used: int) -> int:
 
 def test_the_seed_sweep_nested_needs_its_blobs_twice_on_rank_0() -> None:
     need = disk_need(_seed_cells(), "nested")
-    # 1 + 2 + ... + 10 GB = 55 GB of blobs kept, and 55 GB in the last cell's content store;
+    # 1 + 2 + ... + 10 GiB = 55 GiB of blobs kept, and 55 GiB in the last cell's content store;
     # the scratch blob is a link to the kept one.
     assert (need.blob_cache, need.scratch, need.content_store) == (55 * GIB, 0, 55 * GIB)
-    used = 110 * GIB + 10 * GIB + IMAGES + VIEW  # + the node's own 10 GB, images, view
+    used = 110 * GIB + 10 * GIB + IMAGES + VIEW  # + the node's own 10 GiB, images, view
     assert need.rank0 == _whole(used)
     assert need.margin == _whole(used) - 110 * GIB
     assert need.eviction_reserve == _whole(used) - used
@@ -53,9 +53,9 @@ def test_the_seed_sweep_nested_needs_its_blobs_twice_on_rank_0() -> None:
     # Every other rank holds the largest size at a time.
     assert need.other_ranks == _whole(10 * GIB + 10 * GIB + IMAGES + VIEW)
     assert need.text() == (
-        "146 GB on rank 0 (nested, the 30-node group: blob cache 55 GB + scratch 0 GB + "
-        "content store 55 GB + flux view copies 3 GB + images 1 GB + the node's own 10 GB "
-        "+ the kubelet's eviction reserve 22 GB, 15% of 146 GB: the kubelet's default "
+        "146 GiB on rank 0 (nested, the 30-node group: blob cache 55 GiB + scratch 0 GiB + "
+        "content store 55 GiB + flux view copies 3 GiB + images 1 GiB + the node's own 10 GiB "
+        "+ the kubelet's eviction reserve 22 GiB, 15% of 146 GiB: the kubelet's default "
         "imagefs.available<15%)"
     )
 
@@ -64,7 +64,7 @@ def test_per_cell_needs_one_cell_s_share() -> None:
     need = disk_need(_seed_cells(), "per-cell")
     assert (need.blob_cache, need.scratch, need.content_store) == (0, 10 * GIB, 55 * GIB)
     assert need.rank0 == _whole(65 * GIB + 10 * GIB + IMAGES + VIEW)
-    assert round(need.rank0 / GIB, 1) == 92.1  # more than eksctl's 80 GB default
+    assert round(need.rank0 / GIB, 1) == 92.1  # more than eksctl's 80 GiB default
 
 
 def test_a_size_is_stored_once_per_cell_and_direct_and_mmap_store_nothing() -> None:
@@ -88,7 +88,7 @@ def test_nested_peaks_in_the_group_that_keeps_the_most() -> None:
     small = [Cell(8, "kary:2", 0, (GIB,), ("all",)), Cell(8, "kary:1", 0, (2 * GIB,), ("all",))]
     big = [Cell(4, "kary:2", 0, (5 * GIB,), ("all",))]
     need = disk_need(small + big, "nested")
-    # 8 nodes: 3 GB kept + the biggest cell's 2 GB store = 5; 4 nodes: 5 + 5 = 10.
+    # 8 nodes: 3 GiB kept + the biggest cell's 2 GiB store = 5; 4 nodes: 5 + 5 = 10.
     assert (need.blob_cache, need.content_store, need.peak) == (
         5 * GIB,
         5 * GIB,
@@ -103,9 +103,9 @@ def test_a_disk_that_is_too_small_is_refused_with_need_have_and_the_fix(tmp_path
     assert result.exit_code == 2, result.output
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and "Traceback" not in result.output
-    assert lines[0].startswith("kary: error: the sweep needs 146 GB on rank 0 (nested")
-    assert f"but {small} gives each worker 120 GB pd-balanced: set diskSize: 146 (GB)" in lines[0]
-    assert "or --layout per-cell (needs 93 GB)" in lines[0]
+    assert lines[0].startswith("kary: error: the sweep needs 146 GiB on rank 0 (nested")
+    assert f"but {small} gives each worker 120 GiB pd-balanced: set diskSize: 146 (GB)" in lines[0]
+    assert "or --layout per-cell (needs 93 GiB)" in lines[0]
     # Per cell it fits: the same file plans.
     per_cell = ["plan", "--cluster", str(small), "--exact-nodes", "30", "--layout", "per-cell"]
     assert runner.invoke(app, per_cell).exit_code == 0
@@ -116,7 +116,7 @@ def test_an_unset_disk_is_the_provider_s_default(tmp_path: Path) -> None:
     gke.write_text(GKE_30.read_text().replace("diskSize: 200\n", "").replace("diskType:", "#"))
     assert (
         load_cluster_spec(gke).worker_disk.text
-        == "100 GB pd-balanced (the provider's default size)"
+        == "100 GiB pd-balanced (the provider's default size)"
     )
     eks = tmp_path / "eks.yaml"
     eks.write_text(EKS_30.read_text().replace("volumeSize: 200", "").replace("volumeType:", "#"))
@@ -124,7 +124,7 @@ def test_an_unset_disk_is_the_provider_s_default(tmp_path: Path) -> None:
     assert (spec.worker_disk.gb, spec.worker_disk.type) == (80, "gp3")  # eksctl's defaults
     with pytest.raises(
         UserError,
-        match=r"80 GB gp3 \(the provider's default size\): set "
+        match=r"80 GiB gp3 \(the provider's default size\): set "
         r"volumeSize: 146 \(GiB\) or more on node group 'workers'",
     ):
         check_disk(spec, disk_need(_seed_cells(), "nested"))
@@ -178,9 +178,9 @@ def test_the_plan_prices_the_disks_on_their_own(tmp_path: Path) -> None:
     args = ["plan", "--cluster", str(GKE_30), "--exact-nodes", "30", "--data-dir", str(tmp_path)]
     text = runner.invoke(app, args)
     assert text.exit_code == 0, text.output
-    # 30 disks of 200 GB at pd-balanced's $0.10 per GB-month, 730 h a month.
+    # 30 disks of 200 GiB at pd-balanced's $0.10 per GB-month, 730 h a month.
     per_node = 200 * 0.10 / 730
-    assert f"  disks: 30 x 200 GB pd-balanced at ${per_node:.4f}/h = $0.82/h" in text.stdout
+    assert f"  disks: 30 x 200 GiB pd-balanced at ${per_node:.4f}/h = $0.82/h" in text.stdout
     plan = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
     assert plan["disk_usd_per_hour"] == pytest.approx(30 * per_node, abs=1e-4)
     assert plan["hourly_usd"] == pytest.approx(30 * 1.4528 + 0.10 + 30 * per_node, abs=1e-4)
@@ -198,16 +198,16 @@ def test_an_unpriced_disk_type_says_how_to_add_it(tmp_path: Path) -> None:
 def test_the_disk_line_names_both_ranks_and_the_workers_disk() -> None:
     line = disk_line(load_cluster_spec(EKS_30), _seed_cells(), "nested")
     # EKS: nodeadm's nodefs.available<10% binds (no imagefs signal), not the kubelet's 15%.
-    assert line is not None and line.startswith("disk: 137 GB on rank 0 (nested")
-    assert line.endswith("; 26 GB on every other rank; each worker has 200 GB gp2")
+    assert line is not None and line.startswith("disk: 137 GiB on rank 0 (nested")
+    assert line.endswith("; 26 GiB on every other rank; each worker has 200 GiB gp2")
     assert disk_line(None, _seed_cells(), "nested") is None
 
 
 @pytest.mark.parametrize(
     ("cluster", "reserve"),
     [
-        (EKS_30, "14 GB, 10% of 137 GB: EKS nodeadm's nodefs.available<10%)"),
-        (GKE_30, "22 GB, 15% of 146 GB: the kubelet's default imagefs.available<15%, assumed "
+        (EKS_30, "14 GiB, 10% of 137 GiB: EKS nodeadm's nodefs.available<10%)"),
+        (GKE_30, "22 GiB, 15% of 146 GiB: the kubelet's default imagefs.available<15%, assumed "
                  "for GKE)"),
     ],
 )  # fmt: skip
@@ -222,5 +222,5 @@ def test_the_plan_s_disk_figure_includes_the_kubelet_s_eviction_threshold(
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     (line,) = [line for line in result.stdout.splitlines() if line.startswith("disk: ")]
-    assert "+ flux view copies 3 GB +" in line
+    assert "+ flux view copies 3 GiB +" in line
     assert f"+ the kubelet's eviction reserve {reserve}" in line

@@ -61,7 +61,7 @@ def test_the_hourly_figure_is_broken_down_in_text_and_json(tmp_path: Path) -> No
         "  control plane: $0.60/h, EKS extended support (Kubernetes 1.33 in extended support "
         "since 2026-07-29; standard support is $0.10/h), as of 2026-11-25"
     ) in lines
-    assert "  disks: 30 x 200 GB gp2 at $0.0274/h = $0.82/h, as of 2026-11-26" in lines
+    assert "  disks: 30 x 200 GiB gp2 at $0.0274/h = $0.82/h, as of 2026-11-26" in lines
     # eksctl's VPC: one NAT gateway by default, and a public IPv4 address per node in its
     # public subnets and for the gateway.
     assert (
@@ -225,7 +225,7 @@ def test_the_plan_says_its_16_topologies_come_from_the_default_design_file(
 ) -> None:
     args = ["--cluster", str(EKS_30), "--exact-nodes", "30", "--data-dir", str(tmp_path)]
     lines = _plan(*args)
-    assert lines[2] == (
+    assert lines[3] == (
         "designs: 16 topologies at 30 nodes, from the default design file designs/kary-designs.json"
     )
     plan = json.loads(runner.invoke(app, ["plan", *args, "--json"]).stdout)

@@ -328,9 +328,9 @@ def test_max_cost_checks_the_spot_high_end_and_says_what_on_demand_would_cost(
     result = runner.invoke(app, ["plan", *args])
     assert result.exit_code == 2
     message = result.stderr.strip().splitlines()[-1]
-    assert message.startswith(
-        f"kary: error: the plan is estimated at ${high:,.2f} (the high end of its 80% "
-        f"interval), more than --max-cost ${cap:,.2f}: run fewer cells or raise --max-cost; "
-        "on demand the same plan would be $"
-    )
+    assert message.startswith(f"kary: error: the plan is estimated at ${high:,.2f} at most (")
+    assert (
+        f"+ the smoke cell's $1.92), more than --max-cost ${cap:,.2f}: run fewer cells or raise "
+        "--max-cost; on demand the same plan would be $"
+    ) in message
     assert message.endswith("at $19.60/h")

@@ -19,15 +19,29 @@ from experiments.model.units import parse_bandwidth, parse_latency, parse_size, 
         ("1.5G", 3 * 2**29),
         ("64k", 64 * 2**10),
         ("1T", 2**40),
-        ("2 GB", 2 * 2**30),
+        ("64MiB", 64 * 2**20),
+        ("123B", 123),
     ],
 )
-def test_sizes_take_binary_units(text: str, size: int) -> None:
+def test_bare_and_iec_units_are_binary(text: str, size: int) -> None:
     assert parse_size(text) == size
     assert parse_size(format_size(size)) == size
 
 
-@pytest.mark.parametrize("text", ["1", "G", "-1G", "1X", "1G;rm", "0M", "0.3K", ""])
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("10GB", 10**10), ("2 GB", 2 * 10**9), ("512MB", 512 * 10**6), ("4KB", 4000), ("1TB", 10**12)],
+)
+def test_si_units_are_decimal_and_their_label_reads_back_the_same_bytes(
+    text: str, size: int
+) -> None:
+    """Issue 60, item 7: `10GB`, `10G` and `10GiB` were all 10 x 2**30."""
+    assert parse_size(text) == size
+    assert parse_size(format_size(size)) == size
+    assert parse_size("10G") == parse_size("10GiB") == 10 * 2**30 != parse_size("10GB")
+
+
+@pytest.mark.parametrize("text", ["1", "G", "-1G", "1X", "1G;rm", "0M", "0.3K", "", "5iB"])
 def test_bad_sizes_are_user_errors(text: str) -> None:
     with pytest.raises(UserError, match="size"):
         parse_size(text)

@@ -64,7 +64,8 @@ def _kary(data_dir: Path, scratch: Path, nohup: bool = False) -> subprocess.Pope
         ],
         env=env,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        # One stream: the summary is on stdout, progress and hints on stderr.
+        stderr=subprocess.STDOUT,
         text=True,
         preexec_fn=_ignore_int_and_hup if nohup else None,
     )
@@ -80,7 +81,7 @@ def _state(cell_dir: Path) -> str | None:
 def _signalled_in_cell(
     proc: subprocess.Popen[str], cell_dir: Path, signal_it: Callable[[], None]
 ) -> str:
-    """Once `cell_dir`'s cell runs, `signal_it()`; kary's stderr when it has ended."""
+    """Once `cell_dir`'s cell runs, `signal_it()`; kary's output when it has ended."""
     try:
         deadline = time.monotonic() + 60
         while _state(cell_dir) != "running" and time.monotonic() < deadline:
@@ -88,7 +89,7 @@ def _signalled_in_cell(
             time.sleep(0.02)
         assert _state(cell_dir) == "running"
         signal_it()
-        _, err = proc.communicate(timeout=30)
+        err, _ = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -121,7 +122,7 @@ def test_an_interrupted_run_leaves_nothing_behind_and_resumes(
     kept = (first / "run.json").read_bytes(), (first / "run.json").stat().st_mtime_ns
 
     again = _kary(data, scratch)
-    _, err = again.communicate(timeout=120)
+    err, _ = again.communicate(timeout=120)
     assert again.returncode == 0, err
     assert "kary run: 2 cells on emulated Flux" in err
     assert "2 succeeded, 0 failed, 1 skipped (1 done before)" in err
