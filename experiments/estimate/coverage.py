@@ -135,23 +135,44 @@ def reach(
     spread2 = 0.0
     node_out = _beyond(nodes, coverage.nodes)
     if node_out:
-        spread2 += (NODES_SPREAD_PER_DOUBLING * node_out * exposed.get("nodes", 1.0)) ** 2
-        dimensions["nodes"] = (node_out, f"{nodes} nodes, history has {coverage.describe_nodes()}")
+        share = exposed.get("nodes", 1.0)
+        spread = NODES_SPREAD_PER_DOUBLING * node_out * share
+        spread2 += spread**2
+        dimensions["nodes"] = (
+            node_out,
+            f"{nodes} nodes, history has {coverage.describe_nodes()}: start-up, distribute "
+            f"and verify ({share:.0%} of the cell) {_widened(node_out, spread)}",
+        )
     outside = [(_beyond(s, coverage.sizes), s) for s in sizes]
     size_out, size = max(outside, default=(0.0, 0))
     if size_out:
-        spread2 += (SIZE_SPREAD_PER_DOUBLING * size_out) ** 2
+        spread = SIZE_SPREAD_PER_DOUBLING * size_out
+        spread2 += spread**2
         dimensions["sizes"] = (
             size_out,
-            f"size {format_size(size)}, history has {coverage.describe_sizes()}",
+            f"size {format_size(size)}, history has {coverage.describe_sizes()}: every "
+            f"per-byte term {_widened(size_out, spread)}",
         )
     shape_out = max(_beyond(fanout, coverage.fanouts), _beyond(max(depth, 1), coverage.depths))
     if shape_out:
-        spread2 += (SHAPE_SPREAD_PER_DOUBLING * shape_out * exposed.get("shape", 1.0)) ** 2
+        share = exposed.get("shape", 1.0)
+        spread = SHAPE_SPREAD_PER_DOUBLING * shape_out * share
+        spread2 += spread**2
         (low, high), (dlow, dhigh) = coverage.fanouts, coverage.depths
         dimensions["shape"] = (
             shape_out,
             f"fan-out {fanout} depth {depth}, "
-            f"history has fan-out {low}-{high} depth {dlow}-{dhigh}",
+            f"history has fan-out {low}-{high} depth {dlow}-{dhigh}: distribute "
+            f"({share:.0%} of the cell) {_widened(shape_out, spread)}",
         )
     return Reach(math.sqrt(spread2), dimensions)
+
+
+def _widened(doublings: float, spread: float) -> str:
+    """`(5.0x beyond it: the 80% interval 1.35x wider each way)`: how far, what it does."""
+    from experiments.estimate.interval import Z  # interval.py imports this module
+
+    return (
+        f"({2**doublings:.1f}x beyond it: the 80% interval {math.exp(Z * spread):.2f}x wider "
+        "each way)"
+    )

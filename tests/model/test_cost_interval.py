@@ -47,7 +47,10 @@ def test_more_nodes_than_the_history_widens_the_interval_and_says_so(tmp_path: P
     history = _history(tmp_path, (4, 6))
     inside = estimate_for(_cells(6, ("kary:1", "kary:2")), "flux", verify=True, history=history)
     beyond = estimate_for(_cells(30, ("kary:1", "kary:2")), "flux", verify=True, history=history)
-    assert "30 nodes, history has 4-6" in beyond.extrapolated
+    (nodes,) = [t for t in beyond.extrapolated if t.startswith("30 nodes, history has 4-6: ")]
+    # Issue 60, item 13: which terms the distance moves, how far, and what it does.
+    assert "start-up, distribute and verify (" in nodes
+    assert "5.0x beyond it: the 80% interval " in nodes and "x wider each way" in nodes
     assert not any("nodes" in text for text in inside.extrapolated)
     width = [e.seconds_high / e.seconds_low for e in (inside, beyond)]
     assert width[1] > 1.3 * width[0]
@@ -108,7 +111,7 @@ def test_plan_json_adds_the_interval_beside_the_old_keys(tmp_path: Path) -> None
     assert plan["estimated_seconds_low"] < plan["estimated_seconds"]
     assert plan["estimated_seconds"] < plan["estimated_seconds_high"]
     assert plan["estimated_cost_usd_low"] == plan["estimated_cost_usd_high"] == 0.0
-    assert "30 nodes, history has 4-8" in plan["extrapolated"]
+    assert any(t.startswith("30 nodes, history has 4-8: ") for t in plan["extrapolated"])
     assert all({"term", "detail", "share"} == set(a) for a in plan["assumptions"])
 
 
@@ -126,7 +129,7 @@ def test_plan_text_shows_the_range_and_the_extrapolation(tmp_path: Path) -> None
     lines = result.stdout.splitlines()
     (time_line,) = [line for line in lines if line.startswith("time: ")]
     assert " - " in time_line and "80% interval" in time_line
-    assert "extrapolated: 30 nodes, history has 4-8" in lines
+    assert any(line.startswith("extrapolated: 30 nodes, history has 4-8: ") for line in lines)
 
 
 def test_max_cost_is_checked_against_the_high_end(tmp_path: Path, flux_distribute: Path) -> None:
@@ -167,3 +170,14 @@ def test_the_seed_eks_history_is_an_assumption_about_machines(flux_distribute: P
     details = " | ".join(a.detail for a in estimate.assumptions)
     assert "history does not record its machines: taken as the plan's" in details
     assert estimate.extrapolated == []
+
+
+def test_the_farther_beyond_the_history_the_wider_the_interval(tmp_path: Path) -> None:
+    """Issue 60, item 13: 8x, 64x and 512x the history's nodes, each wider than the last,
+    relative to its own point."""
+    history = _history(tmp_path, (4, 6))
+    widths = []
+    for nodes in (6, 48, 384, 3072):
+        estimate = estimate_for(_cells(nodes, ("kary:2",)), "flux", verify=True, history=history)
+        widths.append(estimate.seconds_high / estimate.seconds_low)
+    assert widths == sorted(widths) and len(set(widths)) == 4, widths
