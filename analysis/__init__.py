@@ -10,10 +10,10 @@ Public surface (`parse` and `report` are what `kary parse` and `kary report` do)
 - `report(parsed_dirs, out) -> Path`: one self-contained HTML page over one or
   more parsed directories (the first is the baseline).
 - `parse_tree(data_dir, out_dir, plots=True) -> ParseResult`: parse a raw tree
-  (kary's own KARY-line logs and the seed's flux-distribute logs) and write
+  (kary's own KARY-line logs and flux-distribute's logs) and write
   the parsed directory; `read_tree(data_dir)` does the same in memory.
 - `load_parsed(parsed_dir) -> Parsed`: a parsed directory back as DataFrames
-  (events, ping, runs, summary, overlays, meta); also reads the seed's CSVs.
+  (events, ping, runs, summary, overlays, meta); also reads flux-distribute's CSVs.
 - `compare_parsed(before, after, factor, allow_mixed=False) -> Comparison` and
   `format_comparison(...)`: ratio of medians with an interval, asv-style marks;
   a UserError when the trees share no step or their steps ran in other settings

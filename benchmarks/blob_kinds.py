@@ -1,4 +1,4 @@
-"""Zero blobs against random ones on real Flux in the box: what the seed's sweeps measured.
+"""Zero blobs against random ones on real Flux in the box: what flux-distribute's sweeps measured.
 
     .venv/bin/python benchmarks/blob_kinds.py            # N 8 and 16, kary:2, 256M,
                                                          # 100 and 400 Mbit, 4 runs a kind
@@ -7,7 +7,7 @@
     .venv/bin/python benchmarks/blob_kinds.py \
         --from-json benchmarks/results/blob-kinds-flux-0.88-2cores.json   # the tables again
 
-The seed's image made every size with `head -c N /dev/zero`; `flux archive
+flux-distribute's image made every size with `head -c N /dev/zero`; `flux archive
 create` cuts a file into 1 MiB chunks addressed by hash, so such a file is one
 distinct chunk (experiments/formats/blobs.py).  This runs both kinds through
 the same cells, interleaved (round r runs iteration r of every (speed, nodes,

@@ -73,7 +73,14 @@ CPU_BOUND = "(cpu-bound)"
 
 
 def run_one(
-    place: str, speed: str, nodes: int, topo: str, size: str, iteration: int, out: Path
+    place: str,
+    speed: str,
+    nodes: int,
+    topo: str,
+    size: str,
+    iteration: int,
+    out: Path,
+    queue: str = "fair",
 ) -> None:
     """Iteration `iteration` of one cell (earlier iterations are already in the tree)."""
     backend = {"box": "flux", "emulator": "local"}[place]
@@ -84,6 +91,8 @@ def run_one(
         iterations=iteration + 1,
         backend=backend,
         link_bandwidth=speed,
+        # The box's link queue (box/shaping.py); the emulator paces its own links.
+        link_queue=queue if place == "box" else None,
         data_dir=out / f"raw-{place}-{speed}",
         verify=True,
     )
@@ -184,6 +193,18 @@ def below_floor(data: dict[str, Any]) -> list[str]:
     return found
 
 
+# Samples kept before `link_queue` was recorded were all made under tbf's one FIFO.
+_QUEUE_WORDS = {
+    "fair": "fair queues, --link-queue fair",
+    "fifo": "one FIFO per link, --link-queue fifo",
+}
+
+
+def queue_words(data: dict[str, Any]) -> str:
+    """How the samples' box links queued, as the table says it."""
+    return _QUEUE_WORDS[data.get("link_queue", "fifo")]
+
+
 def table(data: dict[str, Any]) -> str:
     """The tables of `data`; MixedRuns when its runs came from more than one source."""
     check(data)
@@ -194,7 +215,8 @@ def table(data: dict[str, Any]) -> str:
         got = data["box"][speed]
         cpu_bound = _cpu_bound(data, speed)
         lines += [
-            f"\nbox, N={nodes}, {size}, links {speed} (both ways, every node), `{EVENT}` seconds",
+            f"\nbox, N={nodes}, {size}, links {speed} (both ways, every node; "
+            f"{queue_words(data)}), `{EVENT}` seconds",
             provenance_line(data, "box", speed),
             "",
             "| topology | median | quartiles | n | link floor | median / floor |",
@@ -283,6 +305,7 @@ def main() -> int:
     parser.add_argument("--emulator", default="", help="Speeds to run on the emulator too.")
     parser.add_argument("--out", type=Path, default=REPO / "data" / "box-topologies")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--link-queue", default="fair", choices=("fair", "fifo"))
     parser.add_argument("--json", type=Path, help="Write the samples here.")
     parser.add_argument("--from-json", type=Path, help="Print the tables of saved samples.")
     args = parser.parse_args()
@@ -305,7 +328,7 @@ def _main(args: argparse.Namespace) -> int:
         rng.shuffle(visits)
         for place, speed, topo in visits:
             t0 = time.monotonic()
-            run_one(place, speed, args.nodes, topo, args.size, iteration, args.out)
+            run_one(place, speed, args.nodes, topo, args.size, iteration, args.out, args.link_queue)
             print(
                 f"run {iteration + 1}/{args.runs}: {place} {speed} {topo}: "
                 f"{time.monotonic() - t0:.1f} s",
@@ -321,6 +344,7 @@ def _main(args: argparse.Namespace) -> int:
         "topos": topos,
         "speeds": speeds,
         "runs": args.runs,
+        "link_queue": args.link_queue,
         "box": {s: times for s, (times, _) in box.items()},
         "emulator": {s: times for s, (times, _) in emulator.items()},
         "provenance": {

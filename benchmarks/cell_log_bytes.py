@@ -21,7 +21,7 @@ when the samples are read (`log_bytes`), so kept samples re-fit with them.
 The samples fit `bytes = a + b*N + S*(c + T*(d + e*N))` (distribute: N nodes,
 S sizes, T strategies) and `bytes = a + b*N + S*(c + e*N)` (ping) exactly
 (as many samples as unknowns), and one more sample checks the fit.  Printed:
-the samples, the fit, and what a cell and a nested group of the seed's 30-node
+the samples, the fit, and what a cell and a nested group of flux-distribute's 30-node
 study (16 topologies, 1-10 GB: 10 sizes, strategy all) and of 256 nodes print.
 """
 
@@ -165,7 +165,7 @@ def report(samples: list[dict]) -> str:
     seed = 16 * predict(d, "distribute", 30, 10, 1)
     out += [
         "",
-        f"the seed's 30-node nested group (16 cells): {seed / 2**20:.2f} MiB "
+        f"flux-distribute's 30-node nested group (16 cells): {seed / 2**20:.2f} MiB "
         f"of {DEFAULT_ROTATE_BYTES / 2**20:.0f} MiB",
     ]
     return "\n".join(out)

@@ -57,6 +57,7 @@ from figure_files import (  # noqa: E402
 )
 from machine_load import CpuMeter  # noqa: E402
 from pins import differences, installed, pinned  # noqa: E402
+from prose_check import problems as prose_problems  # noqa: E402
 
 from analysis.read.workers import usable_cores  # noqa: E402
 
@@ -100,13 +101,13 @@ class Timed:
 _PLAN_DAY = {"SOURCE_DATE_EPOCH": str(int(PRICED_ON.timestamp()))}
 _SEED_HISTORY = str(SHARED / "reference/flux-distribute/parsed-eks-exact-6")
 _PLAN_INPUTS = (
-    "the seed's EKS 6-node history, clusters/prices.yaml's dated prices as on 2026-11-26, "
+    "flux-distribute's EKS 6-node history, clusters/prices.yaml's dated prices as on 2026-11-26, "
     "the levers measured on a 2-core VM with flux-core 0.88"
 )
 
 
 def seed_study_plan(name: str, cluster: str, max_size: int, *flags: str) -> Figure:
-    """`kary plan` of the seed's EKS 30-node study (16 topologies, sizes 1 to `max_size`
+    """`kary plan` of flux-distribute's EKS 30-node study (16 topologies, sizes 1 to `max_size`
     GB, one run each) on `cluster`, from files alone, priced on PRICED_ON's day."""
     command = [
         *KARY, "plan", "--cluster", cluster, "--exact-nodes", "30", "--min-size", "1",
@@ -116,7 +117,7 @@ def seed_study_plan(name: str, cluster: str, max_size: int, *flags: str) -> Figu
 
 
 def seed_study_race() -> Figure:
-    """`kary race --dry-run` of the seed's EKS 30-node question (every design, 1-10 GB,
+    """`kary race --dry-run` of flux-distribute's EKS 30-node question (every design, 1-10 GB,
     random blobs, spot, nested), from files alone, priced on PRICED_ON's day."""
     command = [
         *KARY, "race", "--cluster", "clusters/eks-30-spot.yaml", "--exact-nodes", "30",
@@ -190,7 +191,7 @@ FIGURES = [
     Figure(
         "nested-manifest",
         [PYTHON, "benchmarks/nested_manifest.py"],
-        "files alone (the plan of the seed's 30-node study and kary's templates)",
+        "files alone (the plan of flux-distribute's 30-node study and kary's templates)",
         text=True,
     ),
     Figure(
@@ -222,6 +223,12 @@ FIGURES = [
         [PYTHON, "benchmarks/box_topologies.py", "--from-json",
          "benchmarks/results/box-topologies-n16.json"],
         "2-core VM, root, flux-core 0.88 in the box (the samples kept in benchmarks/results/)",
+    ),
+    Figure(
+        "box-fairness",
+        [PYTHON, "benchmarks/box_fairness.py", "--from-json",
+         "benchmarks/results/box-fairness-n16-100Mbit-64M.json"],
+        "2-core VM, root, flux-core 0.88 in the box (the cells kept in benchmarks/results/)",
     ),
     Figure(
         "box-topologies-n8",
@@ -380,6 +387,13 @@ def pages() -> list[Path]:
     return sorted({p for pattern in PAGES for p in REPO.glob(pattern)})
 
 
+def check_prose() -> Result:
+    """benchmarks/prose_check.py: no cent figure in prose that no figure of its page shows,
+    no long sentence said twice in a page."""
+    found = prose_problems()
+    return Result("prose", not found, f"{len(found)} problems", found)
+
+
 def check_pages(figures: list[Figure]) -> list[Result]:
     """Every block in every page matches its golden file; every figure is shown somewhere."""
     known = {f.name: f for f in figures}
@@ -524,6 +538,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         results = [check_golden(f, *out) for f, out in zip(figures, made(figures), strict=True)]
         results += check_pages(FIGURES)
+        results.append(check_prose())
     if args.timed:
         results.append(check_timed(DEMO))
     print("| figure | result | what was seen |")

@@ -1,4 +1,4 @@
-"""How big the nested layout's MiniCluster is for the seed's EKS 30-node study.
+"""How big the nested layout's MiniCluster is for flux-distribute's EKS 30-node study.
 
     .venv/bin/python benchmarks/nested_manifest.py
     .venv/bin/python benchmarks/nested_manifest.py --history DIR   # the cell limits a history sets

@@ -1,4 +1,4 @@
-"""How fast is `kary parse`, how does it scale, and how does it compare to the seed's script?
+"""How fast is `kary parse`, how does it scale, and how does it compare to flux-distribute's script?
 
 Builds raw trees of N logs in a temporary folder by replicating the shared
 reference logs (../shared/reference/flux-distribute, archive trees), then
@@ -7,15 +7,15 @@ measures, each in a fresh child process:
 - `kary parse --no-plots` end to end (interpreter start and imports included),
 - the parse alone (`analysis.parse_tree(..., plots=False)` timed in-process),
   with the child's peak RSS and, in a separate run, the tracemalloc peak,
-- the seed's parser, which grows its DataFrame row by row (`df.loc[i, :] = row`),
+- flux-distribute's parser, which grows its DataFrame row by row (`df.loc[i, :] = row`),
 - on a small tree (--plot-logs, default 80), the full `kary parse` (tables,
-  plots, report) against the seed's whole script (its parser, its CSV and JSON,
+  plots, report) against flux-distribute's whole script (its parser, its CSV and JSON,
   one seaborn line plot per event and node count), both end to end.
 
-It prints three ratios against the seed run here: the full parse's speed-up over
-the seed's script (target >= 4x, goal 10x); the throughput of `kary parse
---no-plots` on the largest tree over the seed parser's on its largest tree
-(target >= 50x; the seed's parser runs on 200 and 800 logs by default, and its
+It prints three ratios against flux-distribute run here: the full parse's speed-up over
+flux-distribute's script (target >= 4x, goal 10x); the throughput of `kary parse
+--no-plots` on the largest tree over flux-distribute parser's on its largest tree
+(target >= 50x; flux-distribute's parser runs on 200 and 800 logs by default, and its
 rows/s only fall as the tree grows: each row copies its frame); and, the
 issue's own measure, both on the same largest tree (goal >= 100x).  There the
 seed's parser gets --seed-budget seconds (default 300) and is killed if it has
@@ -28,7 +28,7 @@ rows/s, against kary parse --no-plots' 119,910 on the same tree).
 `--seed-logs 200,800,8000` runs it there without a budget.
 
 Every figure is the median of --repeat runs (default 3). The two sides of each
-ratio against the seed are run in turn (kary, seed, kary, seed, ...), so both
+ratio against flux-distribute are run in turn (kary, seed, kary, seed, ...), so both
 meet the machine in the same state. The machine is shared and its speed drifts
 by tens of percent over minutes: compare ratios from one run, not seconds
 across runs.
@@ -121,9 +121,9 @@ _SEED_REAL = re.compile(r"(\d+)m([\d.]+)s")
 
 
 def seed_frame(data: Path) -> tuple[object, dict[str, list[str]]]:
-    """The seed's way: read lines, and grow the DataFrame one `df.loc[i, :] = row` at a time.
+    """flux-distribute's way: read lines, and grow the DataFrame one `df.loc[i, :] = row` at a time.
 
-    Also keeps each log's topology diagram, as the seed's topologies.json does.
+    Also keeps each log's topology diagram, as flux-distribute's topologies.json does.
     """
     import pandas as pd
 
@@ -153,7 +153,7 @@ def seed_frame(data: Path) -> tuple[object, dict[str, list[str]]]:
 
 
 def child_seed(data: Path) -> None:
-    """The seed's parser alone, timed in-process."""
+    """flux-distribute's parser alone, timed in-process."""
     start = time.perf_counter()
     df, _ = seed_frame(data)
     seconds = time.perf_counter() - start
@@ -166,7 +166,7 @@ def child_seed(data: Path) -> None:
 
 
 def child_seed_script(data: Path, out: Path) -> None:
-    """The seed's whole script: its parser, topologies.json and the CSV, then one seaborn
+    """flux-distribute's whole script: its parser, topologies.json and the CSV, then one seaborn
     line plot (bootstrapped 95% bands, its default) per event and node count, as PNG."""
     import matplotlib
 
@@ -215,7 +215,7 @@ def run_child(*args: str) -> dict[str, float]:
 
 
 def seed_within(tree: Path, budget: float) -> tuple[dict[str, float] | None, float]:
-    """The seed's parser on `tree`, given at most `budget` seconds of wall time: (its
+    """flux-distribute's parser on `tree`, given at most `budget` seconds of wall time: (its
     result, or None when it had not finished and was killed; the seconds it ran)."""
     start = time.perf_counter()
     proc = subprocess.Popen(
@@ -234,12 +234,14 @@ def seed_within(tree: Path, budget: float) -> tuple[dict[str, float] | None, flo
 
 
 def same_tree_ratio(tree: Path, logs: int, rows: float, budget: float, work: Path) -> None:
-    """The issue's measure: kary's rows/s over the seed parser's on the same tree of
-    `logs` logs.  The seed's loop is quadratic (runs of 2026-11-23 and -28 took 1,013 s
+    """The issue's measure: kary's rows/s over flux-distribute parser's on the same tree of
+    `logs` logs.  flux-distribute's loop is quadratic (runs of 2026-11-23 and -28 took 1,013 s
     and over 2,370 s at 8,000 logs), so it gets `budget` seconds: had it not finished
     by then, its rows/s were under rows/budget, and the ratio is a lower bound."""
     seed, ran = seed_within(tree, budget)
-    kary = run_cli(tree, work / f"cli-same-{logs}")[0]  # next, on the machine as the seed had it
+    kary = run_cli(tree, work / f"cli-same-{logs}")[
+        0
+    ]  # next, on the machine as flux-distribute had it
     kary_rate = rows / kary
     if seed is None:
         print(
@@ -247,9 +249,9 @@ def same_tree_ratio(tree: Path, logs: int, rows: float, budget: float, work: Pat
             f"{'< ' + format(rows / ran, ',.0f'):>11}   (not finished: killed at the budget)"
         )
         print(
-            f"throughput of kary parse --no-plots (CLI) over the seed's parser on the same "
+            f"throughput of kary parse --no-plots (CLI) over flux-distribute's parser on the same "
             f"{logs}-log tree: more than {kary_rate / (rows / ran):.0f}x (goal >= 100x; "
-            f"kary {kary:.2f} s, {kary_rate:,.0f} rows/s, run after the seed's {ran:.0f} s)"
+            f"kary {kary:.2f} s, {kary_rate:,.0f} rows/s, run after flux-distribute's {ran:.0f} s)"
         )
         return
     seed_rate = seed["rows"] / seed["seconds"]
@@ -258,7 +260,7 @@ def same_tree_ratio(tree: Path, logs: int, rows: float, budget: float, work: Pat
         f"{seed['seconds']:>10.2f}{seed_rate:>11,.0f}{seed['maxrss_mb']:>10.0f}"
     )
     print(
-        f"throughput of kary parse --no-plots (CLI) over the seed's parser on the same "
+        f"throughput of kary parse --no-plots (CLI) over flux-distribute's parser on the same "
         f"{logs}-log tree: {kary_rate / seed_rate:.0f}x (goal >= 100x; kary {kary:.2f} s)"
     )
 
@@ -293,7 +295,7 @@ def run_cli(data: Path, out: Path, plots: bool = False) -> tuple[float, float]:
 
 
 def run_seed_script(data: Path, out: Path) -> tuple[float, float]:
-    """The seed's whole script end to end, interpreter start included: (wall, CPU) seconds."""
+    """flux-distribute's whole script end to end, interpreter start included: (wall, CPU) seconds."""
     return _run([sys.executable, __file__, "--child-seed-script", str(data), str(out)])
 
 
@@ -310,7 +312,7 @@ def _alternating(
 
 
 def full_parse(tree: Path, logs: int, work: Path, repeat: int) -> None:
-    """kary parse with plots and report against the seed's whole script, on one tree."""
+    """kary parse with plots and report against flux-distribute's whole script, on one tree."""
     kary_runs, seed_runs = _alternating(
         repeat,
         lambda: run_cli(tree, work / "full-kary", plots=True),
@@ -322,7 +324,7 @@ def full_parse(tree: Path, logs: int, work: Path, repeat: int) -> None:
     print(f"{'seed script (parse + plots)':<34}{logs:>7}{'':>9}{seed[0]:>10.2f}"
           f"{'':>21}  cpu {seed[1]:.2f} s")  # fmt: skip
     print(
-        f"full parse at {logs} logs: {seed[0] / ours[0]:.1f}x faster than the seed's script "
+        f"full parse at {logs} logs: {seed[0] / ours[0]:.1f}x faster than flux-distribute's script "
         "(target >= 4x, goal 10x)"
     )
 
@@ -426,9 +428,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--logs", default="800,8000", help="tree sizes for kary parse")
     parser.add_argument(
-        "--plot-logs", default="80", help="tree size for the full parse against the seed's script"
+        "--plot-logs",
+        default="80",
+        help="tree size for the full parse against flux-distribute's script",
     )
-    parser.add_argument("--seed-logs", default="200,800", help="tree sizes for the seed loop")
+    parser.add_argument(
+        "--seed-logs", default="200,800", help="tree sizes for flux-distribute loop"
+    )
     parser.add_argument(
         "--repeat", type=int, default=3, help="runs per measurement; the median is shown"
     )
@@ -436,7 +442,7 @@ def main() -> None:
         "--seed-budget",
         type=float,
         default=300.0,
-        help="seconds the seed's parser gets on the largest --logs tree, for the ratio on "
+        help="seconds flux-distribute's parser gets on the largest --logs tree, for the ratio on "
         "one tree (killed after: the ratio is then a lower bound; 0 skips it)",
     )
     parser.add_argument(
@@ -503,15 +509,15 @@ def main() -> None:
             )
         for n in sorted(set(sizes) & set(seed_sizes)):
             speedup = ours[n] / seed[n]
-            print(f"speed-up over the seed loop at {n} logs: {speedup:.0f}x (target >= 20x)")
+            print(f"speed-up over flux-distribute loop at {n} logs: {speedup:.0f}x (target >= 20x)")
         if big is not None and seed_sizes:
             seed_big = max(seed_sizes)
             rows = cli_rows[big]
             print(
-                f"throughput of kary parse --no-plots (CLI) at {big} logs over the seed's "
+                f"throughput of kary parse --no-plots (CLI) at {big} logs over flux-distribute's "
                 f"parser at {seed_big} logs: {rows / big_cli / seed[seed_big]:.0f}x "
                 f"(target >= 50x; {big_cli:.2f} s, {rows / big_cli:,.0f} rows/s, runs "
-                "alternated with the seed's)"
+                "alternated with flux-distribute's)"
             )
         if big is not None and big not in seed_sizes and args.seed_budget > 0:
             same_tree_ratio(trees[big], big, cli_rows[big], args.seed_budget, work)
@@ -521,7 +527,7 @@ def main() -> None:
             # Above 1 is expected: a tree of fewer than 1,000 cells is parsed in
             # one process (analysis.tree_slices.CELLS_PER_JOB), a larger one by
             # a worker per core.  What must not happen is rows/s falling as the
-            # tree grows (the seed's loop copies its frame per row: O(n^2)).
+            # tree grows (flux-distribute's loop copies its frame per row: O(n^2)).
             print(
                 f"throughput at {large} logs / at {small} logs: {ratio:.2f} "
                 "(no slow-down as the tree grows: >= 0.75; above 1 from the workers)"

@@ -125,7 +125,7 @@ def _tree_cell(group: pd.DataFrame, strategy: str, direct: np.ndarray) -> dict[s
 
 
 def _topo(row_topo: object, topology: object) -> str:
-    """The topology of a ping row: `topo`, or the seed's directory name (`kary-2`)."""
+    """The topology of a ping row: `topo`, or flux-distribute's directory name (`kary-2`)."""
     text = str(row_topo) if isinstance(row_topo, str) and row_topo else str(topology)
     return text if ":" in text or text in ("binomial", "mincrit") else text.replace("-", ":", 1)
 

@@ -124,7 +124,7 @@ def _outcome(run: Mapping[Hashable, Any]) -> str:
     state = str(run.get("state") or "")
     if state:
         return state
-    # The seed's logs have no run.json: a complete log with no failed step succeeded.
+    # flux-distribute's logs have no run.json: a complete log with no failed step succeeded.
     if str(run.get("complete")) in ("True", "true", "1") and int(run.get("steps_failed", 0)) == 0:
         return "succeeded"
     return "failed" if int(run.get("steps_failed", 0)) else "incomplete"
@@ -164,7 +164,7 @@ def collect_facts(parsed: Parsed) -> Facts:
     facts.steps = len(timed)
     facts.steps_failed = int((timed["status"] == "failed").sum()) if len(timed) else 0
     facts.steps_void = int(void_mask(timed["status"]).sum()) if len(timed) else 0
-    # One row per cell: runs.csv, or (the seed's parsed CSVs have none) each log's events.
+    # One row per cell: runs.csv, or (flux-distribute's parsed CSVs have none) each log's events.
     table = runs if not runs.empty else events.drop_duplicates(["uid", "iteration"])
     facts.sources = sorted(set(source_names(table)))
     facts.places = where_of(table)
@@ -329,7 +329,7 @@ def _catalog() -> PriceCatalog | None:
 
 def _provenance(parsed: Parsed, records: pd.DataFrame, facts: Facts) -> list[tuple[str, str]]:
     runs, meta = parsed.runs, parsed.meta
-    # One row per cell: runs.csv, or (the seed's parsed CSVs have none) each log's events.
+    # One row per cell: runs.csv, or (flux-distribute's parsed CSVs have none) each log's events.
     cells = runs if not runs.empty else parsed.events.drop_duplicates(["uid", "iteration"])
 
     def found(column: str, table: pd.DataFrame = runs) -> list[str]:
@@ -346,7 +346,10 @@ def _provenance(parsed: Parsed, records: pd.DataFrame, facts: Facts) -> list[tup
         template = ", ".join(found("template_hash", records)) or "not recorded"
     rows = [
         ("raw tree", str(meta.get("data", "not recorded"))),
-        ("parsed by", f"kary {meta['kary_version']}" if meta.get("kary_version") else "the seed"),
+        (
+            "parsed by",
+            f"kary {meta['kary_version']}" if meta.get("kary_version") else "flux-distribute",
+        ),
         ("Flux versions", listed("flux_version")),
         ("instance types", listed("instance_type")),
         ("images", listed("image")),

@@ -106,7 +106,7 @@ def where_of(table: pd.DataFrame) -> list[Where]:
 def _unknown(key: tuple[str, str]) -> str:
     backend, place = key
     if not backend:
-        return "the seed's logs (no run.json)"
+        return "flux-distribute's logs (no run.json)"
     if backend == "flux":
         return f"real Flux ({place or 'where not recorded'})"
     return backend + (f" ({place})" if place else "")

@@ -36,7 +36,7 @@ FAILED_COLOR = "#d62728"
 
 def with_source(frame: pd.DataFrame) -> pd.DataFrame:
     """Add `source_name`: where the timings come from (backend/cluster, place and links,
-    or the seed's logs); each source is a line of its own, never pooled with another."""
+    or flux-distribute's logs); each source is a line of its own, never pooled with another."""
     return frame.assign(source_name=source_names(frame))
 
 

@@ -1,6 +1,6 @@
 """Reading a raw tree: which directories are cells, and what their files say.
 
-Takes a raw tree (kary's run.json and KARY-line logs, the seed's flux-distribute
+Takes a raw tree (kary's run.json and KARY-line logs, flux-distribute's
 logs); gives per cell a `CellResult` of steps, pings and problems (`cell`),
 read by `walk` (finding cells), `log_text` (a log as clean text), `kary_log`
 and `seed_log` (the two log formats), `verify` (a copy that failed its check is

@@ -229,7 +229,7 @@ def _identify(
     if said is not None:
         result.blob = said
     elif not cell.has_record and result.log_format == "legacy":
-        result.blob = SEED_BLOB  # the seed's own log: its image made zeros
+        result.blob = SEED_BLOB  # flux-distribute's own log: its image made zeros
     else:
         result.blob = DEFAULT_BLOB  # kary, before it said: random was all it made
 

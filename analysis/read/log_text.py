@@ -17,7 +17,7 @@ __all__ = ["LogText", "decode_log", "find_line", "header_value", "overlay_lines"
 # CSI sequences (colours, cursor moves) and the two-byte ESC forms.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])")
 _CONTROL_BYTES = bytes([*range(0, 9), 11, 12, *range(14, 27), *range(28, 32), 127])
-# The seed and kary templates end the benchmark with `echo "SCRIPT entrypoint"; cat $0`;
+# flux-distribute and kary templates end the benchmark with `echo "SCRIPT entrypoint"; cat $0`;
 # what follows is the script text and the broker's shutdown noise, never a step.
 _END_MARKER = re.compile(r"SCRIPT entrypoint[ \t]*$", re.M)
 _MARKERS = (b"EVENT ", b"KARY ", b"TOPOLOGY ")

@@ -1,7 +1,7 @@
-"""Parse the seed's log format: `EVENT <name>-<size>` lines, each followed by bash `time`.
+"""Parse flux-distribute's log format: `EVENT <name>-<size>` lines, each followed by bash `time`.
 
 A step's block runs from its EVENT line to the next one (or the end of the
-benchmark). The seed never looked at exit status, so a step that printed an
+benchmark). flux-distribute never looked at exit status, so a step that printed an
 error still had a `real` line and was recorded as a short timing. Here a block
 that shows an error, or has no `real` line, is a failed step with a reason and
 no time.
@@ -175,7 +175,7 @@ def _clean_steps(found: list[tuple[str, str, str, str]]) -> list[Step] | None:
     every line is an archive step's EVENT followed by exactly one bash `real 0m1.234s`
     and no event comes twice (the loop in parse_legacy judges every other log).
 
-    This is the seed's every log: a step built per line in Python was most of its parse.
+    This is flux-distribute's every log: a step built per line in Python was most of its parse.
     """
     if not found or len(found) % 2:
         return None

@@ -3,7 +3,7 @@
 A cell is a directory holding any of the files a run leaves (the log,
 `run.json`, `minicluster.yaml`, `entrypoint.sh`); its identity comes from the
 `<nodes>/<topo>[/<knobs>]/<iteration>` directory names above it when they read
-as such (the seed's and kary's layout, experiments.formats.cell_layout), and is
+as such (flux-distribute's and kary's layout, experiments.formats.cell_layout), and is
 completed or corrected from the files themselves later (see `analysis.read.cell`).
 The sweep files a run keeps at `sweeps/<sha256>.yaml` are kary's too, not strays,
 and so is a race's `race.json` at the root.

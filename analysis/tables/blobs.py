@@ -7,7 +7,7 @@ measures those writes, not the network or the tree.  Wherever such times are
 shown, the report says so, with what the log tells of the archive (its chunks
 and how many objects rank 0's content store gained: `archive_chunks`,
 `store_objects_added` in the events table), or where it tells nothing, why the
-blobs were zeros all the same (the seed's image made them).
+blobs were zeros all the same (flux-distribute's image made them).
 
 `direct` is no archive: its HTTP download moves every byte of a zero blob too,
 so none of this is said of it.
@@ -33,7 +33,7 @@ WRITES = "these times measure each rank's disk writes"
 # The strategies whose distribution extracts an archive (every one but `direct`).
 _ARCHIVE_STRATEGIES = frozenset(s.strategy for s in STRATEGY_EVENTS if s.strategy != "direct")
 _SEED_REASON = (
-    "the seed's image made every size with head -c N /dev/zero, so each archive held "
+    "flux-distribute's image made every size with head -c N /dev/zero, so each archive held "
     "one distinct 1 MiB chunk (its logs do not count them)"
 )
 _KARY_REASON = (
@@ -60,7 +60,7 @@ def deduplicated_rows(frame: pd.DataFrame) -> pd.Series:
 def archive_facts(events: pd.DataFrame) -> str:
     """What the logs tell of these rows' archives, by size: `the archive had 1 distinct
     chunk of 16 at 16M, of 64 at 64M`; where they tell nothing, why each archive held one
-    distinct chunk all the same (the seed's image, or --blob zeros)."""
+    distinct chunk all the same (flux-distribute's image, or --blob zeros)."""
     counted = events
     for column in ("archive_chunks", "store_objects_added"):
         if column not in counted.columns:

@@ -2,7 +2,7 @@
 summary.
 
 Rows are gathered as plain columns and tuples and turned into one DataFrame
-per table at the end: building a DataFrame row by row (the seed's
+per table at the end: building a DataFrame row by row (flux-distribute's
 `df.loc[i, :] = row`) copies the frame on every insert and is orders of
 magnitude slower.
 """
@@ -63,7 +63,7 @@ def tables_of(parts: Sequence[TableRows]) -> tuple[pd.DataFrame, pd.DataFrame, p
         for column, kind in EVENT_KINDS.items():
             events_frame[column] = events_frame[column].astype(_CASTS[kind])  # type: ignore[call-overload]
     if len(events_frame) and all(part.whole_gb for part in parts):
-        # The seed wrote whole GB sizes as integers (`1`, not `1.0`): keep that.
+        # flux-distribute wrote whole GB sizes as integers (`1`, not `1.0`): keep that.
         events_frame["size_gb"] = events_frame["size_gb"].astype("int64")
     return (
         events_frame,

@@ -4,7 +4,7 @@ The ratio of medians' interval (analysis.tables.stats.ratio_of_medians) is two
 order statistics of the log differences between every timing of one side and
 every timing of the other.  Made and sorted, those are n x m floats: 36 million
 for two groups of 6,000 timings, 619 MB and 4.9 s, and a `kary compare` of two
-trees of 8,000 of the seed's logs (groups of up to 1,022) took 10.5 s.
+trees of 8,000 of flux-distribute's logs (groups of up to 1,022) took 10.5 s.
 
 With both sides sorted, the number of pairs whose difference is at most t is
 one `searchsorted` of x against y - t.  So t is bisected until few pairs lie

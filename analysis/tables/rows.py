@@ -67,7 +67,7 @@ class TableRows:
     `events` is column by column (EVENT_COLUMNS); `ping` and `runs` are row
     tuples (PING_COLUMNS, RUN_COLUMNS).  `counts` has, per cell given, how many
     rows it gave each table (events, ping, runs), in order: a cell's rows are
-    consecutive.  `whole_gb`: every size_gb here is a whole number (the seed's
+    consecutive.  `whole_gb`: every size_gb here is a whole number (flux-distribute's
     1..10 GB), which the events table then writes as integers.
 
     `groups` numbers the summary's groups these rows hold, in the order they
@@ -376,7 +376,7 @@ def _add_archive_counts(rows: TableRows, res: CellResult) -> None:
 
 @lru_cache(maxsize=1024)
 def size_gb_of(size: int) -> int | float:
-    """A size in GiB; whole numbers as int (the seed's labels are whole GB: `1` stays `1`)."""
+    """A size in GiB; whole numbers as int (flux-distribute's labels are whole GB: `1` stays `1`)."""
     value = size / _GIB
     return int(value) if value == int(value) else value
 

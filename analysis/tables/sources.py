@@ -111,7 +111,7 @@ def _ran_texts(frame: Any) -> list[str]:
 
 
 def flux_kind(source: str) -> str:
-    """`emulated Flux`, `real Flux`, or "" (the seed's logs, Kubernetes: no more known)."""
+    """`emulated Flux`, `real Flux`, or "" (flux-distribute's logs, Kubernetes: no more known)."""
     if source.startswith("local"):
         return "emulated Flux"
     if source.startswith("flux") or source.split(" on ")[0] in _PLACE_WORDS.values():

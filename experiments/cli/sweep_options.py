@@ -2,7 +2,7 @@
 
 Each is a type alias a command uses as a parameter annotation; the defaults are
 the Python API's (`experiments.model.sweep.Sweep`), so the command line and a notebook
-can never disagree on them.  The seed's runner names are kept (--data,
+can never disagree on them.  flux-distribute's runner names are kept (--data,
 --exact-nodes, --max-nodes, --min-size, --max-size, --topo, --iters, --data-dir).
 
 `kary plan` and `kary run` also take a sweep file (SweepFile); the flags given
@@ -80,7 +80,7 @@ Experiment = Annotated[
         "--experiment",
         metavar="<experiment>",
         help="distribute (the strategies), or ping: flux ping from rank 0 to every rank, "
-        "broker and kvs, with no payload and with each size as --pad (the seed's ping variant).",
+        "broker and kvs, with no payload and with each size as --pad (flux-distribute's ping variant).",
     ),
 ]
 DataDir = Annotated[Path, typer.Option("--data-dir", help="Raw tree to write cells into.")]
@@ -131,7 +131,7 @@ Blob = Annotated[
         "--blob",
         metavar="<kind>",
         help="What each size's blob holds: random (distinct bytes, the default: the tree "
-        "moves the whole size) or zeros (the seed's blobs: one distinct chunk, so a "
+        "moves the whole size) or zeros (flux-distribute's blobs: one distinct chunk, so a "
         "distribution times each rank's disk writes; for comparing with published numbers).",
     ),
 ]
@@ -248,7 +248,7 @@ Layout = Annotated[
         "--layout",
         metavar="<layout>",
         help="nested: one MiniCluster (here: one test instance) per node count, each cell a "
-        "nested Flux instance in it; per-cell: one per cell, as the seed's sweeps ran.  "
+        "nested Flux instance in it; per-cell: one per cell, as flux-distribute's sweeps ran.  "
         "Default: nested on kubernetes, per-cell elsewhere.",
     ),
 ]

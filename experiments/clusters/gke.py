@@ -144,7 +144,7 @@ class GkeProvider(Provider):
         if gke.gvnic:
             argv.append("--enable-gvnic")
         # Rank 0's pod keeps every blob and a cell's content store (model/disk.py):
-        # GKE's 100 GB default boot disk is too small for the seed's sizes nested.
+        # GKE's 100 GB default boot disk is too small for flux-distribute's sizes nested.
         if gke.disk_size is not None:
             argv += ["--disk-size", str(gke.disk_size)]
         if gke.disk_type is not None:

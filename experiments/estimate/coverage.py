@@ -36,7 +36,7 @@ __all__ = [
 NODES_SPREAD_PER_DOUBLING = 0.25
 SIZE_SPREAD_PER_DOUBLING = 0.12
 SHAPE_SPREAD_PER_DOUBLING = 0.15
-# Environments: history that does not say which machines it ran on (the seed's
+# Environments: history that does not say which machines it ran on (flux-distribute's
 # CSVs) is taken as the plan's, at this spread; another backend or instance
 # type than the history's at this one, another backend (a cloud against a
 # 2-core test instance) at the last (on top of the spread between the
@@ -79,7 +79,7 @@ class Environment:
 class Coverage:
     """What the runs behind a model spanned, and how whole sweeps scattered around it."""
 
-    what: str  # e.g. "history: 5 sweeps, 44 cells" or "defaults: the seed's EKS sweep"
+    what: str  # e.g. "history: 5 sweeps, 44 cells" or "defaults: flux-distribute's EKS sweep"
     environment: Environment
     nodes: tuple[int, int]
     sizes: tuple[int, int]  # bytes

@@ -27,7 +27,7 @@ __all__ = [
 MIB = 2**20
 
 # What a node pulls per second, unpacking included.  The one pull kary has a
-# figure for is the seed image's: 55 GB in 20 minutes (issue 15, from
+# figure for is flux-distribute image's: 55 GB in 20 minutes (issue 15, from
 # flux-distribute's README), 46 MB/s.  Its zero-filled layers compress to
 # almost nothing, so that rate is bound by writing 55 GB out; applied to the
 # compressed size of an ordinary image it errs long, which is the safe side.
@@ -70,9 +70,9 @@ def image_pull(image: str = DEFAULT_IMAGE, flux_view: str | None = None) -> Imag
 # the cell fails: what any pod may take to be scheduled and started (a node
 # scaling up, the operator's init containers), the 600 s kary always allowed,
 # plus the image pull at twice its estimate: the pull rate is one measurement
-# (the seed's), and a node pulling slower than it must not fail a cell that
+# (flux-distribute's), and a node pulling slower than it must not fail a cell that
 # would have started.  A pod is Pending until every container's image is on the
-# node, so a 20-minute pull (the seed's image) under a fixed 600 s bound failed
+# node, so a 20-minute pull (flux-distribute's image) under a fixed 600 s bound failed
 # every first cell.  `kary run --pending-timeout SECONDS` replaces the bound.
 SCHEDULE_S = 600.0
 PULL_MARGIN = 2.0
@@ -94,7 +94,7 @@ def default_time_model(
 
     On a cluster the image pull follows `image` (see image_pull).
 
-    Cloud numbers are medians of the seed's EKS 6-node sweep on c5a.4xlarge
+    Cloud numbers are medians of flux-distribute's EKS 6-node sweep on c5a.4xlarge
     (create 9.5 s/GB, extract 2.4 s/GB, clean 0.2 s/GB, delete 0.03 s) and its
     wall time.  That sweep's blobs were zeros (formats/blobs.py): one chunk moved,
     so its extract is each rank's write of the file, not data moving through the
@@ -114,7 +114,7 @@ def default_time_model(
     pull = image_pull(image or DEFAULT_IMAGE, flux_view)
     return TimeModel(
         source=(
-            "cloud defaults: create, extract (each rank's writes), clean from the seed's EKS "
+            "cloud defaults: create, extract (each rank's writes), clean from flux-distribute's EKS "
             "6-node sweep (c5a.4xlarge; zero blobs, one chunk moved); the network only as the "
             f"instance's link floor, no random-blob history; {pull.note}"
         ),
@@ -218,7 +218,7 @@ def default_coverage(backend: str, place: str | None = None) -> Coverage:
     """The runs each backend's defaults were measured on (see the functions above).
 
     Their spread is assumed, from how far those runs scattered: the cloud
-    defaults reproduce the seed's EKS sweep, one sweep (0.15); the flux test
+    defaults reproduce flux-distribute's EKS sweep, one sweep (0.15); the flux test
     instance landed within 0.8-1.03 of unseen cells idle and 1.6x under load
     (0.3); the emulator within 0.71-1.33 (0.25); an allocation's are the
     cloud's rates on another machine (0.4).
@@ -249,7 +249,7 @@ def default_coverage(backend: str, place: str | None = None) -> Coverage:
         )
     return Coverage(
         what=(
-            "defaults from the seed's EKS 6-node sweep (c5a.4xlarge; its zero blobs timed "
+            "defaults from flux-distribute's EKS 6-node sweep (c5a.4xlarge; its zero blobs timed "
             "each rank's writes, so the network is the link floor alone)"
         ),
         environment=Environment(

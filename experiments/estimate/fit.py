@@ -60,7 +60,7 @@ PRIOR_OBSERVATIONS = 1.0  # how hard a default pulls: one observation's worth
 # A column adds information only if this share of it is not already explained
 # by the columns before it.
 _INDEPENDENT_SHARE = 0.05
-# One sweep says nothing about how the next one scatters: assumed (the seed's
+# One sweep says nothing about how the next one scatters: assumed (flux-distribute's
 # EKS sweep's 12 cells scatter 5% around their mean, and a sweep on another
 # day meets other load and other nodes).
 ONE_SWEEP_SPREAD = 0.15

@@ -1,7 +1,7 @@
 """Parsed history as the time model sees it: sweeps of cells, each step's seconds,
 each cell's wall time where run.json recorded it, and where the sweep ran.
 
-A sweep is one parsed directory (kary's own, or the seed's CSVs, read through
+A sweep is one parsed directory (kary's own, or flux-distribute's CSVs, read through
 analysis's one loader).  Failed steps are left out (kary's CSVs mark them); the
 seed's CSVs record failed steps as ~0.015 s, so a time under a fifth of the
 median of its (event, size) in its sweep is taken as a failure and dropped.
@@ -182,7 +182,7 @@ def _cell(rows: pd.DataFrame, wall: float | None) -> ObservedCell | None:
     if not strategies:
         return None
     sizes = tuple(sorted({int(size) for size in rows["size"]}))
-    # What the blobs held (kary parse labels the seed's `zeros`): it decides which terms
+    # What the blobs held (kary parse labels flux-distribute's `zeros`): it decides which terms
     # the cell can inform (structure.cell_steps).
     blob = _first(rows, "blob") or DEFAULT_BLOB
     cell = Cell(nodes, topo, int(rows["iteration"].iloc[0]), sizes, strategies, blob=blob)
@@ -237,8 +237,8 @@ def _first(frame: pd.DataFrame, column: str) -> str:
 
 
 def _environment(events: pd.DataFrame, runs: pd.DataFrame, name: str) -> Environment:
-    """Where the sweep ran, from what kary recorded; the seed's CSVs record nothing
-    (the seed ran every sweep under the Flux Operator: kubernetes, machines unknown)."""
+    """Where the sweep ran, from what kary recorded; flux-distribute's CSVs record nothing
+    (flux-distribute ran every sweep under the Flux Operator: kubernetes, machines unknown)."""
     backend = _first(runs, "backend") or _first(events, "backend")
     if backend == "flux":
         place = _first(runs, "place") or TEST_INSTANCE

@@ -4,9 +4,9 @@ For every sweep, fit the model on all the others, predict the held-out sweep's
 cells as a plan would (same environment matching, same interval), and compare
 with what it took.  What is compared depends on what the sweep recorded: the
 cells' wall times where run.json has them all; else a known total of the whole
-sweep (`totals`); else the sum of its timed steps (the seed's CSVs: no
+sweep (`totals`); else the sum of its timed steps (flux-distribute's CSVs: no
 overhead).  A failed step is in neither side.  The stated defaults stay out of the
-prediction (the cloud's were measured on the seed's EKS sweep, so they would
+prediction (the cloud's were measured on flux-distribute's EKS sweep, so they would
 predict that sweep from itself); parameters no other sweep informs keep them.
 
 This is how a user learns whether to trust a plan: the share of sweeps whose

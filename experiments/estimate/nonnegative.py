@@ -3,7 +3,7 @@
 scipy's `nnls` is Lawson and Hanson's active-set method: a finite algorithm that
 ends on the exact constrained optimum, with a parameter that belongs at zero
 exactly zero.  `lsq_linear`'s default ('trf', an interior method) stops at its
-tolerance instead: on the seed's EKS history it left three distribute
+tolerance instead: on flux-distribute's EKS history it left three distribute
 parameters at 9.8e-5 under one OpenBLAS kernel and 3.9e-4 under another, a
 figure's dollars a cent apart from one CPU to the next (issue 57).  The exact
 optimum moves only by floating-point rounding between kernels.

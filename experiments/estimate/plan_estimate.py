@@ -125,7 +125,7 @@ def estimate_for(
     `links` the links shaped where it runs (a box's, or the emulator's).
 
     `totals` gives known wall times of whole history sweeps (parsed directory
-    -> seconds, e.g. the seed's EKS sweep's 9,716 s) where run.json has none.
+    -> seconds, e.g. flux-distribute's EKS sweep's 9,716 s) where run.json has none.
     `plan_env` overrides where the plan runs (`kary model check` predicts a
     held-out sweep in its own environment).
     """

@@ -123,7 +123,7 @@ def _shape_steps(
     """cell_steps of a cell of this shape (Steps are frozen; the tuple is shared)."""
     tree = build_tree(topo, nodes)
     tree_fanout, tree_depth = tree.max_fanout, tree.depth
-    # A deduplicated blob (the seed's zeros) is one chunk: it crosses the tree once and
+    # A deduplicated blob (flux-distribute's zeros) is one chunk: it crosses the tree once and
     # each rank writes the whole size.  Its waves have no feature that scales with bytes
     # moved, so zero-blob history informs only the terms that do not (formats/blobs.py).
     distributions = len(sizes) * len(strategies)

@@ -63,7 +63,7 @@ __all__ = [
 
 # Parts of a plan outside its cells, and what each is a default of.
 _FIXED_PARTS = {
-    "image pull": "the image's size at the seed's pull rate",
+    "image pull": "the image's size at flux-distribute's pull rate",
     "provision": "the provider's typical create time",
     "teardown": "the provider's typical delete time",
 }

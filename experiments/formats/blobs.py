@@ -3,7 +3,7 @@
 - `random`: incompressible bytes (an AES-CTR keystream from openssl, else
   /dev/urandom).  Every 1 MiB chunk `flux archive create` cuts is distinct, so a
   distribution moves the whole size through the tree: what kary measures.
-- `zeros`: `head -c N /dev/zero`, as the seed's image made every size
+- `zeros`: `head -c N /dev/zero`, as flux-distribute's image made every size
   (flux-distribute's topology/cloud-experiment/docker/Dockerfile).  The archive
   addresses its chunks by hash, so every chunk is one chunk: the content store
   holds one distinct blob, a distribution moves about 1 MiB, and each rank then
@@ -52,7 +52,7 @@ def check_blob(kind: str) -> str:
     if kind not in BLOB_KINDS:
         raise UserError(
             f"unknown --blob {kind!r}: choose random (distinct bytes: what moves through "
-            "the tree) or zeros (the seed's blobs: one distinct chunk)"
+            "the tree) or zeros (flux-distribute's blobs: one distinct chunk)"
         )
     return kind
 

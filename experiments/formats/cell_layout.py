@@ -15,7 +15,7 @@ Flux's knobs (`Knobs`) a cell may set:
   purge-target-size=N` (Flux's default 16M).
 
 A knob left None is not set: Flux's default applies and no name mentions it,
-so a tree whose cells set no knob keeps the seed's layout.  A cell that sets
+so a tree whose cells set no knob keeps flux-distribute's layout.  A cell that sets
 any has one more directory, between its topology and its iteration, naming
 each knob it sets: `30/kary-16/chunksize-256K_mmap-on_purge-16M/0` (`_`
 between knobs, only letters, digits and `-` within one, so that the id with
@@ -25,9 +25,9 @@ A cell on shaped links (the box, or the emulator's paced links) has one more
 directory, between its topology and its knobs, naming its links in canonical
 units: `8/kary-2/bw-100Mbit_lat-5ms/0`.  A study swept over link speeds into one
 raw tree keeps each speed's cells apart, never one speed's cells taken as
-another's; unshaped cells keep the seed's layout.
+another's; unshaped cells keep flux-distribute's layout.
 
-A cell whose blobs are not kary's random ones (`--blob zeros`, the seed's; see
+A cell whose blobs are not kary's random ones (`--blob zeros`, flux-distribute's; see
 formats/blobs.py) has one more, after its network's: `8/kary-2/blob-zeros/0`, so a
 study of both kinds shares one tree and never takes one kind's cells for the other's.
 
@@ -38,7 +38,7 @@ A billed sweep's smoke cell (experiments/model/smoke.py) is kept apart, in
 `smoke/` below the raw root (`smoke/<nodes>/<topology dir>/0`), marked by a
 hidden `.kary-smoke` file; `kary parse` never reads it as the study's cells.
 
-A size label is the shortest exact binary unit (`16M`, `1G`); the seed's logs
+A size label is the shortest exact binary unit (`16M`, `1G`); flux-distribute's logs
 label sizes as a bare number of GB (`1` .. `10`).
 """
 
@@ -114,7 +114,7 @@ def cell_id(
     blob: str | None = None,
 ) -> str:
     """`30/kary-16/0` (`30/kary-16/chunksize-256K/0` with knobs, `8/kary-2/bw-100Mbit/0`
-    on shaped links, `8/kary-2/blob-zeros/0` with the seed's zero blobs): the cell's
+    on shaped links, `8/kary-2/blob-zeros/0` with flux-distribute's zero blobs): the cell's
     path below the raw root, and its name everywhere."""
     knob_dir = knobs.dirname() if knobs is not None else None
     levels = [
@@ -229,16 +229,16 @@ def format_size(size: int) -> str:
     return min(labels, key=len) if labels else f"{size}B"
 
 
-# `16M`, `1G`, `1.5G`; a bare number is the seed's GB label (`1` .. `10`).
+# `16M`, `1G`, `1.5G`; a bare number is flux-distribute's GB label (`1` .. `10`).
 _SIZE_LABEL = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]+)?)(?P<unit>[KMGT]B|[KMGTB]?)$")
 _UNIT = {"": 2**30, "B": 1, **dict(_FACTORS), **dict(_SI_FACTORS)}
 
 
 @lru_cache(maxsize=4096)
 def size_from_label(label: str) -> int | None:
-    """Bytes for a size label: `16M` -> 16777216; the seed's bare `1` means 1 GiB.
+    """Bytes for a size label: `16M` -> 16777216; flux-distribute's bare `1` means 1 GiB.
 
-    The seed's `1gb.txt` blobs are taken as 2**30 bytes; None when unreadable.
+    flux-distribute's `1gb.txt` blobs are taken as 2**30 bytes; None when unreadable.
     """
     match = _SIZE_LABEL.match(label)
     if match is None:
@@ -248,7 +248,7 @@ def size_from_label(label: str) -> int | None:
 
 
 def size_text(label: object) -> str:
-    """`1` (the seed's bare GB label) -> `1G`, so it reads beside kary's `16M`."""
+    """`1` (flux-distribute's bare GB label) -> `1G`, so it reads beside kary's `16M`."""
     text = str(label)
     return f"{text}G" if text.isdigit() else text
 
@@ -345,7 +345,7 @@ def knobs_from_dirname(name: str) -> Knobs | None:
             values[knob] = 0
         else:
             size = size_from_label(label)
-            # A bare number is the seed's GB label; a knob's label always has its unit.
+            # A bare number is flux-distribute's GB label; a knob's label always has its unit.
             if size is None or label.isdigit():
                 return None
             values[knob] = size
@@ -414,7 +414,7 @@ _BLOB_DIR = re.compile(r"^blob-(?P<kind>[a-z]+)$")
 
 def blob_dirname(kind: str | None) -> str | None:
     """`blob-zeros`: the directory of cells whose blobs are not kary's random ones
-    (formats/blobs.py); None for random blobs, so a random study keeps the seed's layout."""
+    (formats/blobs.py); None for random blobs, so a random study keeps flux-distribute's layout."""
     return None if kind in (None, DEFAULT_BLOB) else f"blob-{kind}"
 
 

@@ -2,7 +2,7 @@
 
 The entrypoint template is rendered with these names (experiments/model/render.py)
 and `kary parse` reads them back (analysis/), so the names a run prints and the
-names analysis knows are one list.  They are the seed's (flux-distribute), so
+names analysis knows are one list.  They are flux-distribute's (flux-distribute), so
 old and new data line up in one table.
 
 Per strategy the steps run in this order: create the archive, distribute it
@@ -11,14 +11,14 @@ Per strategy the steps run in this order: create the archive, distribute it
 (`verify-<distribute event>`), delete the archive, clean the extracted files.
 A new strategy is one more entry in STRATEGY_EVENTS.
 
-`direct` is kary's baseline, not the seed's: no archive and no tree, every
+`direct` is kary's baseline, not flux-distribute's: no archive and no tree, every
 rank but 0 downloads the blob from rank 0 over plain HTTP.  Its create step
 starts rank 0's HTTP server, its delete step stops it.
 
-The ping experiment (`kary run --experiment ping`, the seed's ping variant)
+The ping experiment (`kary run --experiment ping`, flux-distribute's ping variant)
 has events of its own: one `flux ping` from rank 0 per rank, service and
 payload size, named `flux-ping-<service>` in its KARY line; its legacy EVENT
-line is the seed's `flux-ping-<service>-size-<size>-rank-<rank>`.
+line is flux-distribute's `flux-ping-<service>-size-<size>-rank-<rank>`.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ SETUP = "setup"
 
 # What a cell measures: `distribute` (the strategies above) or `ping`.
 EXPERIMENTS: tuple[str, ...] = ("distribute", "ping")
-# The services the ping experiment pings on each rank, as the seed did.
+# The services the ping experiment pings on each rank, as flux-distribute did.
 PING_SERVICES: tuple[str, ...] = ("broker", "kvs")
 _PING_PREFIX = "flux-ping-"
 
@@ -129,7 +129,7 @@ def ping_service(event: str) -> str | None:
 
 
 def ping_step_name(service: str, size_label: str, rank: int) -> str:
-    """The seed's name for one ping: `flux-ping-broker-size-0-rank-3` (its EVENT line, its uid)."""
+    """flux-distribute's name for one ping: `flux-ping-broker-size-0-rank-3` (its EVENT line, its uid)."""
     return f"{ping_event(service)}-size-{size_label}-rank-{rank}"
 
 

@@ -88,7 +88,7 @@ _STEP_LINE = re.compile(r'^KARY[ \t]+\{[ \t]*"event"', re.M)
 
 
 def has_kary_lines(log: str) -> bool:
-    """True when a log has step lines (a kary-format log, not the seed's EVENT/time one)."""
+    """True when a log has step lines (a kary-format log, not flux-distribute's EVENT/time one)."""
     return "KARY" in log and _STEP_LINE.search(log) is not None
 
 

@@ -2,7 +2,7 @@
 
 The rule is flux-distribute's generator: for each N, `kary:k` for 1 <= k <= N//2,
 plus `binomial` when ceil(log2 N) <= N//2.  Files are JSON lists of
-`{"nodes": N, "topo": "kary:2", "levels": {"0": ["0"], ...}}`, the seed's shape.
+`{"nodes": N, "topo": "kary:2", "levels": {"0": ["0"], ...}}`, flux-distribute's shape.
 """
 
 from __future__ import annotations
@@ -31,21 +31,21 @@ def _topologies_for(nodes: int, min_kary: int, max_kary: int | None) -> list[str
     top = nodes // 2 if max_kary is None else min(max_kary, nodes // 2)
     topos = [f"kary:{k}" for k in range(max(1, min_kary), top + 1)]
     if math.ceil(math.log2(nodes)) <= nodes // 2:
-        topos.insert(0, "binomial")  # the seed lists it before the karys
+        topos.insert(0, "binomial")  # flux-distribute lists it before the karys
     return topos
 
 
 def generate_designs(
     min_nodes: int, max_nodes: int, min_kary: int = 1, max_kary: int | None = None
 ) -> list[Design]:
-    """Every design for min_nodes..max_nodes (inclusive), in the seed's order."""
+    """Every design for min_nodes..max_nodes (inclusive), in flux-distribute's order."""
     node_count(min_nodes, "--min-nodes")
     node_count(max_nodes, "--max-nodes")
     if min_nodes > max_nodes:
         raise UserError(f"--min-nodes {min_nodes} is larger than --max-nodes {max_nodes}")
     if min_kary < 1 or (max_kary is not None and max_kary < min_kary):
         raise UserError("--min-kary must be >= 1 and no larger than --max-kary")
-    # The seed's order: by nodes, then binomial, then kary by fan-out.
+    # flux-distribute's order: by nodes, then binomial, then kary by fan-out.
     return [
         Design(n, topo)
         for n in range(min_nodes, max_nodes + 1)
@@ -54,7 +54,7 @@ def generate_designs(
 
 
 def design_entry(design: Design) -> dict[str, Any]:
-    """The seed's JSON entry for one design, levels as strings."""
+    """flux-distribute's JSON entry for one design, levels as strings."""
     levels = build_tree(design.topo, design.nodes).levels()
     return {
         "nodes": design.nodes,

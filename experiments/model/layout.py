@@ -1,11 +1,11 @@
 """Which layout a sweep's cells run in: an outer instance per cell, or per node count.
 
 `per-cell`: each cell gets its own Flux instance (a MiniCluster on a cluster, a
-`flux start --test-size` here), as the seed's sweeps ran.  `nested`: one outer
+`flux start --test-size` here), as flux-distribute's sweeps ran.  `nested`: one outer
 instance per node count (a MiniCluster, or a test instance standing in for
 one), and every cell of that node count a nested instance inside it, so the
 per-cell pod start and teardown are paid once per node count.  Kubernetes
-defaults to nested; `--layout per-cell` runs as the seed did, to compare with
+defaults to nested; `--layout per-cell` runs as flux-distribute did, to compare with
 old data.  Elsewhere the default is per-cell.
 """
 

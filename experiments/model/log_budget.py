@@ -43,7 +43,7 @@ GROUP_SHARE = 0.5
 # (benchmarks/results/cell-log-bytes-emulator.txt, verify off as on a cluster; a
 # sample left out of the fit came within 0.2%), each line with its CRI prefix and
 # the TTY's `\r`: distribute a + b N + S (c + T (d + e N)) for N nodes, S sizes,
-# T strategies; ping a + b N + S (c + e N).  The seed's 30-node cell (10 sizes,
+# T strategies; ping a + b N + S (c + e N).  flux-distribute's 30-node cell (10 sizes,
 # all) is 27.5 KiB, a 256-node one 62 KiB (146 KiB with three strategies); ping
 # prints per rank and size, 2.5 MiB a 256-node cell of 10 sizes.
 _DISTRIBUTE = (2151.0, 75.25, -105.0, 2244.0, 8.0)

@@ -41,14 +41,14 @@ __all__ = [
 
 GIB = 2**30
 MIB = 2**20
-# Small sizes keep a local run to seconds; the cloud default is the seed's 1-10 GB.
+# Small sizes keep a local run to seconds; the cloud default is flux-distribute's 1-10 GB.
 DEFAULT_SIZES: dict[str, list[int]] = {
     "local": [16 * MIB, 64 * MIB],
     "flux": [16 * MIB, 64 * MIB],
     "kubernetes": [g * GIB for g in range(1, 11)],
 }
 # The ping experiment's payloads (flux ping --pad; every cell pings with none
-# too): the seed pinged 200M to 1000M on its clusters.
+# too): flux-distribute pinged 200M to 1000M on its clusters.
 PING_SIZES: dict[str, list[int]] = {
     "local": [MIB, 16 * MIB],
     "flux": [MIB, 16 * MIB],

@@ -417,7 +417,7 @@ def render_cell(
         "direct_port": DIRECT_PORT,
         "ping_prefix": ping_event(""),
         "ping_services": PING_SERVICES,
-        # The ping experiment's payloads: none (the seed's size 0), then each size.
+        # The ping experiment's payloads: none (flux-distribute's size 0), then each size.
         "pads": [{"label": format_size(p) if p else "0", "bytes": p} for p in pads],
     }
     try:

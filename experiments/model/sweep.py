@@ -27,7 +27,7 @@ class Sweep:
     """What to run: the fields are `kary plan` / `kary run`'s flags, with their defaults.
 
     `sizes` takes "16M,64M" or a list of labels or byte counts; None is the
-    backend's default (the seed's 1-10 GB with `min_size_gb` / `max_size_gb`).
+    backend's default (flux-distribute's 1-10 GB with `min_size_gb` / `max_size_gb`).
     `backend` None picks: a cluster file means kubernetes, faults mean the
     emulator (local), else real Flux when `flux` is on PATH (shaped links then
     run in a box, `place="box"`), else the emulator.
@@ -54,7 +54,7 @@ class Sweep:
     iterations: int = 1
     strategies: Sequence[str] = ("all",)
     experiment: str = "distribute"  # or "ping": flux ping per rank and size, no strategies
-    # What each blob holds (formats/blobs.py): random, or the seed's zeros; None: random.
+    # What each blob holds (formats/blobs.py): random, or flux-distribute's zeros; None: random.
     # Also a sweep file's axis, for both kinds in one tree.
     blob: str | None = None
     designs: Path | None = None

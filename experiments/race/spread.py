@@ -6,7 +6,7 @@ long the replayed race runs, so where `--history` holds repeated cells (one
 cell, several iterations) the spread is theirs: the pooled standard deviation
 of log seconds of the distribution step within each (sweep, cell, size) group,
 weighted by its degrees of freedom.  Only cells of the plan's own blob kind
-count: the seed's zero blobs move one distinct chunk (formats/blobs.py), so
+count: flux-distribute's zero blobs move one distinct chunk (formats/blobs.py), so
 their repeats say nothing of how a random blob's distribution varies.  Without
 repeats of that kind the plan says it uses the stated default, and why.
 """

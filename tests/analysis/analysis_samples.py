@@ -1,4 +1,4 @@
-"""Builders for synthetic logs and raw trees: kary's own format and the seed's legacy one.
+"""Builders for synthetic logs and raw trees: kary's own format and flux-distribute's legacy one.
 
 Imported by the analysis tests (pytest puts this folder on sys.path).  kary's
 own format is built from experiments/formats (cell ids, KARY lines, event

@@ -34,7 +34,7 @@ WRITES_16_64 = (
     "the archive had 1 distinct chunk of 16 at 16M, of 64 at 64M"
 )
 SEED_REASON = (
-    "these times measure each rank's disk writes: the seed's image made every size with "
+    "these times measure each rank's disk writes: flux-distribute's image made every size with "
     "head -c N /dev/zero, so each archive held one distinct 1 MiB chunk (its logs do not "
     "count them)"
 )
@@ -147,7 +147,7 @@ def test_blob_comes_from_run_json_the_cell_line_the_path_or_the_log_format(
     write_cell(raw, "4/kary-1/blob-zeros/2", kary_log(4, "kary:1", 2))
     # kary before it said: random, the only kind it made.
     write_cell(raw, "4/kary-1/3", kary_log(4, "kary:1", 3), _record(4, "kary:1", 3, None))
-    # A seed-format log and no run.json: the seed's zeros.
+    # A seed-format log and no run.json: flux-distribute's zeros.
     write_cell(raw, "4/kary-1/4", legacy_log(4, "kary:1", sizes=(1,)))
     # run.json and the cell line disagree: run.json is used, and the parse says so.
     write_cell(

@@ -16,7 +16,7 @@ def test_every_parsed_table_is_written_as_pandas_writes_it(
     small_tree: Path, flux_distribute: Path, tmp_path: Path
 ) -> None:
     # A kary tree with a failed step (its reason has a colon and brackets) and
-    # the seed's ping tree (nullable hops, ms and seconds as floats).
+    # flux-distribute's ping tree (nullable hops, ms and seconds as floats).
     for tree in (small_tree, flux_distribute / "raw-ping-kind"):
         parsed = parse_tree(tree, tmp_path / f"parsed-{tree.name}", plots=False).parsed
         for table in (parsed.events, parsed.ping, parsed.runs, parsed.summary):

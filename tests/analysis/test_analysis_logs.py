@@ -213,7 +213,7 @@ def test_malformed_duplicate_and_unknown_kary_lines() -> None:
 @pytest.mark.parametrize(
     ("blocks", "clean"),
     [
-        ({}, True),  # the seed's every log
+        ({}, True),  # flux-distribute's every log
         ({"create-archive-1": "\nreal\t1m9.978s\n"}, True),  # minutes
         ({"create-archive-1": "\nreal 69.97\n"}, True),  # time -p
         ({"create-archive-1": "\nreal\t1h2m3.500s\n"}, False),  # hours

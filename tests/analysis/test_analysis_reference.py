@@ -1,4 +1,4 @@
-"""Fidelity on the seed's real trees: every row of the seed's own parse appears in ours."""
+"""Fidelity on flux-distribute's real trees: every row of flux-distribute's own parse appears in ours."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_ping_rows_match_the_seed_and_keep_the_one_it_dropped(flux_distribute: P
     _assert_seed_rows_present(seed, tables.ping, PING_KEYS)
     hops = seed.merge(tables.ping, on=PING_KEYS, suffixes=("_seed", ""))
     assert (hops["hops"] == hops["hops_seed"]).all()
-    # The seed lost the ping whose block also held broker.err lines (an unresponsive
+    # flux-distribute lost the ping whose block also held broker.err lines (an unresponsive
     # broker, 103 s); it did reply, so it is kept and timed.
     extra = tables.ping.merge(seed[PING_KEYS], on=PING_KEYS, how="left", indicator=True)
     kept = extra[extra["_merge"] == "left_only"]
@@ -69,9 +69,9 @@ def test_overlays_equal_the_seed_topologies_json(flux_distribute: Path, name: st
 
 
 def test_failed_steps_in_the_reference_trees_are_counted(flux_distribute: Path) -> None:
-    # Every step block of the seed's archive trees has a `real` line and no error
+    # Every step block of flux-distribute's archive trees has a `real` line and no error
     # output, and every ping got its reply: the reference data holds no failure
-    # that its logs can show (exit status was never printed by the seed).
+    # that its logs can show (exit status was never printed by flux-distribute).
     counts = {}
     for raw in ("raw-eks-exact-6", "raw-gke-max-6", "raw-kind", "raw-ping-kind"):
         tables, _, _, _ = read_tree(flux_distribute / raw)
@@ -119,7 +119,7 @@ def test_the_seed_columns_come_first_and_keep_their_values(
     assert text[0].startswith("uid,topology,iteration,nodes,event,size_gb,time_seconds,size_bytes,")
     assert text[1] == (
         "kary-1-6,kary-1,0,6,create-archive,1,9.255,1073741824,ok,,,,"
-        # No Flux knob set; no run.json, so no place, links or CPU-bound; the seed's
+        # No Flux knob set; no run.json, so no place, links or CPU-bound; flux-distribute's
         # blobs were zeros; its log has no archive line, so no chunks or store growth.
         "6/kary-1/0/topology-experiment.out,kary:1,all,1,,,,,,,,zeros,,,,"
     )
@@ -127,7 +127,7 @@ def test_the_seed_columns_come_first_and_keep_their_values(
 
 @pytest.mark.parametrize("raw", ["raw-eks-exact-6", "raw-gke-max-6", "raw-kind"])
 def test_every_row_of_the_seeds_trees_is_zeros(flux_distribute: Path, raw: str) -> None:
-    # The seed's image made every size with head -c N /dev/zero (formats/blobs.py).
+    # flux-distribute's image made every size with head -c N /dev/zero (formats/blobs.py).
     tables, _, _, _ = read_tree(flux_distribute / raw)
     assert set(tables.events["blob"]) == set(tables.runs["blob"]) == {"zeros"}
     assert set(tables.summary["blob"]) == {"zeros"}

@@ -59,7 +59,7 @@ def test_summary_uses_ok_rows_only_and_leaves_undefined_cells_empty() -> None:
             "status": ["ok", "ok", "ok", "failed", "ok", "failed", "failed"],
         }
     )
-    # A failed step's time (here the seed-style 0.015 s) is never averaged in.
+    # A failed step's time (here flux-distribute-style 0.015 s) is never averaged in.
     frame.loc[frame["status"] == "failed", "time_seconds"] = np.nan
     out = summarize(frame, ["g"]).set_index("g")
     assert out.loc["a", ["n", "failed", "median", "q1", "q3", "min", "max"]].tolist() == [

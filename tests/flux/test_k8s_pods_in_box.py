@@ -187,7 +187,7 @@ def test_both_layouts_run_on_pods_in_a_box_and_parse_to_ok_rows(
     for cell in CELLS:
         record = _record(data, cell)
         assert record["state"] == "succeeded" and record["layout"] == layout, record
-        # The seed's content store (the operator's kept statedir; kary's per-cell one).
+        # flux-distribute's content store (the operator's kept statedir; kary's per-cell one).
         assert record["content_store"]["journal_mode"] == "WAL", record
         assert record["content_store"]["synchronous"] == "NORMAL", record
         # What timed it besides Flux (issue 44): the box's view has flux-core alone, on

@@ -17,7 +17,7 @@ from experiments.formats.events import (
 from experiments.model.render import render_cell, strategy_waves
 from experiments.model.topology import build_tree
 
-# The seed's names (flux-distribute), which old and new data share.
+# flux-distribute's names (flux-distribute), which old and new data share.
 SEED_EVENTS = {
     "all": [
         "create-archive", "distribute-all-nodes", "delete-archive-all-nodes", "clean-all-nodes",
@@ -104,7 +104,7 @@ def test_events_sort_in_the_order_they_run() -> None:
     ("name", "split"),
     [
         ("distribute-middle-nodes-0-16M", ("distribute-middle-nodes-0", "16M")),
-        ("create-archive-1", ("create-archive", "1")),  # the seed's bare GB label
+        ("create-archive-1", ("create-archive", "1")),  # flux-distribute's bare GB label
         ("clean-all-nodes-1.5G", ("clean-all-nodes", "1.5G")),
         ("create-archive", None),
         ("-16M", None),

@@ -272,7 +272,7 @@ def test_the_nested_minicluster_validates_against_the_crd(minicluster_crd: Path)
     mine["spec"]["containers"][0] = base
     again = render_nested(mine, 30, [NestedCell("30/kary-1/0", "kary:1", 600, "echo\n")])
     assert again.body["spec"]["containers"][0]["environment"] == {"USERS_OWN": "kept"}
-    # The seed's 16 topologies x 10 sizes: 409 KB of entrypoints, packed far under 1 MiB.
+    # flux-distribute's 16 topologies x 10 sizes: 409 KB of entrypoints, packed far under 1 MiB.
     assert sum(len(r.entrypoint_sh) for r in rendered) > 400_000
     assert len(nested.yaml) < 40_000
 

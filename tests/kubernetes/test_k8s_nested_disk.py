@@ -3,7 +3,7 @@
 The plan counts a node count's blobs once in rank 0's blob cache; the driver, before
 each cell, asks for each size again only when no blob of it is kept.  Both must read
 the kept blob by one name (formats/blobs.kept_blob_name), else from the second cell on
-the driver asks for every size twice and refuses a disk the plan accepted: the seed's
+the driver asks for every size twice and refuses a disk the plan accepted: flux-distribute's
 30-node sweep (1-10 GB) on 150 GB, where the plan said 134 GB and the second cell
 found about 84 GiB free against 111 GiB asked.
 

@@ -273,7 +273,7 @@ def _run_seed_image(raw: Path, *flags: str) -> Any:
 def test_pods_pending_while_a_long_image_pull_runs_do_not_fail_the_cell(
     apiserver: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The seed's image: 55 GB, about 1200 s to pull; its pods Pending 900 watched
+    # flux-distribute's image: 55 GB, about 1200 s to pull; its pods Pending 900 watched
     # seconds (past the 600 s any pod used to get) end within the bound the pull sets
     # (600 s + 2 x 1200 s).
     fast_backend(monkeypatch)

@@ -1,4 +1,4 @@
-"""What each blob holds: random (kary's) or zeros (the seed's), chosen, rendered, recorded.
+"""What each blob holds: random (kary's) or zeros (flux-distribute's), chosen, rendered, recorded.
 
 A zero blob is one distinct chunk to Flux's archive: the emulator here, like
 flux-core, stores it once, and the archive line says so.

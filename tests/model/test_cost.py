@@ -1,4 +1,4 @@
-"""Cost: the time model, its fit on the seed's EKS history, and pricing."""
+"""Cost: the time model, its fit on flux-distribute's EKS history, and pricing."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from experiments.model.plan import Cell, ExperimentSpec, plan_experiment
 from experiments.resources import resource_path
 
 GIB = 2**30
-SEED_EKS_WALL_SECONDS = 9716  # the seed's README: the whole EKS 6-node sweep
+SEED_EKS_WALL_SECONDS = 9716  # flux-distribute's README: the whole EKS 6-node sweep
 
 
 def _eks6_plan(tmp_path: Path, designs: Path):  # type: ignore[no-untyped-def]
@@ -49,7 +49,7 @@ def test_eks6_sweep_calibrated_on_its_own_history_lands_near_its_wall_time(
         history=flux_distribute / "parsed-eks-exact-6",
     )
     assert len(plan.cells) == 12
-    # kary makes its blobs in the run (the seed baked them into its image), so
+    # kary makes its blobs in the run (flux-distribute baked them into its image), so
     # the comparable figure leaves generation out.
     comparable = estimate.seconds - estimate.parts["generate"]
     assert abs(comparable - SEED_EKS_WALL_SECONDS) / SEED_EKS_WALL_SECONDS < 0.05
@@ -96,7 +96,7 @@ def test_a_known_sweep_total_informs_the_overhead(tmp_path: Path, flux_distribut
 
 def test_failed_seed_steps_recorded_as_timings_are_dropped(tmp_path: Path) -> None:
     rows = [("create-archive", "ok", 8.0 + i / 10) for i in range(5)]
-    rows.append(("create-archive", "ok", 0.015))  # the seed's failed step
+    rows.append(("create-archive", "ok", 0.015))  # flux-distribute's failed step
     _parsed_dir(tmp_path / "seed", rows)
     (sweep,) = load_sweeps(tmp_path)
     assert sorted(sweep.cells[0].seconds.values()) == pytest.approx([8.4])
@@ -175,7 +175,7 @@ def test_history_is_read_by_the_parsed_table_loader(tmp_path: Path) -> None:
         [("create-archive", "ok", 8.0), ("create-archive", "failed", 0.01)],
     )
     _parsed_dir(tmp_path / "sweep-b", [("create-archive", "ok", 12.0)])
-    # The seed's ping table has no events: the loader reads it as none, not as an error.
+    # flux-distribute's ping table has no events: the loader reads it as none, not as an error.
     ping = tmp_path / "ping"
     ping.mkdir()
     ping.joinpath("topologies-events.csv").write_text(

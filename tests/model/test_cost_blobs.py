@@ -1,6 +1,6 @@
 """The time model by blob kind: a zero blob moves one chunk, so its waves cost each
 rank's writes whatever the tree, and zero-blob history informs no term priced per
-byte moved (the seed's sweeps were zeros: formats/blobs.py)."""
+byte moved (flux-distribute's sweeps were zeros: formats/blobs.py)."""
 
 from __future__ import annotations
 

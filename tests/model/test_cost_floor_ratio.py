@@ -126,7 +126,7 @@ def test_the_spot_bill_shows_its_re_runs_and_on_demand_has_none(tmp_path: Path) 
 
 def test_the_readme_says_the_spot_plans_network_term_is_a_lower_bound() -> None:
     readme = (REPO / "README.md").read_text()
-    section = readme.split("## What the seed's study costs", 1)[1].split("\n## ", 1)[0]
+    section = readme.split("## What flux-distribute's study costs", 1)[1].split("\n## ", 1)[0]
     prose = section.split("<!-- /figure plan-spot -->", 1)[1]
     assert "network term is a lower bound" in " ".join(prose.split())
     assert f"{FLOOR_RATIO_HIGH:.2f} times" in prose

@@ -1,4 +1,4 @@
-"""Design sets: the seed's generator rule, and the shipped file."""
+"""Design sets: flux-distribute's generator rule, and the shipped file."""
 
 from __future__ import annotations
 

@@ -51,13 +51,13 @@ def test_the_default_is_a_small_pinned_ubuntu_with_the_operators_view() -> None:
     assert images_pulled(DEFAULT_IMAGE) == [DEFAULT_IMAGE, FLUX_VIEW_NOBLE]
     assert images_pulled(SEED_IMAGE) == [SEED_IMAGE]
     assert images_pulled("registry.example/x:1") == ["registry.example/x:1"]
-    # 1,000 times less to pull than the seed's image, view included.
+    # 1,000 times less to pull than flux-distribute's image, view included.
     default = sum(IMAGES[ref.split("@")[0]].pull_bytes for ref in images_pulled(DEFAULT_IMAGE))
     assert default * 100 < IMAGES[SEED_IMAGE].pull_bytes
 
 
 def test_the_pull_follows_the_images_size() -> None:
-    # The rate is the seed image's measured pull: 55 GB in 20 minutes.
+    # The rate is flux-distribute image's measured pull: 55 GB in 20 minutes.
     assert image_pull(SEED_IMAGE).seconds == pytest.approx(1200.0)
     default = image_pull()
     assert default.seconds == pytest.approx((29_751_109 + 500_000_000) / PULL_BYTES_PER_S)

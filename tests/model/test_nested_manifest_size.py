@@ -1,4 +1,4 @@
-"""benchmarks/nested_manifest.py: the seed's 30-node study in one nested MiniCluster, far
+"""benchmarks/nested_manifest.py: flux-distribute's 30-node study in one nested MiniCluster, far
 under the 1 MiB a ConfigMap holds, and the same bytes on every run."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from experiments.estimate.nonnegative import nonnegative_least_squares
 def _bound_active_problem() -> tuple[np.ndarray, np.ndarray]:
     # Five columns, the target made of the first alone minus a little of the others:
     # the unconstrained fit wants the other four negative, so at the optimum they sit
-    # exactly on their bound, as the seed's distribute parameters do.
+    # exactly on their bound, as flux-distribute's distribute parameters do.
     rng = np.random.default_rng(57)
     matrix = rng.uniform(0.5, 2.0, size=(40, 5))
     target = 3.0 * matrix[:, 0] - 0.05 * matrix[:, 1:].sum(axis=1)

@@ -40,7 +40,7 @@ __all__ = ["AllocationFacts", "allocation_facts", "run_in_allocation"]
 _CANCEL_WAIT_S = 30.0
 # A nested instance's statedir is temporary, so flux-core runs its content store with
 # journal_mode=OFF and synchronous=OFF (content-sqlite.c, statedir-cleanup); the
-# Flux Operator's instances, where the seed's data was taken, keep theirs (WAL,
+# Flux Operator's instances, where flux-distribute's data was taken, keep theirs (WAL,
 # NORMAL).  The config table wins over that default (content-sqlite.c process_config),
 # so a create is timed on the store a cluster's cell would have.
 SEED_CONTENT_STORE = (

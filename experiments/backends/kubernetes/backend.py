@@ -9,7 +9,7 @@ each cell to its layout with the guarantee that nothing of a cell outlives
 - nested (the default; nested.py): one MiniCluster per node count runs every
   cell of that node count as a nested Flux instance (split where its log would
   pass half the kubelet's rotation size);
-- per-cell (`--layout per-cell`, as the seed's sweeps ran; per_cell.py): a
+- per-cell (`--layout per-cell`, as flux-distribute's sweeps ran; per_cell.py): a
   MiniCluster of its own per cell.
 
 Both create and delete MiniClusters (minicluster), wait for the operator's Job

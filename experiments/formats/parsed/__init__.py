@@ -74,14 +74,14 @@ BLOB_COLUMN = "blob"
 # own few objects; a later strategy's archive of the same blob finds its chunks
 # stored, so the most of a cell's archives at a size is the one that tells).  On
 # every step of that strategy and size; empty where the log has no such line
-# (`direct`, the seed's logs, a kary log written before it).
+# (`direct`, flux-distribute's logs, a kary log written before it).
 ARCHIVE_COLUMNS = ["archive_chunks", "store_objects_added"]
 # The Flux version a cell ran and the hash of every template it ran (run.json; "" where
 # not recorded: a seed log, a kary from before it said).  Another Flux or another
 # template is another benchmark, so each is a summary group of its own, as a knob is,
 # and the report names them where they vary (analysis.tables.sources).
 RAN_COLUMNS = ["flux_version", "template_hash"]
-# The seed's columns first, in the seed's order, then kary's.
+# flux-distribute's columns first, in flux-distribute's order, then kary's.
 EVENT_COLUMNS = [
     "uid",
     "topology",
@@ -106,9 +106,9 @@ EVENT_COLUMNS = [
     *ARCHIVE_COLUMNS,
     *RAN_COLUMNS,
 ]
-# The events columns that are not text or the seed's numbers: nullable integers.
+# The events columns that are not text or flux-distribute's numbers: nullable integers.
 EVENT_KINDS = dict.fromkeys(ARCHIVE_COLUMNS, "Int64")
-# The seed's ping columns (service is the ping target: broker or kvs;
+# flux-distribute's ping columns (service is the ping target: broker or kvs;
 # message_size_bytes is the pad), then kary's.
 PING_COLUMNS = [
     "uid",

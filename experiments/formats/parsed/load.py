@@ -1,7 +1,7 @@
 """The one loader of a parsed directory: its tables back as DataFrames, kary's own or the
 seed's older CSVs.
 
-It refuses a newer format with a clear message and reads the seed's own parsed
+It refuses a newer format with a clear message and reads flux-distribute's own parsed
 CSVs, which have no status column (every row counts as ok) and no summary.
 A table written before a column was added gets it here, from what the older
 parse does say (see `_blobs_back_filled`), so an older parse still loads and
@@ -64,7 +64,7 @@ class Parsed:
 def load_parsed(parsed_dir: Path, summarize: Summarize | None = None) -> Parsed:
     """Read a parsed directory back into DataFrames; UserError if it is not one.
 
-    The seed's parsed CSVs have no summary.csv: with `summarize` (analysis's
+    flux-distribute's parsed CSVs have no summary.csv: with `summarize` (analysis's
     summary of an events table) it is computed, else it is an empty table.
     """
     parsed_dir = Path(parsed_dir)
@@ -149,8 +149,8 @@ def cell_values(events: pd.DataFrame, runs: pd.DataFrame, column: str) -> np.nda
 
 
 def _seed_cells(runs: pd.DataFrame) -> set[str]:
-    """The cells (runs.csv `source`) whose log is the seed's format and that have no
-    run.json: the seed's own cells, whose blobs were zeros (formats/blobs.py)."""
+    """The cells (runs.csv `source`) whose log is flux-distribute's format and that have no
+    run.json: flux-distribute's own cells, whose blobs were zeros (formats/blobs.py)."""
     if not {"source", "log_format", "state"} <= set(runs.columns):
         return set()
     seed = (runs["log_format"].astype(str) == "legacy") & (runs["state"].astype(str) == "")
@@ -159,7 +159,7 @@ def _seed_cells(runs: pd.DataFrame) -> set[str]:
 
 def _blob_of_cell(cell: str, seed_cells: set[str]) -> str:
     """A cell's blob kind as an older parse tells it: its blob directory, else `zeros`
-    for the seed's cells, else `random` (all kary made before it said)."""
+    for flux-distribute's cells, else `random` (all kary made before it said)."""
     named = blob_of_path(cell.split("/")) if cell else None
     if named is not None:
         return named
@@ -224,7 +224,7 @@ def _read_overlays(path: Path) -> dict[str, list[str]]:
 
 
 def _load_seed(parsed_dir: Path, summarize: Summarize) -> Parsed:
-    """The seed's parsed CSV: its seven columns and an index; no failures recorded."""
+    """flux-distribute's parsed CSV: its seven columns and an index; no failures recorded."""
     frame = _read_csv(parsed_dir / EVENTS_CSV, None)
     frame = frame.drop(columns=[c for c in frame.columns if c.startswith("Unnamed")])
     if "service" in frame.columns and "event" not in frame.columns:
@@ -244,7 +244,7 @@ def _load_seed(parsed_dir: Path, summarize: Summarize) -> Parsed:
     ):  # fmt: skip
         frame[column] = ""
     frame["strategy"] = [strategy_of(e) or "" for e in frame["event"]]
-    # The seed's image made every size with head -c N /dev/zero (formats/blobs.py).
+    # flux-distribute's image made every size with head -c N /dev/zero (formats/blobs.py).
     frame[BLOB_COLUMN] = SEED_BLOB
     for column in EVENT_COLUMNS:
         if column not in frame.columns:
@@ -256,12 +256,12 @@ def _load_seed(parsed_dir: Path, summarize: Summarize) -> Parsed:
         runs=pd.DataFrame(columns=RUN_COLUMNS),
         summary=summarize(events),
         overlays=_read_overlays(parsed_dir / OVERLAYS_JSON),
-        meta={"format": 0, "note": "the seed's parsed CSV: failures were not recorded"},
+        meta={"format": 0, "note": "flux-distribute's parsed CSV: failures were not recorded"},
     )
 
 
 def _load_seed_ping(parsed_dir: Path, frame: pd.DataFrame, summarize: Summarize) -> Parsed:
-    """The seed's ping table: same columns as kary's first twelve; no failures recorded."""
+    """flux-distribute's ping table: same columns as kary's first twelve; no failures recorded."""
     frame["topo"] = [topo_from_dirname(t) or t for t in frame["topology"]]
     frame["status"] = "ok"
     for column in PING_COLUMNS:
@@ -274,7 +274,7 @@ def _load_seed_ping(parsed_dir: Path, frame: pd.DataFrame, summarize: Summarize)
         runs=pd.DataFrame(columns=RUN_COLUMNS),
         summary=summarize(events),
         overlays=_read_overlays(parsed_dir / OVERLAYS_JSON),
-        meta={"format": 0, "note": "the seed's parsed ping CSV: failures were not recorded"},
+        meta={"format": 0, "note": "flux-distribute's parsed ping CSV: failures were not recorded"},
     )
 
 
