@@ -295,7 +295,8 @@ def run_cli(data: Path, out: Path, plots: bool = False) -> tuple[float, float]:
 
 
 def run_seed_script(data: Path, out: Path) -> tuple[float, float]:
-    """flux-distribute's whole script end to end, interpreter start included: (wall, CPU) seconds."""
+    """flux-distribute's whole script end to end, interpreter start included: (wall, CPU)
+    seconds."""
     return _run([sys.executable, __file__, "--child-seed-script", str(data), str(out)])
 
 

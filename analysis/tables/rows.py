@@ -376,7 +376,8 @@ def _add_archive_counts(rows: TableRows, res: CellResult) -> None:
 
 @lru_cache(maxsize=1024)
 def size_gb_of(size: int) -> int | float:
-    """A size in GiB; whole numbers as int (flux-distribute's labels are whole GB: `1` stays `1`)."""
+    """A size in GiB; whole numbers as int (flux-distribute's labels are whole GB: `1`
+    stays `1`)."""
     value = size / _GIB
     return int(value) if value == int(value) else value
 

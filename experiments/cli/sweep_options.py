@@ -80,7 +80,8 @@ Experiment = Annotated[
         "--experiment",
         metavar="<experiment>",
         help="distribute (the strategies), or ping: flux ping from rank 0 to every rank, "
-        "broker and kvs, with no payload and with each size as --pad (flux-distribute's ping variant).",
+        "broker and kvs, with no payload and with each size as --pad (flux-distribute's ping "
+        "variant).",
     ),
 ]
 DataDir = Annotated[Path, typer.Option("--data-dir", help="Raw tree to write cells into.")]

@@ -114,8 +114,9 @@ def default_time_model(
     pull = image_pull(image or DEFAULT_IMAGE, flux_view)
     return TimeModel(
         source=(
-            "cloud defaults: create, extract (each rank's writes), clean from flux-distribute's EKS "
-            "6-node sweep (c5a.4xlarge; zero blobs, one chunk moved); the network only as the "
+            "cloud defaults: create, extract (each rank's writes), clean from "
+            "flux-distribute's EKS 6-node sweep (c5a.4xlarge; zero blobs, one chunk moved); "
+            "the network only as the "
             f"instance's link floor, no random-blob history; {pull.note}"
         ),
         create_s_per_gb=9.5,

@@ -129,7 +129,8 @@ def ping_service(event: str) -> str | None:
 
 
 def ping_step_name(service: str, size_label: str, rank: int) -> str:
-    """flux-distribute's name for one ping: `flux-ping-broker-size-0-rank-3` (its EVENT line, its uid)."""
+    """flux-distribute's name for one ping: `flux-ping-broker-size-0-rank-3` (its EVENT
+    line, its uid)."""
     return f"{ping_event(service)}-size-{size_label}-rank-{rank}"
 
 

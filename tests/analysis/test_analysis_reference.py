@@ -1,4 +1,4 @@
-"""Fidelity on flux-distribute's real trees: every row of flux-distribute's own parse appears in ours."""
+"""Fidelity on flux-distribute's real trees: every row of its own parse appears in ours."""
 
 from __future__ import annotations
 

@@ -251,8 +251,9 @@ def test_gke_reference_report_warns_that_its_times_are_disk_writes(gke_report: P
     top = page.index('<h2 id="set0-overview">')
     assert page.index("Deduplicated data: all 45 cells had zero blobs (seed logs)") < top
     writes = (
-        "zero blobs: these times measure each rank's disk writes: flux-distribute's image made every "
-        "size with head -c N /dev/zero, so each archive held one distinct 1 MiB chunk (its "
+        "zero blobs: these times measure each rank's disk writes: flux-distribute's image "
+        "made every size with head -c N /dev/zero, so each archive held one distinct 1 MiB "
+        "chunk (its "
         "logs do not count them)"
     )
     # Beside each verdict group and each group of strips of the three archive strategies.

@@ -29,7 +29,8 @@ EKS_30 = resource_path("clusters", "eks-30.yaml")
 
 
 def _seed_cells() -> list[Cell]:
-    """flux-distribute's sweep on 30 nodes: two topologies, sizes 1-10 GiB (kary's cloud default)."""
+    """flux-distribute's sweep on 30 nodes: two topologies, sizes 1-10 GiB (kary's cloud
+    default)."""
     spec = ExperimentSpec(exact_nodes=30, topos=["kary:1", "kary:2"], backend="kubernetes")
     return plan_experiment(spec).cells
 

@@ -1,4 +1,5 @@
-"""The per-cell layout on Kubernetes: a MiniCluster of its own for each cell, as flux-distribute ran.
+"""The per-cell layout on Kubernetes: a MiniCluster of its own for each cell, as
+flux-distribute ran it.
 
 Per cell: create the MiniCluster (a name of its own, labelled with owner,
 sweep and cell), wait for the indexed Job the operator makes under the same
