@@ -78,3 +78,33 @@ def test_flux_on_path_asks_nothing_and_no_build_script_says_the_emulator(tmp_pat
     )
     assert missing.returncode == 0 and missing.stdout == ""
     assert "the demo runs kary's emulator" in missing.stderr
+
+
+def test_make_demo_links_the_flux_it_gets_into_the_venv_for_the_next_commands(
+    tmp_path: Path,
+) -> None:
+    """Issue 60, item 3: after `make demo`, `source .venv/bin/activate` finds the same flux,
+    so the README's next command plans real Flux, not the emulator (which would not mix)."""
+    prefix = tmp_path / "flux-core-0.88.0"
+    build = tmp_path / "build-flux-core"
+    build.write_text(f'#!/bin/sh\necho "{prefix}/bin"\n')
+    build.chmod(0o755)
+    env = _env(prefix) | {"PATH": f"{os.path.dirname(_make())}:/usr/bin:/bin"}
+    done = subprocess.run(
+        [_make(), "-n", "demo", f"FLUX_BUILD={build}", "PYTHON=python3"],
+        cwd=REPO, capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    link = f"ln -sf {prefix}/bin/flux .venv/bin/flux"
+    assert link in lines
+    run = next(line for line in lines if "kary run --exact-nodes 30 --topo kary:16" in line)
+    assert lines.index(link) < lines.index(run) and run.startswith(f'PATH="{prefix}/bin:')
+
+
+def _make() -> str:
+    import shutil
+
+    found = shutil.which("make")
+    assert found is not None, "make is not on PATH"
+    return found
