@@ -1,5 +1,6 @@
 # kary: one command for each job a person or CI does.
-#   make demo    set up, then run the main job on this machine and parse it
+#   make demo    set up, then run the main job on this machine and parse it, and race
+#                three fan-outs on emulated links
 #   make check   lint (ruff, import rules), types (mypy), every test (pytest) and the
 #                figures; CI runs this
 #   make figures re-make every README and docs/ figure from its command and compare
@@ -36,6 +37,9 @@ demo: setup
 	PATH="$(if $(FLUX_BIN),$(FLUX_BIN):)$$PATH" $(BIN)/kary run --exact-nodes 30 --topo kary:16 --iters 1
 	$(BIN)/kary parse --data data/raw --out data/parsed
 	@echo "plots and report: data/parsed/ (open data/parsed/report.html)"
+	@echo "then what kary is for: which fan-out is fastest, raced on emulated 100 Mbit/s links"
+	$(BIN)/kary race --backend local --exact-nodes 4 --topo kary:1,kary:2,kary:3 --sizes 16M \
+	    --link-bandwidth 100Mbit --data-dir data/race-demo; test $$? -le 1  # 1: not separated
 
 # lint-imports: DESIGN's import rules and no import cycle (pyproject's [tool.importlinter]).
 lint: setup
