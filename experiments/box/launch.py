@@ -33,11 +33,14 @@ def box_spec(
     ranks = range(layout.nodes)
     addresses = [layout.address(r) for r in ranks]
 
-    def shaped(bandwidth: float | None, classify_by: str) -> list[str]:
-        return qdisc_commands("DEV", bandwidth, links.latency, links.queue, addresses, classify_by)
+    def host(bandwidth: float | None) -> list[str]:
+        # What a node sends: its host's queue (--link-queue), kept apart by whom it goes to.
+        return qdisc_commands("DEV", bandwidth, links.latency, links.queue, addresses)
 
-    # The same settings on both sides of a link: what a node sends (kept apart by
-    # whom it goes to) and what it receives (by whom it comes from).
+    def port(bandwidth: float | None) -> list[str]:
+        # What a switch port sends on: one FIFO, as a switch's port buffer is.
+        return qdisc_commands("DEV", bandwidth, links.latency, "fifo")
+
     return BoxSpec(
         folder=str(folder),
         flux=flux,
@@ -46,13 +49,13 @@ def box_spec(
         hosts=[layout.host(r) for r in ranks],
         addresses=addresses,
         prefix_length=BOX_PREFIX_LENGTH,
-        node_qdiscs=[shaped(links.bandwidth_of(r), "destination") for r in ranks],
-        switch_qdiscs=[shaped(links.bandwidth_of(r), "source") for r in ranks],
+        node_qdiscs=[host(links.bandwidth_of(r)) for r in ranks],
+        switch_qdiscs=[port(links.bandwidth_of(r)) for r in ranks],
         initial_program=["bash", str(entrypoint)],
         end_file=str(entrypoint.parent / EXIT_NAME),
         env=env,
         groups=[g for r in ranks if (g := links.group_of(r)) is not None],
-        trunk_qdiscs=shaped(links.group_bandwidth, "destination") if links.group_size else [],
+        trunk_qdiscs=port(links.group_bandwidth) if links.group_size else [],
     )
 
 

@@ -8,19 +8,22 @@ the node's side limits what the node sends, the switch's side what it
 receives.  Latency is netem's; bandwidth is shaped one of two ways, the link's
 queue (`--link-queue`):
 
-- `fair` (the default): htb, one class per peer under a parent class at the
-  link's rate.  Each peer's class is guaranteed its share and may borrow the
-  whole link, and htb serves the backlogged classes in turn (deficit round
-  robin, `quantum` bytes a turn), each from a byte FIFO of its own.  A real
-  host serves flows in turn too: the default qdisc of EKS's AL2023 and GKE's
-  COS is fq_codel, and a cloud NIC queues per flow, so no TCP connection starves
-  behind the others' backlog.  This kernel has neither fq_codel, fq, sfq nor
-  netem's kin; htb and u32 are what it has (privileges.py probes for them).
-  A node's side classifies by destination (whom the node sends to), the
-  switch's side by source (who sends to the node), a group's uplink by
-  destination (a fan-out across groups sends to many).  Peers whose address's
-  low 6 bits agree share a class: exact per peer up to 64 nodes, at most 64
-  classes a link beyond.
+- `fair` (the default): a node's side, its host's queue, is htb with one
+  class per peer under a parent class at the link's rate.  Each peer's class is
+  guaranteed its share and may borrow the whole link, and htb serves the
+  backlogged classes in turn (deficit round robin, `quantum` bytes a turn), each
+  from a short byte FIFO of its own.  A real host serves flows in turn too: the
+  default qdisc of EKS's AL2023 and GKE's COS is fq_codel, and a cloud NIC
+  queues per flow, so no TCP connection starves behind the others' backlog, and
+  a relay's ACKs to its parent do not wait behind its data to its children.
+  This kernel has neither fq_codel, fq nor sfq; htb, bfifo and u32 are what it
+  has (privileges.py probes for them).  Classes are kept apart by destination
+  address; peers whose address's low 6 bits agree share a class: exact per peer
+  up to 64 nodes, at most 64 classes a link beyond.  The switch's side of a link
+  and a group's uplink are switch ports, which queue in one FIFO per port, as a
+  switch's port buffer does: tbf, as under `fifo`.  (Per-source classes there,
+  tried first, dropped a 1 Gbit/s rank 0's bursts into 50 Mbit/s ports until it
+  sent 43% more bytes than its three copies.)
 - `fifo`: tbf, one drop-tail FIFO per link, as kary's box had before.  At wide
   fan-outs rank 0's own FIFO drops most of what it sends, and a connection
   starved past flux-core's 20 s TCP user timeout loses a rank; kept to compare
@@ -50,8 +53,8 @@ _MIN_QUEUE_BYTES = 2 * 66_000  # two quanta (below)
 _FAIR_BUCKETS = 64
 # What a backlogged class sends in its turn: one GSO segment and its headers.
 _QUANTUM_BYTES = 66_000
-# IPv4 header offsets u32 matches at: source and destination address.
-_OFFSET = {"source": 12, "destination": 16}
+# The IPv4 header offset of the destination address, where u32 matches.
+_DESTINATION = 16
 # htb handle under netem (1:) or at the root; its parent class, its default leaf.
 _HTB = "10"
 
@@ -67,12 +70,10 @@ def qdisc_commands(
     latency: float | None,
     queue: str = "fair",
     peers: Sequence[str] = (),
-    classify_by: str = "destination",
 ) -> list[str]:
     """`tc -batch` lines that shape `device`'s egress; [] when nothing is shaped.
 
-    `peers` are the IPv4 addresses a fair link keeps apart, matched on their
-    `classify_by` address ("destination" or "source")."""
+    `peers` are the IPv4 addresses a fair link keeps apart, by destination."""
     lines: list[str] = []
     parent = "root"
     if latency:
@@ -89,12 +90,10 @@ def qdisc_commands(
         return [*lines, f"qdisc add dev {device} {parent}{handle} {tbf}"]
     if queue != "fair":
         raise ValueError(f"unknown link queue {queue!r}")
-    return [*lines, *_fair(device, bandwidth, parent, peers, _OFFSET[classify_by])]
+    return [*lines, *_fair(device, bandwidth, parent, peers)]
 
 
-def _fair(
-    device: str, bandwidth: float, parent: str, peers: Sequence[str], offset: int
-) -> list[str]:
+def _fair(device: str, bandwidth: float, parent: str, peers: Sequence[str]) -> list[str]:
     buckets = sorted({int(address.rsplit(".", 1)[1]) % _FAIR_BUCKETS for address in peers})
     rate = round(bandwidth * 8)
     burst = burst_bytes(bandwidth)
@@ -118,6 +117,7 @@ def _fair(
             f"class add dev {device} parent {_HTB}:1 classid {classid} {leaf}",
             f"qdisc add dev {device} parent {classid} {fifo}",
             f"filter add dev {device} parent {_HTB}: protocol ip prio 1 u32 "
-            f"match u32 {bucket:#010x} {_FAIR_BUCKETS - 1:#010x} at {offset} flowid {classid}",
+            f"match u32 {bucket:#010x} {_FAIR_BUCKETS - 1:#010x} at {_DESTINATION} "
+            f"flowid {classid}",
         ]
     return lines
