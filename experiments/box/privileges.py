@@ -50,15 +50,15 @@ def box_command_prefix(*, bandwidth: bool, latency: bool, queue: str = "fair") -
         "ip link add kary-probe0 type veth peer name kary-probe1",
         "ip link add kary-probe-br type bridge",
     ]
-    # What box/shaping.py builds on a link, one peer's worth.
+    # What box/shaping.py builds on a link, one peer's worth: a switch port's tbf (every
+    # shaped rate has one), then the node's side in the cell's queue.
+    rate = 125e3 if bandwidth else None
+    delay = 1e-3 if latency else None
     probe += [
         f"tc {line}"
-        for line in qdisc_commands(
-            "kary-probe0",
-            125e3 if bandwidth else None,
-            1e-3 if latency else None,
-            queue,
-            ("198.18.0.2",),
+        for line in (
+            *qdisc_commands("kary-probe1", rate, delay, "fifo"),
+            *(qdisc_commands("kary-probe0", rate, None, queue, ("198.18.0.2",)) if rate else ()),
         )
     ]
     # Each step names itself when it fails (exit 3), so the message can say which.

@@ -33,6 +33,7 @@ __all__ = [
 # start-up (per-rank CPU, relays, brokers); a size beyond the history's only
 # scales per-GB rates the history measured; another fan-out or depth weighs
 # the distribution's terms fitted on other trees.
+Z = 1.2816  # the standard normal's 90th percentile: a two-sided 80% interval
 NODES_SPREAD_PER_DOUBLING = 0.25
 SIZE_SPREAD_PER_DOUBLING = 0.12
 SHAPE_SPREAD_PER_DOUBLING = 0.15
@@ -170,8 +171,6 @@ def reach(
 
 def _widened(doublings: float, spread: float) -> str:
     """`(5.0x beyond it: the 80% interval 1.35x wider each way)`: how far, what it does."""
-    from experiments.estimate.interval import Z  # interval.py imports this module
-
     return (
         f"({2**doublings:.1f}x beyond it: the 80% interval {math.exp(Z * spread):.2f}x wider "
         "each way)"

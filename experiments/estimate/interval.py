@@ -39,6 +39,7 @@ from experiments.estimate.coverage import (
     UNKNOWN_MACHINE_SPREAD,
     Coverage,
     Environment,
+    Z,
     reach,
 )
 from experiments.estimate.floor_ratio import (
@@ -75,7 +76,6 @@ __all__ = [
 ]
 
 LEVEL = 0.80
-Z = 1.2816  # the standard normal's 90th percentile: a two-sided 80% interval
 ASSUMED_SPREAD = 0.5  # a parameter left at its default: +-50% (log-sd) of its share
 FIXED_PART_SPREAD = 0.3  # image pull, provision, teardown: stated defaults
 

@@ -215,7 +215,7 @@ def test_real_flux_in_a_box_against_the_emulator_is_refused_in_one_line(tmp_path
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == (
         "kary: error: before and after differ in backend (before flux; after local), "
-        "place (before box; after not recorded), links (before 200Mbit; after unshaped), "
+        "place (before box; after not recorded), links (before 200Mbit, one FIFO; after unshaped), "
         "cluster (before flux:vm; after not recorded) "
         "and CPU-bound (before no; after not recorded) for 12 of 12 steps both ran, so "
         "their timings are not comparable; --allow-mixed compares them anyway, labelled\n"
@@ -225,7 +225,7 @@ def test_real_flux_in_a_box_against_the_emulator_is_refused_in_one_line(tmp_path
     lines = mixed.stdout.splitlines()
     assert lines[0].endswith("  setting")
     assert lines[1].endswith(
-        "  backend flux, place box, links 200Mbit, cluster flux:vm, CPU-bound no -> "
+        "  backend flux, place box, links 200Mbit, one FIFO, cluster flux:vm, CPU-bound no -> "
         "backend local, place not recorded, links unshaped, cluster not recorded, "
         "CPU-bound not recorded"
     )

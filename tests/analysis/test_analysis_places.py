@@ -15,7 +15,7 @@ from analysis.page.view import strategy_views
 from analysis.plots.parts import data_note, with_source
 from experiments.formats.parsed import EVENTS_CSV, SUMMARY_CSV
 
-BOX = "box on flux:vm, links 200Mbit"
+BOX = "box on flux:vm, links 200Mbit, one FIFO"
 TEST_INSTANCE = "test instance on flux:vm"
 
 
@@ -30,15 +30,15 @@ def test_events_and_summary_carry_place_links_and_cpu_bound(places: Path) -> Non
     events = pd.read_csv(places / EVENTS_CSV, keep_default_na=False, dtype=str)
     settings = set(zip(events["place"], events["links"], events["cpu_bound"], strict=True))
     assert settings == {
-        ("box", "200Mbit", "no"),
-        ("box", "200Mbit", "yes"),
+        ("box", "200Mbit, one FIFO", "no"),
+        ("box", "200Mbit, one FIFO", "yes"),
         ("test-instance", "", ""),
     }
     summary = pd.read_csv(places / SUMMARY_CSV, keep_default_na=False, dtype=str)
     rows = summary[(summary["event"] == "distribute-all-nodes") & (summary["topo"] == "kary:2")]
     # One group per place: a box's three runs and a test instance's, never six pooled.
     assert list(zip(rows["place"], rows["links"], rows["cpu_bound"], rows["n"], strict=True)) == [
-        ("box", "200Mbit", "yes", "3"),
+        ("box", "200Mbit, one FIFO", "yes", "3"),
         ("test-instance", "", "", "3"),
     ]
 
@@ -69,6 +69,6 @@ def test_an_older_parse_takes_the_place_of_its_events_from_runs_csv(
     events.drop(columns=["place", "links", "cpu_bound"]).to_csv(old / EVENTS_CSV, index=False)
     loaded = load_parsed(old).events
     assert set(zip(loaded["place"], loaded["links"], strict=True)) == {
-        ("box", "200Mbit"),
+        ("box", "200Mbit, one FIFO"),
         ("test-instance", ""),
     }

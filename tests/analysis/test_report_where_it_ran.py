@@ -66,10 +66,10 @@ def test_a_box_is_this_machine_not_an_allocation_and_says_its_links_first(
         "shaped links, not a Flux allocation)"
     )
     assert [where_line(place) for place in facts.places] == [
-        f"2 cells · box on flux:vm, links 200Mbit · {BOX_IS_THIS_MACHINE}"
+        f"2 cells · box on flux:vm, links 200Mbit, one FIFO · {BOX_IS_THIS_MACHINE}"
     ]
     cards = {card["label"]: card for card in _overview(facts)}
-    assert cards["where"]["value"] == "box on flux:vm, links 200Mbit"
+    assert cards["where"]["value"] == "box on flux:vm, links 200Mbit, one FIFO"
     assert cards["cost"]["value"] == "$0"
     assert facts.emulated_note is None
 
@@ -78,7 +78,7 @@ def test_each_place_of_a_mixed_tree_is_its_own_overview_line(tmp_path: Path) -> 
     parse_tree(write_places_tree(tmp_path / "raw"), tmp_path / "parsed", plots=False)
     facts = collect_facts(load_parsed(tmp_path / "parsed"))
     assert [where_line(place) for place in facts.places] == [
-        f"6 cells · box on flux:vm, links 200Mbit · {BOX_IS_THIS_MACHINE} · 3 of 6 "
+        f"6 cells · box on flux:vm, links 200Mbit, one FIFO · {BOX_IS_THIS_MACHINE} · 3 of 6 "
         "CPU-bound: their brokers shared too few cores, so they measure this machine as "
         "much as the links",
         "6 cells · test instance on flux:vm · real Flux on this machine (flux start --test-size)",

@@ -60,7 +60,7 @@ def test_a_box_cell_runs_and_parses_to_ok_rows(
     # kary:2's rank 0 sends two copies through its 200 Mbit/s link.
     assert float(distribute[1]["time_seconds"]) >= 2 * 64 * MIB / 25e6
     (run,) = _rows(parsed, "runs.csv")
-    assert (run["place"], run["links"], run["cpu_bound"]) == ("box", "200Mbit", "no")
+    assert (run["place"], run["links"], run["cpu_bound"]) == ("box", "200Mbit, fair queues", "no")
     # Nothing of the box is left: its scratch folder went with the cell.
     assert not list(Path(box_env["TMPDIR"]).glob("kary-box-*"))
 
@@ -208,4 +208,4 @@ def test_between_groups_the_uplink_is_the_bottleneck_and_carries_one_copy_per_cr
     result = runner.invoke(app, ["parse", "--data", str(raw), "--out", str(parsed), "--no-plots"])
     assert result.exit_code == 0, result.output
     (run,) = _rows(parsed, "runs.csv")
-    assert run["links"] == "200Mbit, groups of 2 via 25Mbit"
+    assert run["links"] == "200Mbit, groups of 2 via 25Mbit, fair queues"

@@ -22,6 +22,14 @@ def _fake_tool(folder: Path, name: str, stderr: str) -> None:
     tool.chmod(0o755)
 
 
+def _real(name: str) -> str:
+    import shutil
+
+    found = shutil.which(name)
+    assert found is not None, f"{name} is not on PATH"
+    return found
+
+
 def _refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str) -> str:
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("TMPDIR", str(tmp_path))
@@ -48,18 +56,49 @@ def test_without_root_or_user_namespaces_the_box_refuses(
 
 
 @pytest.mark.parametrize(
-    ("flags", "missing"),
+    ("flags", "kind", "missing"),
     [
-        (["--link-bandwidth", "100Mbit"], "tbf, which --link-bandwidth needs (CONFIG_NET_SCH_TBF)"),
-        (["--link-latency", "1ms"], "netem, which --link-latency needs (CONFIG_NET_SCH_NETEM)"),
+        (
+            ["--link-bandwidth", "100Mbit"],
+            "tbf",
+            "tbf, which --link-bandwidth needs (CONFIG_NET_SCH_TBF)",
+        ),
+        (
+            ["--link-bandwidth", "100Mbit"],
+            "htb",
+            "htb, which --link-queue fair needs (CONFIG_NET_SCH_HTB) (--link-queue fifo shapes "
+            "with tbf alone)",
+        ),
+        (
+            ["--link-bandwidth", "100Mbit"],
+            "u32",
+            "u32, which --link-queue fair needs (CONFIG_NET_CLS_U32)",
+        ),
+        (["--link-latency", "1ms"], "netem", "netem, which --link-latency needs"),
     ],
 )
 def test_a_kernel_without_the_qdisc_a_link_needs_is_refused(
-    box_flux: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str], missing: str
+    box_flux: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    flags: list[str],
+    kind: str,
+    missing: str,
 ) -> None:
-    _fake_tool(tmp_path / "bin", "tc", "Error: Specified qdisc kind is unknown.")
+    # A tc that refuses `kind` alone, as a kernel built without it does.
+    (tmp_path / "bin").mkdir()
+    tc = tmp_path / "bin" / "tc"
+    script = (
+        "#!/bin/sh\n"
+        f'case " $* " in *" {kind} "*) '
+        'echo "Error: Specified qdisc kind is unknown." >&2; exit 1;; esac\n'
+        f'exec {_real("tc")} "$@"\n'
+    )
+    tc.write_text(script)
+    tc.chmod(0o755)
     line = _refused(tmp_path, monkeypatch, *flags)
-    assert line.startswith(f"kary: error: cannot build a box here: this kernel has no {missing}: ")
+    assert line.startswith(f"kary: error: cannot build a box here: this kernel has no {missing}")
+    assert line.endswith("failed in a probe namespace") and f" {kind} " in line
 
 
 def test_the_box_needs_its_tools(

@@ -24,7 +24,7 @@ NAME = "kary-topology-30"
 # 30 x $0.616 + control plane $0.10 + 30 disks of 200 GB gp2 at $0.10 per GB-month / 730 h
 # + eksctl's NAT gateway ($0.045/h) + 31 public IPv4 addresses at $0.005/h.
 EKS_COST = (
-    "cost: $19.60/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.10/h + disks 30 x 200 GB "
+    "cost: $19.60/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.10/h + disks 30 x 200 GiB "
     "gp2 at $0.0274/h + NAT gateway 1 x $0.0450/h + public IPv4 31 x $0.0050/h; prices as of "
 )
 EKS_AT_MOST = "at most $78.41 if it lives until it expires (4 h, 2026-06-27 19:30 UTC)"

@@ -104,7 +104,7 @@ def test_up_creates_a_labelled_cluster_with_the_operator_and_a_dead_man_switch(
         "dead-man switch: fires 2026-06-27 17:30 UTC (in 1 h 30 min): "
         f"scales node group workers ({asgs[0]}) to 0",
         "cost: $19.60/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.10/h + disks 30 x "
-        "200 GB gp2 at $0.0274/h + NAT gateway 1 x $0.0450/h + public IPv4 31 x $0.0050/h); "
+        "200 GiB gp2 at $0.0274/h + NAT gateway 1 x $0.0450/h + public IPv4 31 x $0.0050/h); "
         "about $9.80 so far",
     ]
     # down removes everything.
@@ -428,7 +428,7 @@ def test_the_dry_run_prices_the_control_plane_for_the_day(
     # 18.48 + 0.60 + 0.8219 (30 x 200 GB x $0.10 / 730 h) + 0.045 + 0.155 = $20.10/h.
     assert cost(on_1_33) == [
         "cost: $20.10/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.60/h "
-        "(Kubernetes 1.33 in extended support since 2026-07-29) + disks 30 x 200 GB gp2 at "
+        "(Kubernetes 1.33 in extended support since 2026-07-29) + disks 30 x 200 GiB gp2 at "
         "$0.0274/h + NAT gateway 1 x $0.0450/h + public IPv4 31 x $0.0050/h; prices as of "
         "2025-07-01)"
     ]
@@ -436,7 +436,7 @@ def test_the_dry_run_prices_the_control_plane_for_the_day(
     # 18.48 + 0.10 + 0.8219 + 0.045 + 0.155 = $19.60/h.
     assert cost(EKS_30) == [
         "cost: $19.60/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.10/h + disks 30 x "
-        "200 GB gp2 at $0.0274/h + NAT gateway 1 x $0.0450/h + public IPv4 31 x $0.0050/h; "
+        "200 GiB gp2 at $0.0274/h + NAT gateway 1 x $0.0450/h + public IPv4 31 x $0.0050/h; "
         "prices as of 2025-07-01)"
     ]
 

@@ -94,7 +94,7 @@ def test_up_arms_the_switch_first_then_creates_and_down_removes_both(
     assert later[2].startswith("dead-man switch: fires 2026-06-27 18:30 UTC (in 1 h 30 min): ")
     assert later[3] == (
         "cost: $44.51/h (30 x c2d-standard-32 at $1.4528/h + control plane $0.10/h + disks "
-        "30 x 200 GB pd-balanced at $0.0274/h); about $66.76 so far"
+        "30 x 200 GiB pd-balanced at $0.0274/h); about $66.76 so far"
     )
     down = runner.invoke(app, ["cluster", "down", str(GKE_30)])
     assert down.exit_code == 0, down.output
@@ -244,7 +244,7 @@ def test_cluster_up_dry_run_prints_commands_and_cost_and_runs_nothing(fake_cloud
     assert out[2].startswith("lease: managed-by=kary owner=tester created=")
     assert out[-4:-2] == [
         "cost: $44.51/h (30 x c2d-standard-32 at $1.4528/h + control plane $0.10/h + disks "
-        "30 x 200 GB pd-balanced at $0.0274/h; prices as of 2025-07-01)",
+        "30 x 200 GiB pd-balanced at $0.0274/h; prices as of 2025-07-01)",
         "create: about 7 min 0 s ($5.19)",
     ]
     assert out[-1].startswith("at most $89.01 if it lives until it expires (2 h, ")

@@ -53,7 +53,7 @@ def test_the_run_plan_shows_the_exact_create_and_delete_commands_with_cost() -> 
     assert lines[0] == f"--up creates {NAME} first (lease until 2026-06-27 19:00 UTC):"
     assert lines[-4:] == [
         "cost: $19.60/h (30 x c5a.4xlarge at $0.6160/h + control plane $0.10/h + disks "
-        "30 x 200 GB gp2 at $0.0274/h + NAT gateway 1 x $0.0450/h + public IPv4 31 x "
+        "30 x 200 GiB gp2 at $0.0274/h + NAT gateway 1 x $0.0450/h + public IPv4 31 x "
         "$0.0050/h; prices as of 2025-07-01)",
         "create: about 20 min 0 s ($6.53)",
         "delete: about 10 min 0 s ($3.27)",

@@ -47,7 +47,7 @@ def test_eks_up_creates_a_spot_managed_group_of_the_listed_types(
     cost = next(line for line in result.output.splitlines() if line.startswith("cost: "))
     assert cost.startswith(
         "cost: $10.18/h (30 x c5a.4xlarge spot at $0.3018/h + control plane $0.10/h + disks "
-        "30 x 200 GB gp2 at $0.0274/h + NAT gateway 1 x $0.0450/h + public IPv4 31 x $0.0050/h"
+        "30 x 200 GiB gp2 at $0.0274/h + NAT gateway 1 x $0.0450/h + public IPv4 31 x $0.0050/h"
     )
     down = runner.invoke(app, ["cluster", "down", str(EKS_SPOT)])
     assert down.exit_code == 0, down.output

@@ -74,8 +74,10 @@ def _data(box_made: dict[str, Any] | None = None, emulator: bool = False) -> dic
 def test_each_section_starts_with_what_made_its_runs() -> None:
     text = box_topologies.table(_data(emulator=True))
     lines = text.splitlines()
+    # Samples that do not say their link queue were made under tbf's one FIFO.
     title = lines.index(
-        "box, N=16, 64M, links 100Mbit (both ways, every node), `distribute-all-nodes` seconds"
+        "box, N=16, 64M, links 100Mbit (both ways, every node; one FIFO per link, --link-queue "
+        "fifo), `distribute-all-nodes` seconds"
     )
     assert lines[title + 1] == (
         "box runs: template 34a26727090491be, kary commit not recorded, "
@@ -201,3 +203,9 @@ def test_provenance_comes_from_the_parsed_runs_table_of_the_raw_tree(tmp_path: P
         "finished": "2026-11-25T03:01:30+00:00",
         "cpu_bound": ["kary:2"],
     }
+
+
+def test_the_samples_say_the_link_queue_they_were_made_under() -> None:
+    fair = box_topologies.table({**_data(emulator=False), "link_queue": "fair"})
+    assert "(both ways, every node; fair queues, --link-queue fair)" in fair
+    assert "one FIFO" not in fair

@@ -126,7 +126,7 @@ def test_plan_prices_every_node_group(tmp_path: Path) -> None:
     catalog = load_price_catalog()
     p5, _ = catalog.instance_price("us-east-2", "p5.48xlarge")
     m5, _ = catalog.instance_price("us-east-2", "m5.xlarge")
-    # EKS 1.35: standard ($0.10/h); each group's disk: 4 x 500 GB gp3 and the m5's eksctl
+    # EKS 1.35: standard ($0.10/h); each group's disk: 4 x 500 GiB gp3 and the m5's eksctl
     # default 80 GB gp3, at $0.08 per GB-month (730 h): 2080 x 0.08 / 730 = $0.2279/h;
     # eksctl's NAT gateway ($0.045/h) and 2 public IPv4 addresses ($0.005/h): the system
     # node's and the gateway's (the p5s are private): $0.055/h.
