@@ -231,6 +231,12 @@ FIGURES = [
         "2-core VM, root, flux-core 0.88 in the box (the cells kept in benchmarks/results/)",
     ),
     Figure(
+        "box-fair-topologies-n16",
+        [PYTHON, "benchmarks/box_topologies.py", "--from-json",
+         "benchmarks/results/box-fair-topologies-n16.json"],
+        "2-core VM, root, flux-core 0.88 in the box (the samples kept in benchmarks/results/)",
+    ),
+    Figure(
         "box-topologies-n8",
         [PYTHON, "benchmarks/box_topologies.py", "--from-json",
          "benchmarks/results/box-topologies-n8.json"],
