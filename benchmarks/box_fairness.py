@@ -36,7 +36,8 @@ from machine_load import CpuMeter  # noqa: E402
 
 from experiments import Sweep, run  # noqa: E402
 from experiments.execution.progress import SilentReporter  # noqa: E402
-from experiments.formats.cell_layout import network_dirname  # noqa: E402
+from experiments.formats.cell_layout import cell_dir, cell_id, network_dirname  # noqa: E402
+from experiments.formats.run_record import read_record  # noqa: E402
 from experiments.model.links import LINK_QUEUES  # noqa: E402
 from experiments.model.units import parse_bandwidth  # noqa: E402
 
@@ -64,24 +65,27 @@ def run_cell(out: Path, queue: str, args: argparse.Namespace, topo: str, iterati
 def cell_record(out: Path, queue: str, args: argparse.Namespace, topo: str, it: int) -> dict:
     """What one cell's run.json says of its queue: state, error, drops, distribution."""
     network = network_dirname(parse_bandwidth(args.speed))
-    folder = out / f"raw-{queue}" / str(args.nodes) / topo.replace(":", "-") / network / str(it)
-    record = json.loads((folder / "run.json").read_text())
-    box = record.get("box") or {}
+    cell = cell_id(args.nodes, topo, it, network=network)
+    record = read_record(cell_dir(out / f"raw-{queue}", cell))
+    if record is None:
+        raise SystemExit(f"box_fairness.py: {cell} left no readable run.json")
+    box = (record.model_extra or {}).get("box") or {}
     links = box.get("link_bytes") or {}
     qdiscs = [q for link in links.values() for side in link["qdiscs"].values() for q in side]
     root_out = (links.get("0") or {}).get("qdiscs", {}).get("sent", [])
     checks = [c for c in box.get("distributions", []) if c["event"] == EVENT]
+    ok = record.state == "succeeded"
     return {
         "topo": topo,
         "iteration": it,
-        "state": record["state"],
-        "error": (record.get("error") or "").splitlines()[0] if record.get("error") else None,
+        "state": record.state,
+        "error": record.error.splitlines()[0] if record.error else None,
         "built": (box.get("link_queue") or {}).get("qdiscs"),
         "rank0_drops": sum(q["drops"] for q in root_out),
         "rank0_packets": sum(q["packets"] for q in root_out),
         "drops": sum(q["drops"] for q in qdiscs),
         "packets": sum(q["packets"] for q in qdiscs),
-        "seconds": checks[0]["seconds"] if checks and record["state"] == "succeeded" else None,
+        "seconds": checks[0]["seconds"] if checks and ok else None,
         "floor_seconds": checks[0]["floor_seconds"] if checks else None,
     }
 
