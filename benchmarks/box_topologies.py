@@ -65,7 +65,11 @@ from analysis.tables.stats import could_decide, decides, find_winner, rank_test 
 from experiments import Sweep, run  # noqa: E402
 from experiments.estimate.link_floor import LinkFloor, distribution_floors  # noqa: E402
 from experiments.execution.progress import SilentReporter  # noqa: E402
-from experiments.model.links import LinkSettings  # noqa: E402
+from experiments.model.links import (  # noqa: E402
+    LINK_QUEUES,
+    QUEUE_BEFORE_LINK_QUEUES,
+    LinkSettings,
+)
 from experiments.model.units import parse_bandwidth, parse_size  # noqa: E402
 
 EVENT = "distribute-all-nodes"
@@ -202,7 +206,7 @@ _QUEUE_WORDS = {
 
 def queue_words(data: dict[str, Any]) -> str:
     """How the samples' box links queued, as the table says it."""
-    return _QUEUE_WORDS[data.get("link_queue", "fifo")]
+    return _QUEUE_WORDS[data.get("link_queue", QUEUE_BEFORE_LINK_QUEUES)]
 
 
 def table(data: dict[str, Any]) -> str:
@@ -305,7 +309,7 @@ def main() -> int:
     parser.add_argument("--emulator", default="", help="Speeds to run on the emulator too.")
     parser.add_argument("--out", type=Path, default=REPO / "data" / "box-topologies")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--link-queue", default="fair", choices=("fair", "fifo"))
+    parser.add_argument("--link-queue", default=LINK_QUEUES[0], choices=LINK_QUEUES)
     parser.add_argument("--json", type=Path, help="Write the samples here.")
     parser.add_argument("--from-json", type=Path, help="Print the tables of saved samples.")
     args = parser.parse_args()

@@ -41,6 +41,7 @@ from experiments.formats.parsed import (
     RAN_COLUMNS,
     RECORD_FACTS,
 )
+from experiments.model.links import QUEUE_BEFORE_LINK_QUEUES
 
 if TYPE_CHECKING:
     from experiments.formats.run_record import RunRecord
@@ -219,8 +220,8 @@ def _links_text(links: dict[str, object], in_box: bool = False) -> str:
     if grouped:
         parts.append(f"groups of {group} via {_text(links.get('group_link_bandwidth'))}")
     if in_box and (parts[0] or root or grouped):
-        # A box from before --link-queue shaped every rate with tbf's one FIFO.
-        parts.append(_QUEUE_WORDS.get(_text(links.get("queue")) or "fifo", "one FIFO"))
+        queue = _text(links.get("queue")) or QUEUE_BEFORE_LINK_QUEUES
+        parts.append(_QUEUE_WORDS.get(queue, queue))
     return ", ".join(part for part in parts if part)
 
 

@@ -37,7 +37,7 @@ from experiments.errors import UserError
 from experiments.formats.blobs import DEFAULT_BLOB
 from experiments.formats.cell_layout import format_size, network_from_dirname
 from experiments.formats.run_record import RunRecord
-from experiments.model.links import LinkSettings
+from experiments.model.links import LINK_QUEUES, QUEUE_BEFORE_LINK_QUEUES, LinkSettings
 from experiments.model.plan import Cell
 
 __all__ = [
@@ -138,10 +138,9 @@ def recorded_identity(record: RunRecord) -> dict[str, Any]:
     if isinstance(stored, dict):
         found = {name: stored[name] for name in IDENTITY_FIELDS if name in stored}
         if "link_queue" not in stored and stored.get("place") == "box":
-            # Before --link-queue every box shaped its rates with tbf's one FIFO.
             rates = network_from_dirname(str(stored.get("links") or "")) or {}
             if {"bw", "rootbw", "groupbw"} & set(rates):
-                found["link_queue"] = "fifo"
+                found["link_queue"] = QUEUE_BEFORE_LINK_QUEUES
         return found
     legacy = record.model_dump()
     legacy["experiment"] = extra.get("experiment") or "distribute"
@@ -187,7 +186,7 @@ def _remedy(differences: Sequence[str]) -> str:
             "put flux-core's `flux` on PATH to add to them (after `make demo`: "
             "`source .venv/bin/activate`), or "
         )
-    for queue in ("fair", "fifo"):
+    for queue in LINK_QUEUES:
         if f"link queue {queue}, planned" in said:
             return f"--link-queue {queue} adds to them, or "
     return ""

@@ -26,11 +26,20 @@ from experiments.errors import UserError
 from experiments.formats.cell_layout import network_dirname
 from experiments.model.units import parse_bandwidth, parse_latency
 
-__all__ = ["LINK_QUEUES", "LinkSettings", "burst_bytes", "link_settings"]
+__all__ = [
+    "LINK_QUEUES",
+    "QUEUE_BEFORE_LINK_QUEUES",
+    "LinkSettings",
+    "burst_bytes",
+    "link_settings",
+]
 
 # How a box's shaped link queues what waits (--link-queue, box/shaping.py), the default
 # first: one FIFO per peer served in turn, or one drop-tail FIFO for all.
 LINK_QUEUES = ("fair", "fifo")
+# What every box before --link-queue shaped its rates with: tbf's one FIFO.  A record or
+# sample set that names no queue was made under it.
+QUEUE_BEFORE_LINK_QUEUES = "fifo"
 
 
 @dataclass(frozen=True)
